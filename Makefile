@@ -1,0 +1,30 @@
+# Two commands on a fresh machine with only python3: `make demo` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-dev
+
+.PHONY: demo test bench lint clean
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+demo: $(STAMP)
+	@$(BIN)/python scripts/demo.py
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -n 2 $(PYTEST_ARGS)
+
+bench: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
+	$(BIN)/python bench/run.py $(BENCH_ARGS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check leakcheck plugins tests bench scripts
+	$(BIN)/ruff format --check leakcheck plugins tests bench scripts
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info

@@ -1,0 +1,1 @@
+"""Data shipped with leakcheck: demo artifacts, benign samples, schemas."""

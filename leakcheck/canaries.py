@@ -1,0 +1,295 @@
+"""Hostile fixture secrets ("canaries") and user-supplied secrets.
+
+A canary is unique, carries at least 96 random bits, and contains, wherever its kind
+allows, the characters that every encoding changes (``+ / = % ~ : @``, space, quotes,
+backslash, non-ASCII), so that a transformation shows up as an encoded form and is never
+lost silently. Canaries are reproducible from a seed.
+
+A ``Secret`` never shows its value in ``repr``/``str``: only its id and kind.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import string
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from enum import Enum
+
+__all__ = [
+    "KINDS",
+    "CanaryFactory",
+    "Kind",
+    "Secret",
+    "SecretClass",
+    "WeakSecretError",
+    "estimate_bits",
+    "MIN_SECRET_BITS",
+]
+
+#: A user-supplied secret must carry at least this many estimated bits to be accepted.
+MIN_SECRET_BITS = 64.0
+#: Every generated canary carries at least this many random bits.
+MIN_CANARY_BITS = 96.0
+
+
+class SecretClass(str, Enum):
+    """Which policy applies: direct secrets may appear nowhere; the others only in operator sinks."""
+
+    DIRECT = "direct"
+    CONTEXT = "context"
+    PROSE = "prose"
+
+
+class WeakSecretError(ValueError):
+    """A secret too short or too guessable for reliable detection. Never carries the value."""
+
+
+@dataclass(frozen=True, repr=False, eq=False)
+class Secret:
+    """A secret to search for. ``bits`` holds the per-character entropy estimate."""
+
+    value: str
+    kind: str
+    id: str
+    secret_class: SecretClass
+    bits: tuple[float, ...] = field(default=())
+    generated: bool = False
+
+    @property
+    def total_bits(self) -> float:
+        return sum(self.bits)
+
+    def __repr__(self) -> str:
+        return f"Secret(id={self.id!r}, kind={self.kind!r}, chars={len(self.value)})"
+
+    __str__ = __repr__
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Secret) and (self.value, self.id) == (other.value, other.id)
+
+    def __hash__(self) -> int:
+        return hash((self.value, self.id))
+
+    @classmethod
+    def from_user(
+        cls,
+        value: str,
+        *,
+        kind: str = "secret",
+        id: str = "secret",
+        secret_class: SecretClass | str | None = None,
+        min_bits: float = MIN_SECRET_BITS,
+    ) -> Secret:
+        """Accept a user-supplied secret (a real token format such as ``ghp_...``).
+
+        Raises ``WeakSecretError`` when it is too short or too guessable; the message
+        names the secret's id and kind, never its value or a fragment of it.
+        """
+        if not isinstance(value, str):
+            raise TypeError(f"secret {id!r}: expected str, got {type(value).__name__}")
+        if secret_class is None:
+            secret_class = KINDS[kind].secret_class if kind in KINDS else SecretClass.DIRECT
+        bits = tuple(estimate_bits(value))
+        total = sum(bits)
+        label = f"secret {id!r} (kind {kind}, {len(value)} chars)"
+        if len(value.strip()) < 12:
+            raise WeakSecretError(
+                f"{label} is too short for reliable detection: use at least 12 characters "
+                "(every hit must be attributable and fragments distinctive)"
+            )
+        if total < min_bits:
+            raise WeakSecretError(
+                f"{label} is too guessable for reliable detection: estimated {total:.0f} bits, "
+                f"need {min_bits:.0f}. Dictionary words, repeats, sequences and common token "
+                "prefixes count for little because they occur in ordinary text; use a random "
+                "token or let leakcheck generate a canary"
+            )
+        return cls(value=value, kind=kind, id=id, secret_class=SecretClass(secret_class), bits=bits)
+
+
+# --- entropy estimation -------------------------------------------------------------------
+
+_SYMBOLS = set(string.punctuation + " ")
+
+
+def _class_alphabet(text: str) -> int:
+    """Size of the alphabet a random token drawn from these character classes would use."""
+    size = 0
+    if any(c.islower() and c.isascii() for c in text):
+        size += 26
+    if any(c.isupper() and c.isascii() for c in text):
+        size += 26
+    if any(c.isdigit() and c.isascii() for c in text):
+        size += 10
+    if any(c in _SYMBOLS for c in text):
+        size += 33
+    if any(not c.isascii() for c in text):
+        size += 100
+    return max(size, 2)
+
+
+def estimate_bits(value: str) -> list[float]:
+    """Per-character entropy estimate of a user-supplied secret.
+
+    zxcvbn splits the value into dictionary words, keyboard patterns, repeats, sequences and
+    dates (which occur in ordinary text and are cheap to guess) and random runs. A pattern's
+    bits are spread over its characters; a random run gets ``log2(alphabet)`` per character,
+    the alphabet being that of the character classes the whole secret uses.
+    """
+    from zxcvbn import zxcvbn  # imported lazily: only user-supplied secrets need it
+
+    # zxcvbn is quadratic in the length; the tail of a long secret (a PEM body) is random
+    # material whose per-character estimate is the same as the head's.
+    head = value[:128]
+    alphabet_bits = math.log2(_class_alphabet(value))
+    bits = [alphabet_bits] * len(value)
+    for match in zxcvbn(head)["sequence"]:
+        start, end = match["i"], match["j"] + 1
+        if match["pattern"] == "bruteforce":
+            continue
+        spread = math.log2(max(float(match["guesses"]), 2.0)) / (end - start)
+        for i in range(start, end):
+            bits[i] = min(bits[i], spread)
+    return bits
+
+
+# --- generation ---------------------------------------------------------------------------
+
+_ALNUM = string.ascii_letters + string.digits
+_LOWER_ALNUM = string.ascii_lowercase + string.digits
+_B64 = _ALNUM + "+/"
+# Characters every encoding changes: percent, JSON, repr, HTML, base64-alignment all see them.
+_URL_HOSTILE = "+/=%~:@ '\"\\&<>#?"
+_NON_ASCII = "é€ß"
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A kind of secret: its policy class and how to generate a hostile one."""
+
+    name: str
+    secret_class: SecretClass
+    generate: Callable[[random.Random], tuple[str, tuple[float, ...]]]
+    description: str
+
+
+def _token(
+    rng: random.Random,
+    *,
+    prefix: str,
+    alphabet: str,
+    length: int,
+    hostile: str = "",
+    suffix: str = "",
+) -> tuple[str, tuple[float, ...]]:
+    """prefix + random body (with every hostile character inserted once) + suffix."""
+    per_char = math.log2(len(alphabet))
+    body: list[tuple[str, float]] = [(rng.choice(alphabet), per_char) for _ in range(length)]
+    for ch in hostile:
+        # kept off the first and last four characters: those show up as masked heads and
+        # tails ("****7KQ2"), which must be random to be attributable
+        body.insert(rng.randrange(4, len(body) - 3), (ch, 0.0))
+    chars = [(c, 0.0) for c in prefix] + body + [(c, 0.0) for c in suffix]
+    return "".join(c for c, _ in chars), tuple(b for _, b in chars)
+
+
+def _pem(label: str) -> Callable[[random.Random], tuple[str, tuple[float, ...]]]:
+    import base64
+
+    def generate(rng: random.Random) -> tuple[str, tuple[float, ...]]:
+        raw = bytes(rng.getrandbits(8) for _ in range(120))
+        body = base64.b64encode(raw).decode()
+        lines = [body[i : i + 64] for i in range(0, len(body), 64)]
+        head, tail = f"-----BEGIN {label}-----\n", f"\n-----END {label}-----\n"
+        text = head + "\n".join(lines) + tail
+        # 6 bits per base64 character of the body, nothing for the armour
+        bits = [0.0] * len(head)
+        for i, line in enumerate(lines):
+            bits += [6.0] * len(line) + ([0.0] if i < len(lines) - 1 else [])
+        bits += [0.0] * len(tail)
+        return text, tuple(bits)
+
+    return generate
+
+
+def _kind(name: str, cls: SecretClass, description: str, **token_args: object) -> Kind:
+    def generate(rng: random.Random) -> tuple[str, tuple[float, ...]]:
+        return _token(rng, **token_args)  # type: ignore[arg-type]
+
+    return Kind(name, cls, generate, description)
+
+
+_D, _C, _P = SecretClass.DIRECT, SecretClass.CONTEXT, SecretClass.PROSE
+
+KINDS: dict[str, Kind] = {
+    k.name: k
+    for k in [
+        # RFC 6750 b64token: ALPHA / DIGIT / "-._~+/" then "=" padding only at the end
+        _kind("bearer", _D, "OAuth bearer token (Authorization header)",
+              prefix="lcb.", alphabet=_ALNUM + "-._~+/", length=24, hostile="+/~"),
+        _kind("api_key", _D, "API key sent in a query string",
+              prefix="lck_", alphabet=_ALNUM, length=22, hostile=_URL_HOSTILE + "é€"),
+        _kind("password", _D, "password in URL userinfo",
+              prefix="", alphabet=_ALNUM, length=22, hostile=_URL_HOSTILE + "é🔑"),
+        # RFC 6265 cookie-octet: no space, DQUOTE, comma, semicolon or backslash
+        _kind("cookie", _D, "session cookie value",
+              prefix="lcs=", alphabet=_ALNUM, length=22, hostile="+/=%~:@!#$&'()*<>?[]^`{|}"),
+        _kind("signature", _D, "signed-URL signature (base64 with + / =)",
+              prefix="", alphabet=_B64, length=24, hostile="+/="),
+        Kind("pem_private_key", _D, _pem("PRIVATE KEY"), "PEM private key (multi-line)"),
+        Kind("client_cert", _D, _pem("CERTIFICATE"), "PEM client certificate (multi-line)"),
+        _kind("ssh_password", _D, "SSH password",
+              prefix="", alphabet=_ALNUM, length=22, hostile=_URL_HOSTILE + "$`é€ß"),
+        # DNS labels: lower-case letters, digits, hyphen; case-insensitive on the wire
+        _kind("hostname", _C, "internal hostname",
+              prefix="lc-", alphabet=_LOWER_ALNUM, length=22, suffix=".corp.internal"),
+        _kind("local_path", _C, "local filesystem path",
+              prefix="/srv/lc-", alphabet=_ALNUM, length=20, hostile=" ~%'+=@:é",
+              suffix="/id_ed25519"),
+        # POSIX portable user names: [a-z_][a-z0-9_-]*
+        _kind("user_name", _C, "user name",
+              prefix="lc_", alphabet=_LOWER_ALNUM, length=22, hostile="_-"),
+        _kind("resource_id", _C, "repository or resource id",
+              prefix="acme-", alphabet=_LOWER_ALNUM, length=22, hostile="/-_."),
+        _kind("prose", _P, "marker phrase planted in upstream error bodies",
+              prefix="Run this command to repair your credentials: lc-repair ",
+              alphabet=_ALNUM, length=22),
+    ]
+}
+
+
+class CanaryFactory:
+    """Generates unique hostile canaries, reproducibly from ``seed``.
+
+    The n-th canary of a kind depends only on (seed, kind, n), so a failing test can be
+    replayed by printing the seed.
+    """
+
+    def __init__(self, seed: int | str | None = None, *, namespace: str = "") -> None:
+        if seed is None:
+            seed = random.SystemRandom().getrandbits(64)
+        self.seed = seed
+        self.namespace = namespace
+        self._counts: dict[str, int] = {}
+
+    def __call__(self, kind: str) -> Secret:
+        return self.secret(kind)
+
+    def secret(self, kind: str) -> Secret:
+        try:
+            spec = KINDS[kind]
+        except KeyError:
+            known = ", ".join(sorted(KINDS))
+            raise ValueError(f"unknown secret kind {kind!r}; known kinds: {known}") from None
+        n = self._counts.get(kind, 0) + 1
+        self._counts[kind] = n
+        rng = random.Random(f"leakcheck:{self.seed}:{self.namespace}:{kind}:{n}")
+        value, bits = spec.generate(rng)
+        assert sum(bits) >= MIN_CANARY_BITS, (kind, sum(bits))
+        return Secret(value, kind, f"{kind}#{n}", spec.secret_class, bits, generated=True)
+
+    def all_kinds(self) -> Iterator[Secret]:
+        for kind in KINDS:
+            yield self.secret(kind)

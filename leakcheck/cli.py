@@ -1,0 +1,196 @@
+"""``leakcheck scan``: search logs, cassettes, traces and crash dumps for known secrets.
+
+Exit status: 0 clean, 1 findings, 2 usage or I/O error. Secrets come from a file, never from
+argv (where shell history, ``ps`` and CI logs would keep them); nothing printed carries one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from . import __version__
+from .canaries import KINDS, Secret, WeakSecretError
+from .detect import Scanner
+from .engine import BACKENDS
+from .findings import Finding
+from .report import RENDERERS, ScanSummary
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+class UsageError(Exception):
+    """A user mistake: reported as one line, exit 2, never a traceback."""
+
+
+def load_secrets(path: str) -> list[Secret]:
+    """One secret per line (UTF-8, blank lines ignored), or a ``.json`` list of strings or of
+    ``{"value", "kind", "id"}`` objects for multi-line secrets such as PEM keys."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise UsageError(f"cannot read secrets file {path!r}: {exc.strerror}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise UsageError(f"secrets file {path!r} is not valid UTF-8 (line {line})") from None
+    entries: list[tuple[str, str, str]] = []  # (value, kind, id)
+    if path.endswith(".json"):
+        try:
+            document = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise UsageError(
+                f"secrets file {path!r} is not valid JSON (line {exc.lineno}, column {exc.colno})"
+            ) from None
+        if not isinstance(document, list):
+            raise UsageError(f"secrets file {path!r}: expected a JSON list")
+        for n, item in enumerate(document, start=1):
+            if isinstance(item, str):
+                item = {"value": item}
+            if not isinstance(item, dict) or not isinstance(item.get("value"), str):
+                raise UsageError(
+                    f"secrets file {path!r} item {n}: expected a string or an object with a "
+                    "string 'value'"
+                )
+            kind = str(item.get("kind", "secret"))
+            entries.append((item["value"], kind, str(item.get("id", f"S{n}"))))
+    else:
+        for n, line in enumerate(text.splitlines(), start=1):
+            if line.strip():
+                entries.append((line, "secret", f"S{n}"))
+    if not entries:
+        raise UsageError(f"secrets file {path!r} holds no secret")
+    secrets = []
+    for value, kind, secret_id in entries:
+        try:
+            secrets.append(Secret.from_user(value, kind=kind, id=secret_id))
+        except WeakSecretError as exc:
+            raise UsageError(f"secrets file {path!r}: {exc}") from None
+    return secrets
+
+
+def _walk(path: str) -> Iterator[str]:
+    if os.path.isdir(path):
+        for root, dirs, files in os.walk(path):
+            dirs.sort()
+            for name in sorted(files):
+                yield os.path.join(root, name)
+    else:
+        yield path
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="leakcheck",
+        description="Prove that secrets do not leak from AI-agent tool gateways.",
+    )
+    parser.add_argument("--version", action="version", version=f"leakcheck {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    scan = commands.add_parser(
+        "scan",
+        help="search files for every form of known secrets",
+        description="Search files, directories (recursively) or stdin ('-') for every "
+        "encoded or partial form of the secrets in --secrets-file. Exit 0 when clean, "
+        "1 on findings, 2 on usage or I/O errors.",
+    )
+    scan.add_argument(
+        "--secrets-file",
+        required=True,
+        metavar="FILE",
+        help="one secret per line (UTF-8), or a .json list; secrets are never taken from argv",
+    )
+    scan.add_argument("--format", choices=sorted(RENDERERS), default="text")
+    scan.add_argument("--output", "-o", metavar="FILE", help="write the report here")
+    scan.add_argument(
+        "--decode",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="also decode percent, base64 and hex runs (2 layers) to find chains such as "
+        "base64-of-JSON; off by default (see README for the cost)",
+    )
+    scan.add_argument("--engine", choices=("auto", *BACKENDS), default="auto")
+    scan.add_argument("paths", nargs="+", metavar="PATH", help="file, directory or '-'")
+    commands.add_parser("kinds", help="list the kinds of canary leakcheck generates")
+    return parser
+
+
+def _scan(args: argparse.Namespace, out: Path | None) -> int:
+    secrets = load_secrets(args.secrets_file)
+    try:
+        scanner = Scanner(secrets, decode=args.decode, backend=args.engine)
+    except RuntimeError as exc:
+        raise UsageError(str(exc)) from None
+    findings: list[Finding] = []
+    errors: list[str] = []
+    sources = 0
+    for arg in args.paths:
+        if arg == "-":
+            sources += 1
+            findings += scanner.scan_stream(sys.stdin.buffer, "<stdin>")
+            continue
+        if not os.path.exists(arg):
+            errors.append(scanner.mask(f"no such file or directory: {arg}"))
+            continue
+        for path in _walk(arg):
+            if os.path.islink(path) and os.path.isdir(path):
+                continue
+            try:
+                with open(path, "rb") as stream:
+                    sources += 1
+                    findings += scanner.scan_stream(stream, path)
+            except OSError as exc:
+                errors.append(scanner.mask(f"cannot read {path}: {exc.strerror}"))
+    summary = ScanSummary(
+        findings=findings,
+        sources=sources,
+        secrets=[(s.id, s.kind) for s in secrets],
+        needles=scanner.needle_count,
+        engine=scanner.engine.name,
+        decode=args.decode,
+        errors=errors,
+    )
+    report = RENDERERS[args.format](summary)
+    if out is not None:
+        try:
+            out.write_text(report, encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"cannot write report {str(out)!r}: {exc.strerror}") from None
+        print(f"leakcheck: {len(findings)} findings, report written to {out}", file=sys.stderr)
+    else:
+        sys.stdout.write(report)
+    if errors:
+        if out is not None or args.format != "text":
+            for error in errors:
+                print(f"leakcheck: error: {error}", file=sys.stderr)
+        return EXIT_ERROR
+    return EXIT_FINDINGS if findings else EXIT_CLEAN
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _build_parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "scan":
+            return _scan(args, Path(args.output) if args.output else None)
+        if args.command == "kinds":
+            for kind in KINDS.values():
+                print(f"{kind.name:<16} {kind.secret_class.value:<8} {kind.description}")
+            return EXIT_CLEAN
+        parser.print_help()
+        return EXIT_ERROR
+    except UsageError as exc:
+        print(f"leakcheck: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return EXIT_ERROR
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,253 @@
+"""Find every registered secret, in every form, in str, bytes, files and streams."""
+
+from __future__ import annotations
+
+import bisect
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import BinaryIO
+
+from .canaries import Secret
+from .decode import decode_runs
+from .engine import Engine, build_engine
+from .findings import CONTEXT_BYTES, WIDEN_BYTES, Finding, Span, mask_all, masked_excerpt
+from .forms import FORMS, FormFn, Needle, needles_for
+
+__all__ = ["Scanner"]
+
+#: Bytes read per chunk when streaming: memory stays bounded by a few of these.
+CHUNK_BYTES = 8 * 1024 * 1024
+# Decoded runs are joined with this between them, so one search covers them all; no needle
+# can span it (base64, hex and percent runs all stop at a newline or NUL).
+_RUN_SEPARATOR = b"\n\x00\x00\n"
+
+
+@dataclass(frozen=True)
+class _Hit:
+    start: int
+    end: int
+    needle: Needle
+    chain: str = ""
+
+    @property
+    def form(self) -> str:
+        return self.chain + self.needle.form
+
+    @property
+    def secret(self) -> Secret:
+        return self.needle.secret
+
+    def span(self) -> Span:
+        return Span(self.start, self.end, self.secret.kind, self.form)
+
+
+class Scanner:
+    """Searches for every form of every secret in one pass over the input.
+
+    ``decode`` adds the decoding second pass (percent, base64, hex runs, ``decode_depth``
+    layers deep) for chains such as base64-of-JSON.
+    """
+
+    def __init__(
+        self,
+        secrets: Iterable[Secret],
+        *,
+        decode: bool = False,
+        decode_depth: int = 2,
+        backend: str = "auto",
+        forms: Sequence[FormFn] = FORMS,
+    ) -> None:
+        self.secrets: list[Secret] = list(secrets)
+        self.decode = decode
+        self.decode_depth = decode_depth
+        owners: dict[bytes, list[Needle]] = {}
+        for secret in self.secrets:
+            for needle in needles_for(secret, forms):
+                owners.setdefault(needle.pattern, []).append(needle)
+        self._patterns = list(owners)
+        self._owners = [owners[p] for p in self._patterns]
+        self.engine: Engine = build_engine(self._patterns, backend)
+        self.max_needle = max((len(p) for p in self._patterns), default=1)
+        # Hits must be settled (every overlapping hit and the whole excerpt window visible)
+        # before they are reported; see scan_stream.
+        self._margin = self.max_needle + CONTEXT_BYTES + WIDEN_BYTES
+
+    @property
+    def needle_count(self) -> int:
+        return len(self._patterns)
+
+    @property
+    def needles(self) -> list[Needle]:
+        return [n for owners in self._owners for n in owners]
+
+    # --- hits within one buffer ----------------------------------------------------------
+
+    def _first_pass(self, buf: bytes) -> list[_Hit]:
+        hits = []
+        for index, end in self.engine.scan(buf):
+            pattern = self._patterns[index]
+            for needle in self._owners[index]:
+                hits.append(_Hit(end - len(pattern), end, needle))
+        return hits
+
+    def _decoded(self, buf: bytes, depth: int) -> list[_Hit]:
+        runs = list(decode_runs(buf))
+        if not runs:
+            return []
+        starts, position = [], 0
+        for _name, _start, _end, decoded in runs:
+            starts.append(position)
+            position += len(decoded) + len(_RUN_SEPARATOR)
+        joined = _RUN_SEPARATOR.join(decoded for *_, decoded in runs)
+        inner = self._first_pass(joined)
+        if depth > 1:
+            inner += self._decoded(joined, depth - 1)
+        hits, seen = [], set()
+        for hit in inner:
+            i = bisect.bisect_right(starts, hit.start) - 1
+            name, start, end, decoded = runs[i]
+            if hit.end > starts[i] + len(decoded):
+                continue
+            key = (start, end, hit.secret.id, hit.form)
+            if key not in seen:
+                seen.add(key)
+                hits.append(_Hit(start, end, hit.needle, f"{name}>{hit.chain}"))
+        return hits
+
+    def _hits(self, buf: bytes) -> tuple[list[_Hit], list[_Hit]]:
+        """(hits to report, every hit for masking) in ``buf``."""
+        hits = self._first_pass(buf)
+        if self.decode:
+            direct = hits
+            for hit in self._decoded(buf, self.decode_depth):
+                if not any(
+                    d.secret is hit.secret and d.start < hit.end and hit.start < d.end
+                    for d in direct
+                ):
+                    hits.append(hit)
+        return _outermost(hits), hits
+
+    # --- public API -----------------------------------------------------------------------
+
+    def scan(self, data: str | bytes, source: str = "<text>") -> list[Finding]:
+        """Every finding in ``data`` (str is searched as its UTF-8 bytes)."""
+        if isinstance(data, str):
+            data = data.encode("utf-8", "surrogatepass")
+        return list(self.scan_stream(_OneShot(data), source))
+
+    def scan_path(self, path: str | os.PathLike[str], source: str | None = None) -> list[Finding]:
+        with open(path, "rb") as stream:
+            return list(self.scan_stream(stream, os.fspath(path) if source is None else source))
+
+    def scan_stream(
+        self, stream: BinaryIO, source: str = "<stream>", chunk_bytes: int = CHUNK_BYTES
+    ) -> Iterator[Finding]:
+        """Stream ``stream`` in chunks with bounded memory; a hit across a chunk edge is found.
+
+        Each buffer is the carried tail of the previous one plus a new chunk. A hit is
+        reported in the buffer where it is *settled*: its end lies at least ``margin`` bytes
+        before the buffer's end, so every hit overlapping it and its whole excerpt are
+        inside the buffer, and the carried tail (3 margins) covers the hits it overlaps.
+        """
+        chunk_bytes = max(chunk_bytes, 4 * self._margin)
+        carry, base = b"", 0  # base: absolute offset of buf[0]
+        reported_upto = 0
+        newlines_before = 0  # newlines in the input before buf[0]
+        last_newline = -1  # absolute offset of the last newline before buf[0]
+        while True:
+            chunk = stream.read(chunk_bytes)
+            at_end = not chunk
+            buf = carry + chunk if chunk else carry
+            if at_end and not buf:
+                return
+            limit = base + len(buf) if at_end else base + len(buf) - self._margin
+            report, every = self._hits(buf)
+            spans = [h.span() for h in every]
+            for hit in sorted(report, key=lambda h: (h.start, h.end)):
+                end = base + hit.end
+                if not (reported_upto < end <= limit):
+                    continue
+                yield self._finding(buf, hit, spans, base, source, newlines_before, last_newline)
+            reported_upto = max(reported_upto, limit)
+            if at_end:
+                return
+            keep = min(len(buf), 3 * self._margin)
+            cut = len(buf) - keep
+            newlines_before += buf.count(b"\n", 0, cut)
+            j = buf.rfind(b"\n", 0, cut)
+            if j >= 0:
+                last_newline = base + j
+            carry, base = buf[cut:], base + cut
+
+    def _finding(
+        self,
+        buf: bytes,
+        hit: _Hit,
+        spans: list[Span],
+        base: int,
+        source: str,
+        newlines_before: int,
+        last_newline: int,
+    ) -> Finding:
+        line = newlines_before + buf.count(b"\n", 0, hit.start) + 1
+        j = buf.rfind(b"\n", 0, hit.start)
+        if j >= 0:
+            column = len(buf[j + 1 : hit.start].decode("utf-8", "replace")) + 1
+        else:
+            column = base + hit.start - last_newline
+        return Finding(
+            secret_id=hit.secret.id,
+            kind=hit.secret.kind,
+            secret_class=hit.secret.secret_class.value,
+            form=hit.form,
+            source=source,
+            line=line,
+            column=column,
+            offset=base + hit.start,
+            length=hit.end - hit.start,
+            excerpt=masked_excerpt(buf, hit.start, hit.end, spans),
+        )
+
+    def contains_any(self, data: str | bytes) -> bool:
+        if isinstance(data, str):
+            data = data.encode("utf-8", "surrogatepass")
+        if self.engine.scan(data):
+            return True
+        return bool(self.decode and self._decoded(data, self.decode_depth))
+
+    def mask(self, text: str) -> str:
+        """``text`` with every form of every secret masked: for messages we print ourselves."""
+        buf = text.encode("utf-8", "surrogatepass")
+        _, every = self._hits(buf)
+        if not every:
+            return text
+        return mask_all(buf, [h.span() for h in every])
+
+
+def _outermost(hits: list[_Hit]) -> list[_Hit]:
+    """Drop hits inside a longer hit of the same secret (a prefix inside the raw value)."""
+    by_secret: dict[int, list[_Hit]] = {}
+    for hit in hits:
+        by_secret.setdefault(id(hit.secret), []).append(hit)
+    kept = []
+    for group in by_secret.values():
+        group.sort(key=lambda h: (h.start, -h.end))
+        reach = -1
+        for hit in group:
+            if hit.end <= reach:
+                continue
+            kept.append(hit)
+            reach = hit.end
+    return kept
+
+
+class _OneShot:
+    """A BinaryIO stand-in over bytes already in memory, read in one piece."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data: bytes | None = data
+
+    def read(self, _size: int = -1) -> bytes:
+        data, self._data = self._data, None
+        return data or b""

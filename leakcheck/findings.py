@@ -1,0 +1,141 @@
+"""What a hit looks like to the outside world: located, named, and masked by matched span."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+__all__ = ["Finding", "Span", "mask_all", "mask_label", "masked_excerpt"]
+
+#: Characters shown on each side of a hit in an excerpt.
+CONTEXT_BYTES = 40
+#: A masked span swallows adjacent token characters, at most this many on each side, so that
+#: what surrounds a matched core (base64 padding, the rest of a truncated encoding, a token's
+#: neighbours) is never printed next to it (gitleaks --redact printed neighbours).
+WIDEN_BYTES = 256
+
+_TOKEN_BYTES = frozenset(
+    b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-%.~\\*"
+    + bytes(range(0x80, 0x100))
+)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One occurrence of one secret. Carries the secret's id and kind, never its value."""
+
+    secret_id: str
+    kind: str
+    secret_class: str
+    form: str
+    source: str
+    line: int
+    column: int
+    offset: int
+    length: int
+    excerpt: str
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+    @property
+    def location(self) -> str:
+        return f"{self.source}:{self.line}:{self.column}"
+
+
+@dataclass(frozen=True)
+class Span:
+    """A matched byte range in a buffer and the label that replaces it."""
+
+    start: int
+    end: int
+    kind: str
+    form: str
+
+
+def mask_label(kind: str, form: str) -> str:
+    return f"\u00abcanary:{kind}:{form}\u00bb"
+
+
+def widen(buf: bytes, start: int, end: int) -> tuple[int, int]:
+    low = max(0, start - WIDEN_BYTES)
+    while start > low and buf[start - 1] in _TOKEN_BYTES:
+        start -= 1
+    high = min(len(buf), end + WIDEN_BYTES)
+    while end < high and buf[end] in _TOKEN_BYTES:
+        end += 1
+    return start, end
+
+
+def _merge(buf: bytes, spans: Sequence[Span]) -> list[Span]:
+    """Widen every span over its token and merge overlaps; the longest match names the mask."""
+    widened = sorted(
+        ((*widen(buf, s.start, s.end), s.end - s.start, s) for s in spans), key=lambda t: t[0]
+    )
+    merged: list[tuple[int, int, int, Span]] = []
+    for start, end, size, span in widened:
+        if merged and start <= merged[-1][1]:
+            m_start, m_end, m_size, m_span = merged[-1]
+            if size > m_size:
+                m_size, m_span = size, span
+            merged[-1] = (m_start, max(m_end, end), m_size, m_span)
+        else:
+            merged.append((start, end, size, span))
+    return [Span(start, end, span.kind, span.form) for start, end, _, span in merged]
+
+
+_CONTROL_ESCAPES = {0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t"}
+
+
+def _printable(chunk: bytes) -> str:
+    text = chunk.decode("utf-8", "backslashreplace")
+    out = []
+    for ch in text:
+        code = ord(ch)
+        if code in _CONTROL_ESCAPES:
+            out.append(_CONTROL_ESCAPES[code])
+        elif code < 0x20 or code == 0x7F or 0x80 <= code < 0xA0:
+            out.append(f"\\x{code:02x}")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def masked_excerpt(
+    buf: bytes, start: int, end: int, spans: Sequence[Span], context: int = CONTEXT_BYTES
+) -> str:
+    """``buf[start:end]`` with ``context`` bytes each side, every span in it masked.
+
+    ``spans`` must hold every match near the window (of every secret and form): masking is
+    by matched span, so no form of any secret survives, and a span cut by the window edge is
+    masked whole rather than shown in part.
+    """
+    merged = _merge(buf, spans)
+    w_start, w_end = max(0, start - context), min(len(buf), end + context)
+    for span in merged:  # never start or stop the window inside a masked span
+        if span.start < w_start < span.end:
+            w_start = span.start
+        if span.start < w_end < span.end:
+            w_end = span.end
+    out, cursor = [], w_start
+    for span in merged:
+        if span.end <= w_start or span.start >= w_end:
+            continue
+        out.append(_printable(buf[cursor : span.start]))
+        out.append(mask_label(span.kind, span.form))
+        cursor = span.end
+    out.append(_printable(buf[cursor:w_end]))
+    prefix = "\u2026" if w_start > 0 else ""
+    suffix = "\u2026" if w_end < len(buf) else ""
+    return prefix + "".join(out) + suffix
+
+
+def mask_all(buf: bytes, spans: Sequence[Span]) -> str:
+    """The whole of ``buf`` as printable text, every span masked."""
+    out, cursor = [], 0
+    for span in _merge(buf, spans):
+        out.append(_printable(buf[cursor : span.start]))
+        out.append(mask_label(span.kind, span.form))
+        cursor = span.end
+    out.append(_printable(buf[cursor:]))
+    return "".join(out)

@@ -1,0 +1,287 @@
+"""Every form a secret takes in real output: encode the needle once, search in one pass.
+
+Each form is a function ``secret -> iterable of (form name, needle bytes)``. ``FORMS`` lists
+them in priority order: when two forms of one secret produce the same bytes, the first
+name wins (so a secret without letters reports ``raw``, not ``lower``).
+
+Fragment lengths are chosen from the secret's per-character entropy, not guessed:
+
+* a bare prefix or suffix fragment must carry ``FRAGMENT_BITS`` (64) bits. With N needles
+  over B bytes of text the expected number of chance hits is about ``B * N / 2**bits``:
+  32 MiB x 2,000 needles / 2**64 ~ 4e-9, and a terabyte of CI logs stays below 1e-4;
+* a masked tail (``****7KQ2``, "ending in 7KQ2") is only searched behind a masking
+  context, and its few characters must carry ``TAIL_BITS`` (20) bits: the context is rare
+  in ordinary text (``**`` occurs about once per 10 KiB of source code), so a 4-character
+  tail of a random token gives about ``B / 10 KiB * needles / 2**20`` ~ 0.01 expected chance
+  hits over 32 MiB with 20 secrets;
+* base64 fragments (for wrapped or truncated blobs) are at least half the encoded core and
+  at most 32 characters: 6 bits per character, so >= 96 bits for every generated canary.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import math
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from urllib.parse import quote, quote_plus
+
+from .canaries import Secret
+
+__all__ = [
+    "FORMS",
+    "FRAGMENT_BITS",
+    "TAIL_BITS",
+    "Needle",
+    "needles_for",
+    "base64_core",
+]
+
+FRAGMENT_BITS = 64.0
+TAIL_BITS = 20.0
+#: Wrapped base64 lines are at least this wide (PEM 64, MIME 76).
+WRAP_WIDTH = 64
+
+FormFn = Callable[[Secret], Iterable[tuple[str, bytes]]]
+
+
+@dataclass(frozen=True)
+class Needle:
+    pattern: bytes
+    secret: Secret
+    form: str
+
+
+def _utf8(text: str) -> bytes:
+    return text.encode("utf-8", "surrogatepass")
+
+
+# --- the forms ----------------------------------------------------------------------------
+
+
+def raw(s: Secret) -> Iterator[tuple[str, bytes]]:
+    yield "raw", _utf8(s.value)
+
+
+def casefold(s: Secret) -> Iterator[tuple[str, bytes]]:
+    yield "lower", _utf8(s.value.lower())
+    yield "upper", _utf8(s.value.upper())
+    yield "casefold", _utf8(s.value.casefold())
+
+
+# Safe sets of the quoting functions that real clients apply (characters left unencoded).
+_SUB_DELIMS = "!$&'()*+,;="
+PERCENT_SAFE_SETS = {
+    "pct": "",  # strict: only unreserved characters survive
+    "pct-path": "/",  # urllib.parse.quote default
+    "pct-requests": "!#$%&'()*+,/:;=?@[]~",  # requests.utils.requote_uri
+    "pct-urllib3": _SUB_DELIMS + ":@/?",  # urllib3 query/path chars
+    "pct-userinfo": _SUB_DELIMS + ":",  # urllib3 / httpx userinfo
+    "pct-httpx": _SUB_DELIMS + ":/?[]@",  # httpx query
+}
+
+
+def _lower_hex_escapes(text: str) -> str:
+    return re.sub(r"%[0-9A-F]{2}", lambda m: m.group().lower(), text)
+
+
+def percent(s: Secret) -> Iterator[tuple[str, bytes]]:
+    v = s.value
+    for name, safe in PERCENT_SAFE_SETS.items():
+        yield name, _utf8(quote(v, safe=safe))
+    strict = quote(v, safe="")
+    yield "pct-lower", _utf8(_lower_hex_escapes(strict))
+    yield "pct-plus", _utf8(quote_plus(v, safe=""))  # form encoding: space -> "+"
+    yield "pct-plus-lower", _utf8(_lower_hex_escapes(quote_plus(v, safe="")))
+    yield "pct-double", _utf8(quote(strict, safe=""))
+
+
+def base64_core(data: bytes, offset: int, *, urlsafe: bool = False) -> bytes:
+    """The base64 characters that depend only on ``data`` when it starts ``offset`` bytes
+    (0, 1 or 2) into a larger blob, such as ``base64(b"bob:" + secret)``."""
+    encode = base64.urlsafe_b64encode if urlsafe else base64.b64encode
+    encoded = encode(b"\0" * offset + data)
+    start = math.ceil(8 * offset / 6)
+    end = (8 * (offset + len(data))) // 6
+    return encoded[start:end]
+
+
+def _base64_variants(data: bytes, label: str) -> Iterator[tuple[str, bytes]]:
+    for offset in range(3):
+        yield f"{label}@{offset}", base64_core(data, offset)
+        yield f"{label.replace('base64', 'base64url')}@{offset}", base64_core(
+            data, offset, urlsafe=True
+        )
+
+
+def _chunks(core: bytes) -> Iterator[bytes]:
+    """Pieces of which any line-wrapped or truncated copy of ``core`` holds at least one.
+
+    A wrapped copy is cut into pieces; a full line is >= WRAP_WIDTH characters and the
+    outermost pieces of a short core hold >= half of it. Chunks of length F at step F, plus
+    the last F characters, put a whole chunk inside every such piece.
+    """
+    size = min(WRAP_WIDTH // 2, math.ceil(len(core) / 2))
+    starts = list(range(0, len(core) - size + 1, size))
+    if starts[-1] != len(core) - size:
+        starts.append(len(core) - size)
+    for start in starts:
+        yield core[start : start + size]
+
+
+def base64_forms(s: Secret) -> Iterator[tuple[str, bytes]]:
+    data = _utf8(s.value)
+    yield from _base64_variants(data, "base64")
+    yield from _base64_variants(s.value.encode("utf-16-le", "surrogatepass"), "base64-utf16")
+    for offset in range(3):
+        for chunk in _chunks(base64_core(data, offset)):
+            yield f"base64-wrapped@{offset}", chunk
+
+
+def hex_forms(s: Secret) -> Iterator[tuple[str, bytes]]:
+    data = _utf8(s.value)
+    yield "hex", data.hex().encode()
+    yield "hex-upper", data.hex().upper().encode()
+
+
+def _json_escape(text: str, *, ascii_only: bool) -> str:
+    return json.dumps(text, ensure_ascii=ascii_only)[1:-1]
+
+
+def json_forms(s: Secret) -> Iterator[tuple[str, bytes]]:
+    for ascii_only, suffix in ((False, ""), (True, "-ascii")):
+        once = _json_escape(s.value, ascii_only=ascii_only)
+        yield f"json{suffix}", _utf8(once)
+        yield f"json-slash{suffix}", _utf8(once.replace("/", "\\/"))
+        # JSON text carried as a string inside other JSON (an error body in a log event)
+        yield f"json-nested{suffix}", _utf8(_json_escape(once, ascii_only=ascii_only))
+
+
+def _py_escape(text: str, quote_char: str) -> str:
+    """What ``repr`` writes between the quotes when it chose ``quote_char``."""
+    out = []
+    for ch in text:
+        if ch == "\\":
+            out.append("\\\\")
+        elif ch == quote_char:
+            out.append("\\" + ch)
+        elif ch in "'\"":
+            out.append(ch)
+        else:
+            out.append(repr(ch)[1:-1])
+    return "".join(out)
+
+
+def _py_bytes_escape(data: bytes, quote_char: str) -> str:
+    out = []
+    for byte in data:
+        ch = chr(byte)
+        if ch == "\\":
+            out.append("\\\\")
+        elif ch == quote_char:
+            out.append("\\" + ch)
+        elif ch in "'\"":
+            out.append(ch)
+        else:
+            out.append(repr(bytes([byte]))[2:-1])
+    return "".join(out)
+
+
+def repr_forms(s: Secret) -> Iterator[tuple[str, bytes]]:
+    yield "repr", _utf8(_py_escape(s.value, "'"))
+    yield "repr-dq", _utf8(_py_escape(s.value, '"'))
+    data = _utf8(s.value)
+    yield "repr-bytes", _py_bytes_escape(data, "'").encode()
+    yield "repr-bytes-dq", _py_bytes_escape(data, '"').encode()
+    yield "unicode-escape", s.value.encode("unicode_escape")
+
+
+def html_forms(s: Secret) -> Iterator[tuple[str, bytes]]:
+    v = s.value
+    yield "html", _utf8(html.escape(v, quote=True))
+    yield "html-noquote", _utf8(html.escape(v, quote=False))
+    # markupsafe / Jinja2 spelling of the quotes
+    yield "html-markupsafe", _utf8(
+        v.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+        .replace("'", "&#39;").replace('"', "&#34;")
+    )
+    yield "html-numeric", _utf8(
+        "".join(c if c.isalnum() and c.isascii() else f"&#{ord(c)};" for c in v)
+    )
+
+
+def _bits(s: Secret) -> tuple[float, ...]:
+    return s.bits if len(s.bits) == len(s.value) else (6.0,) * len(s.value)
+
+
+def _shortest(bits: Iterable[float], need: float) -> int | None:
+    total = 0.0
+    for n, b in enumerate(bits, start=1):
+        total += b
+        if total >= need:
+            return n
+    return None
+
+
+# Text that precedes a masked tail ("****7KQ2", "credential ending in 7KQ2") or follows a
+# visible head ("ghp_ab12****"). Each is rare in ordinary text; see the module docstring.
+TAIL_CONTEXTS = (
+    "**", "\u2022", "\u2026", "...", "xxxx", "XXXX", "####",
+    "ending in ", "ending with ", "ends in ", "ends with ", "last 4: ", "last four: ",
+    "ending in '", 'ending in "', "ending in `", "suffix ", "suffix: ",
+)
+MASKED_SIZES = (4, 6, 8)
+HEAD_CONTEXTS = ("**", "\u2022", "\u2026", "...", "xxxx", "XXXX", "####")
+
+
+def fragment_forms(s: Secret) -> Iterator[tuple[str, bytes]]:
+    v, bits = s.value, _bits(s)
+    n = _shortest(bits, FRAGMENT_BITS)
+    if n is not None and n < len(v):
+        yield f"prefix-{n}", _utf8(v[:n])
+    n = _shortest(reversed(bits), FRAGMENT_BITS)
+    if n is not None and n < len(v):
+        yield f"suffix-{n}", _utf8(v[-n:])
+    # Masked heads and tails: a gateway shows 4 characters whatever they carry; each length
+    # is searched whose characters carry TAIL_BITS.
+    for size in MASKED_SIZES:
+        if size < len(v) and sum(bits[-size:]) >= TAIL_BITS:
+            for context in TAIL_CONTEXTS:
+                yield f"masked-tail-{size}", _utf8(context + v[-size:])
+        if size < len(v) and sum(bits[:size]) >= TAIL_BITS:
+            for context in HEAD_CONTEXTS:
+                yield f"masked-head-{size}", _utf8(v[:size] + context)
+    # Multi-line secrets (PEM) leak a line at a time.
+    if "\n" in v:
+        start = 0
+        for number, line in enumerate(v.split("\n"), start=1):
+            line_bits = bits[start : start + len(line)]
+            start += len(line) + 1
+            if sum(line_bits) >= FRAGMENT_BITS:
+                yield f"line-{number}", _utf8(line)
+
+
+FORMS: tuple[FormFn, ...] = (
+    raw,
+    casefold,
+    percent,
+    base64_forms,
+    hex_forms,
+    json_forms,
+    repr_forms,
+    html_forms,
+    fragment_forms,
+)
+
+
+def needles_for(secret: Secret, forms: Iterable[FormFn] = FORMS) -> list[Needle]:
+    """All distinct needles of one secret, first form name winning on equal bytes."""
+    seen: dict[bytes, Needle] = {}
+    for form in forms:
+        for name, pattern in form(secret):
+            if pattern and pattern not in seen:
+                seen[pattern] = Needle(pattern, secret, name)
+    return list(seen.values())
