@@ -112,6 +112,7 @@ class Secret:
 # --- entropy estimation -------------------------------------------------------------------
 
 _SYMBOLS = set(string.punctuation + " ")
+_ZXCVBN_WINDOW = 64
 
 
 def _class_alphabet(text: str) -> int:
@@ -140,18 +141,18 @@ def estimate_bits(value: str) -> list[float]:
     """
     from zxcvbn import zxcvbn  # imported lazily: only user-supplied secrets need it
 
-    # zxcvbn is quadratic in the length; the tail of a long secret (a PEM body) is random
-    # material whose per-character estimate is the same as the head's.
-    head = value[:128]
     alphabet_bits = math.log2(_class_alphabet(value))
     bits = [alphabet_bits] * len(value)
-    for match in zxcvbn(head)["sequence"]:
-        start, end = match["i"], match["j"] + 1
-        if match["pattern"] == "bruteforce":
-            continue
-        spread = math.log2(max(float(match["guesses"]), 2.0)) / (end - start)
-        for i in range(start, end):
-            bits[i] = min(bits[i], spread)
+    # zxcvbn is quadratic in the length and refuses more than 72 characters: a long secret
+    # (a PEM key) is judged in windows, each pattern's bits spread over its characters.
+    for offset in range(0, len(value), _ZXCVBN_WINDOW):
+        for match in zxcvbn(value[offset : offset + _ZXCVBN_WINDOW])["sequence"]:
+            if match["pattern"] == "bruteforce":
+                continue
+            start, end = offset + match["i"], offset + match["j"] + 1
+            spread = math.log2(max(float(match["guesses"]), 2.0)) / (end - start)
+            for i in range(start, end):
+                bits[i] = min(bits[i], spread)
     return bits
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bisect
 import os
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import BinaryIO
@@ -126,7 +127,7 @@ class Scanner:
                     for d in direct
                 ):
                     hits.append(hit)
-        return _outermost(hits), hits
+        return _outermost(hits, buf), hits
 
     # --- public API -----------------------------------------------------------------------
 
@@ -163,7 +164,7 @@ class Scanner:
                 return
             limit = base + len(buf) if at_end else base + len(buf) - self._margin
             report, every = self._hits(buf)
-            spans = [h.span() for h in every]
+            spans = [h.span() for h in (*every, *report)]
             for hit in sorted(report, key=lambda h: (h.start, h.end)):
                 end = base + hit.end
                 if not (reported_upto < end <= limit):
@@ -225,21 +226,34 @@ class Scanner:
         return mask_all(buf, [h.span() for h in every])
 
 
-def _outermost(hits: list[_Hit]) -> list[_Hit]:
-    """Drop hits inside a longer hit of the same secret (a prefix inside the raw value)."""
+def _outermost(hits: list[_Hit], buf: bytes) -> list[_Hit]:
+    """One hit per occurrence: drop hits inside a longer hit of the same secret (a prefix
+    inside the raw value) and join pieces of one occurrence (the lines of a wrapped base64
+    blob) that only base64 characters and line breaks separate."""
     by_secret: dict[int, list[_Hit]] = {}
     for hit in hits:
         by_secret.setdefault(id(hit.secret), []).append(hit)
-    kept = []
+    kept: list[_Hit] = []
     for group in by_secret.values():
         group.sort(key=lambda h: (h.start, -h.end))
-        reach = -1
+        current: _Hit | None = None
         for hit in group:
-            if hit.end <= reach:
+            if current is not None and hit.end <= current.end:
                 continue
+            if (
+                current is not None
+                and hit.form == current.form
+                and _JOINABLE.fullmatch(buf, current.end, max(current.end, hit.start))
+            ):
+                current = _Hit(current.start, hit.end, current.needle, current.chain)
+                kept[-1] = current
+                continue
+            current = hit
             kept.append(hit)
-            reach = hit.end
     return kept
+
+
+_JOINABLE = re.compile(rb"[A-Za-z0-9+/_=-]*(?:(?:\r?\n|\\n)[A-Za-z0-9+/_=-]*)?")
 
 
 class _OneShot:
