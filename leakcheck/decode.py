@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Iterator
 from urllib.parse import unquote_to_bytes
 
-__all__ = ["DECODERS", "Decoder", "decode_runs"]
+__all__ = ["DECODERS", "Decoder", "all_decoders", "decode_runs"]
 
 Decoder = Callable[[bytes], Iterator[tuple[int, int, bytes]]]
 
@@ -65,9 +65,18 @@ DECODERS: dict[str, Decoder] = {
 }
 
 
-def decode_runs(buf: bytes) -> Iterator[tuple[str, int, int, bytes]]:
+def all_decoders() -> dict[str, Decoder]:
+    """The built-in decoders plus those of installed plugins."""
+    from .extensions import plugin_decoders
+
+    return {**DECODERS, **plugin_decoders()}
+
+
+def decode_runs(
+    buf: bytes, decoders: dict[str, Decoder] | None = None
+) -> Iterator[tuple[str, int, int, bytes]]:
     """Every decodable run of ``buf``: ``(decoder name, start, end, decoded)``."""
-    for name, decoder in DECODERS.items():
+    for name, decoder in (DECODERS if decoders is None else decoders).items():
         for start, end, decoded in decoder(buf):
             if decoded and decoded != buf[start:end]:
                 yield name, start, end, decoded

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import BinaryIO
 
 from .canaries import Secret
-from .decode import decode_runs
+from .decode import all_decoders, decode_runs
 from .engine import Engine, build_engine
 from .findings import CONTEXT_BYTES, WIDEN_BYTES, Finding, Span, mask_all, masked_excerpt
 from .forms import FORMS, FormFn, Needle, needles_for
@@ -57,11 +57,16 @@ class Scanner:
         decode: bool = False,
         decode_depth: int = 2,
         backend: str = "auto",
-        forms: Sequence[FormFn] = FORMS,
+        forms: Sequence[FormFn] | None = None,
     ) -> None:
         self.secrets: list[Secret] = list(secrets)
         self.decode = decode
         self.decode_depth = decode_depth
+        self._decoders = all_decoders() if decode else {}
+        if forms is None:
+            from .extensions import plugin_forms
+
+            forms = (*FORMS, *plugin_forms())
         owners: dict[bytes, list[Needle]] = {}
         for secret in self.secrets:
             for needle in needles_for(secret, forms):
@@ -93,7 +98,7 @@ class Scanner:
         return hits
 
     def _decoded(self, buf: bytes, depth: int) -> list[_Hit]:
-        runs = list(decode_runs(buf))
+        runs = list(decode_runs(buf, self._decoders))
         if not runs:
             return []
         starts, position = [], 0
@@ -120,7 +125,7 @@ class Scanner:
         """(hits to report, every hit for masking) in ``buf``."""
         hits = self._first_pass(buf)
         if self.decode:
-            direct = hits
+            direct = list(hits)
             for hit in self._decoded(buf, self.decode_depth):
                 if not any(
                     d.secret is hit.secret and d.start < hit.end and hit.start < d.end
@@ -235,7 +240,8 @@ def _outermost(hits: list[_Hit], buf: bytes) -> list[_Hit]:
         by_secret.setdefault(id(hit.secret), []).append(hit)
     kept: list[_Hit] = []
     for group in by_secret.values():
-        group.sort(key=lambda h: (h.start, -h.end))
+        # the longest needle wins a tie (decoded hits share their run's span)
+        group.sort(key=lambda h: (h.start, -h.end, -len(h.needle.pattern)))
         current: _Hit | None = None
         for hit in group:
             if current is not None and hit.end <= current.end:

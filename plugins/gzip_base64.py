@@ -1,0 +1,31 @@
+"""Decoder plugin: base64 of gzip (``H4sI...``), as crash dumps and Kubernetes objects carry.
+
+Registered under the ``leakcheck.plugins`` entry-point group; active only because ``zlib``
+is importable (it always is). Output is capped so a compression bomb cannot exhaust memory.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+import zlib
+from collections.abc import Iterator
+
+__all__ = ["DECODERS", "gzip_base64_runs"]
+
+MAX_OUTPUT = 16 * 1024 * 1024
+_GZIP_BASE64 = re.compile(rb"H4sI[A-Za-z0-9+/]{16,}={0,2}")
+
+
+def gzip_base64_runs(buf: bytes) -> Iterator[tuple[int, int, bytes]]:
+    for match in _GZIP_BASE64.finditer(buf):
+        try:
+            packed = base64.b64decode(match.group())
+            inflater = zlib.decompressobj(wbits=31)
+            yield match.start(), match.end(), inflater.decompress(packed, MAX_OUTPUT)
+        except (binascii.Error, ValueError, zlib.error):
+            continue
+
+
+DECODERS = {"gzip": gzip_base64_runs}
