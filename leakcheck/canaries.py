@@ -35,7 +35,7 @@ MIN_CANARY_BITS = 96.0
 
 
 class SecretClass(str, Enum):
-    """Which policy applies: direct secrets may appear nowhere; the others only in operator sinks."""
+    """Policy class: direct secrets may appear nowhere, the others only in operator sinks."""
 
     DIRECT = "direct"
     CONTEXT = "context"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import os
 import re
 from collections.abc import Iterable, Iterator, Sequence
@@ -140,7 +141,12 @@ class Scanner:
         """Every finding in ``data`` (str is searched as its UTF-8 bytes)."""
         if isinstance(data, str):
             data = data.encode("utf-8", "surrogatepass")
-        return list(self.scan_stream(_OneShot(data), source))
+        findings = [
+            finding
+            for hit, buf, spans in self._settled(data, 0, 0, len(data))
+            for finding in [self._finding(buf, hit, spans, 0, source)]
+        ]
+        return _with_lines(findings, [data])
 
     def scan_path(self, path: str | os.PathLike[str], source: str | None = None) -> list[Finding]:
         with open(path, "rb") as stream:
@@ -151,65 +157,87 @@ class Scanner:
     ) -> Iterator[Finding]:
         """Stream ``stream`` in chunks with bounded memory; a hit across a chunk edge is found.
 
-        Each buffer is the carried tail of the previous one plus a new chunk. A hit is
-        reported in the buffer where it is *settled*: its end lies at least ``margin`` bytes
-        before the buffer's end, so every hit overlapping it and its whole excerpt are
-        inside the buffer, and the carried tail (3 margins) covers the hits it overlaps.
+        Each buffer is the carried tail of the previous one plus a new chunk, read into one
+        preallocated buffer. A hit is reported in the buffer where it is *settled*: its end
+        lies at least ``margin`` bytes before the buffer's end, so every hit overlapping it
+        and its whole excerpt are inside the buffer, and the carried tail (3 margins) covers
+        the hits it overlaps. Line numbers cost a pass over the data, so they are counted
+        only when there is a finding: by re-reading a seekable stream, on the fly otherwise.
         """
         chunk_bytes = max(chunk_bytes, 4 * self._margin)
-        carry, base = b"", 0  # base: absolute offset of buf[0]
+        keep_max = 3 * self._margin
+        seekable = _seekable(stream)
+        origin = stream.tell() if seekable else 0
+        memory = bytearray(chunk_bytes + keep_max)
+        view = memoryview(memory)
+        carry = 0  # bytes carried at the front of memory
+        base = 0  # absolute offset of memory[0]
         reported_upto = 0
-        newlines_before = 0  # newlines in the input before buf[0]
-        last_newline = -1  # absolute offset of the last newline before buf[0]
+        pending: list[Finding] = []
+        newlines, last_newline = 0, -1
         while True:
-            chunk = stream.read(chunk_bytes)
-            at_end = not chunk
-            buf = carry + chunk if chunk else carry
-            if at_end and not buf:
-                return
-            limit = base + len(buf) if at_end else base + len(buf) - self._margin
-            report, every = self._hits(buf)
-            spans = [h.span() for h in (*every, *report)]
-            for hit in sorted(report, key=lambda h: (h.start, h.end)):
-                end = base + hit.end
-                if not (reported_upto < end <= limit):
-                    continue
-                yield self._finding(buf, hit, spans, base, source, newlines_before, last_newline)
+            size = _read_into(stream, view[carry : carry + chunk_bytes])
+            at_end = size == 0
+            length = carry + size
+            if at_end and length == 0:
+                break
+            data = view[:length]
+            limit = base + length if at_end else base + length - self._margin
+            for hit, buf, spans in self._settled(data, base, reported_upto, limit):
+                finding = self._finding(buf, hit, spans, base, source)
+                if seekable:
+                    pending.append(finding)
+                else:
+                    j = buf.rfind(b"\n", 0, hit.start)
+                    line = newlines + buf.count(b"\n", 0, hit.start) + 1
+                    if j >= 0:
+                        column = len(buf[j + 1 : hit.start].decode("utf-8", "replace")) + 1
+                    else:  # the line began before the carried tail: counted in bytes
+                        column = base + hit.start - last_newline
+                    yield _located(finding, line, column)
             reported_upto = max(reported_upto, limit)
             if at_end:
-                return
-            keep = min(len(buf), 3 * self._margin)
-            cut = len(buf) - keep
-            newlines_before += buf.count(b"\n", 0, cut)
-            j = buf.rfind(b"\n", 0, cut)
-            if j >= 0:
-                last_newline = base + j
-            carry, base = buf[cut:], base + cut
+                break
+            keep = min(length, keep_max)
+            cut = length - keep
+            if not seekable:
+                newlines += memory.count(b"\n", 0, cut)
+                j = memory.rfind(b"\n", 0, cut)
+                if j >= 0:
+                    last_newline = base + j
+            memory[:keep] = memory[cut:length]
+            carry, base = keep, base + cut
+        del view
+        if pending:
+            stream.seek(origin)
+            yield from _with_lines(pending, iter(lambda: stream.read(CHUNK_BYTES), b""))
+
+    def _settled(
+        self, data: bytes | memoryview, base: int, after: int, limit: int
+    ) -> Iterator[tuple[_Hit, bytes, list[Span]]]:
+        """Hits of ``data`` whose absolute end lies in ``(after, limit]``, with the buffer
+        (as bytes) and every span near them for masking."""
+        first = self.engine.scan(data)
+        if not first and not self.decode:
+            return
+        buf = bytes(data)
+        report, every = self._hits(buf)
+        spans = [h.span() for h in (*every, *report)]
+        for hit in sorted(report, key=lambda h: (h.start, h.end)):
+            if after < base + hit.end <= limit:
+                yield hit, buf, spans
 
     def _finding(
-        self,
-        buf: bytes,
-        hit: _Hit,
-        spans: list[Span],
-        base: int,
-        source: str,
-        newlines_before: int,
-        last_newline: int,
+        self, buf: bytes, hit: _Hit, spans: list[Span], base: int, source: str
     ) -> Finding:
-        line = newlines_before + buf.count(b"\n", 0, hit.start) + 1
-        j = buf.rfind(b"\n", 0, hit.start)
-        if j >= 0:
-            column = len(buf[j + 1 : hit.start].decode("utf-8", "replace")) + 1
-        else:
-            column = base + hit.start - last_newline
         return Finding(
             secret_id=hit.secret.id,
             kind=hit.secret.kind,
             secret_class=hit.secret.secret_class.value,
             form=hit.form,
             source=source,
-            line=line,
-            column=column,
+            line=0,
+            column=0,
             offset=base + hit.start,
             length=hit.end - hit.start,
             excerpt=masked_excerpt(buf, hit.start, hit.end, spans),
@@ -262,12 +290,73 @@ def _outermost(hits: list[_Hit], buf: bytes) -> list[_Hit]:
 _JOINABLE = re.compile(rb"[A-Za-z0-9+/_=-]*(?:(?:\r?\n|\\n)[A-Za-z0-9+/_=-]*)?")
 
 
-class _OneShot:
-    """A BinaryIO stand-in over bytes already in memory, read in one piece."""
+def _seekable(stream: BinaryIO) -> bool:
+    try:
+        return stream.seekable() and stream.tell() >= 0
+    except (AttributeError, OSError, ValueError):
+        return False
 
-    def __init__(self, data: bytes) -> None:
-        self._data: bytes | None = data
 
-    def read(self, _size: int = -1) -> bytes:
-        data, self._data = self._data, None
-        return data or b""
+def _read_into(stream: BinaryIO, target: memoryview) -> int:
+    """Fill ``target`` as far as the stream allows; 0 only at end of stream."""
+    readinto = getattr(stream, "readinto", None)
+    filled = 0
+    while filled < len(target):
+        if readinto is not None:
+            n = readinto(target[filled:])
+        else:
+            piece = stream.read(len(target) - filled)
+            n = len(piece)
+            target[filled : filled + n] = piece
+        if not n:
+            break
+        filled += n
+    return filled
+
+
+def _located(finding: Finding, line: int, column: int) -> Finding:
+    return dataclasses.replace(finding, line=line, column=column)
+
+
+def _with_lines(findings: list[Finding], chunks: Iterable[bytes]) -> list[Finding]:
+    """Line and column (in code points) of each finding, from one read of the data up to
+    the last finding. A column past the first 4 KiB of a very long line is in bytes."""
+    if not findings:
+        return findings
+    order = sorted(range(len(findings)), key=lambda i: findings[i].offset)
+    located: list[Finding] = list(findings)
+    newlines, line_start, position, previous = 0, 0, 0, b""
+    k = 0
+    for chunk in chunks:
+        cursor = 0
+        while k < len(order) and findings[order[k]].offset < position + len(chunk):
+            finding = findings[order[k]]
+            local = finding.offset - position
+            newlines += chunk.count(b"\n", cursor, local)
+            j = chunk.rfind(b"\n", cursor, local)
+            if j >= 0:
+                line_start = position + j + 1
+            cursor = local
+            back = position - line_start
+            if back <= 0:
+                prefix: bytes | None = chunk[line_start - position : local]
+            elif back <= len(previous):
+                prefix = previous[len(previous) - back :] + chunk[:local]
+            else:
+                prefix = None
+            column = (
+                len(prefix.decode("utf-8", "replace")) + 1
+                if prefix is not None
+                else finding.offset - line_start + 1
+            )
+            located[order[k]] = _located(finding, newlines + 1, column)
+            k += 1
+        if k == len(order):
+            break
+        newlines += chunk.count(b"\n", cursor)
+        j = chunk.rfind(b"\n", cursor)
+        if j >= 0:
+            line_start = position + j + 1
+        previous = chunk[-4096:] if len(chunk) >= 4096 else (previous + chunk)[-4096:]
+        position += len(chunk)
+    return located

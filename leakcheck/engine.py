@@ -18,7 +18,7 @@ BACKENDS = ("hyperscan", "ahocorasick")
 class Engine(Protocol):
     name: str
 
-    def scan(self, data: bytes) -> list[tuple[int, int]]:
+    def scan(self, data: bytes | memoryview) -> list[tuple[int, int]]:
         """Every occurrence of every pattern: ``(pattern index, end offset)``, any order."""
         ...
 
@@ -44,7 +44,7 @@ class HyperscanEngine:
             )
             self._scratch = hyperscan.Scratch(self._db)
 
-    def scan(self, data: bytes) -> list[tuple[int, int]]:
+    def scan(self, data: bytes | memoryview) -> list[tuple[int, int]]:
         hits: list[tuple[int, int]] = []
         if self._db is None or not data:
             return hits
@@ -72,10 +72,10 @@ class AhoCorasickEngine:
             automaton.make_automaton()
             self._automaton = automaton
 
-    def scan(self, data: bytes) -> list[tuple[int, int]]:
+    def scan(self, data: bytes | memoryview) -> list[tuple[int, int]]:
         if self._automaton is None or not data:
             return []
-        text = data.decode("latin-1")
+        text = str(data, "latin-1")
         return [(index, last + 1) for last, index in self._automaton.iter(text)]
 
 
