@@ -21,21 +21,28 @@ Decoder = Callable[[bytes], Iterator[tuple[int, int, bytes]]]
 # A base64 run, possibly wrapped (real newlines or JSON-escaped "\n") at any width.
 _BASE64_RUN = re.compile(rb"[A-Za-z0-9+/_-]{16,}(?:(?:\r?\n|\\r\\n|\\n)[A-Za-z0-9+/_-]{4,})*={0,2}")
 _WRAP = re.compile(rb"\r?\n|\\r\\n|\\n|=")
+_NOT_IDENTIFIER = re.compile(rb"[0-9+/]")
 _URLSAFE = bytes.maketrans(b"-_", b"+/")
-_HEX_RUN = re.compile(rb"(?:[0-9a-fA-F]{2}){16,}")
-_PERCENT_RUN = re.compile(rb"[^\s\"'<>]*%[0-9A-Fa-f]{2}[^\s\"'<>]*")
+_HEX_RUN = re.compile(rb"[0-9a-fA-F]{32,}")
+_PERCENT_ESCAPE = re.compile(rb"%[0-9A-Fa-f]{2}")
+_TOKEN_REST = re.compile(rb"[^\s\"'<>]*")
+_TOKEN_BYTES = frozenset(set(range(0x21, 0x100)) - set(b"\"'<>\x7f"))
 
 
 def base64_runs(buf: bytes) -> Iterator[tuple[int, int, bytes]]:
     for match in _BASE64_RUN.finditer(buf):
-        run = _WRAP.sub(b"", match.group()).translate(_URLSAFE)
-        # A run cut by a chunk edge (or a blob that starts mid-token) may begin off the
-        # 4-character grid: every alignment is tried.
-        for shift in range(4):
+        run = match.group()
+        # Identifiers (snake_case, CamelCase) look like base64url; a real encoding of 12+
+        # bytes almost always holds a digit, "+" or "/" (all but 1 in 10^4 of 64 chars).
+        if len(run) < 64 and not _NOT_IDENTIFIER.search(run):
+            continue
+        if b"\n" in run or b"\\" in run or b"=" in run:
+            run = _WRAP.sub(b"", run)
+        run = run.translate(_URLSAFE)
+        # A run cut by the buffer's start may begin off the 4-character grid.
+        for shift in range(4 if match.start() == 0 else 1):
             body = run[shift:]
             body = body[: len(body) - len(body) % 4]
-            if len(body) < 12:
-                break
             try:
                 yield match.start(), match.end(), base64.b64decode(body)
             except (binascii.Error, ValueError):
@@ -45,17 +52,28 @@ def base64_runs(buf: bytes) -> Iterator[tuple[int, int, bytes]]:
 def hex_runs(buf: bytes) -> Iterator[tuple[int, int, bytes]]:
     for match in _HEX_RUN.finditer(buf):
         run = match.group()
-        yield match.start(), match.end(), bytes.fromhex(run.decode("ascii"))
-        if len(run) > 33:
-            yield match.start(), match.end(), bytes.fromhex(run[1:-1].decode("ascii"))
+        even = run[: len(run) - len(run) % 2]
+        yield match.start(), match.end(), bytes.fromhex(even.decode("ascii"))
+        odd = run[1 : 1 + (len(run) - 1) - (len(run) - 1) % 2]
+        yield match.start(), match.end(), bytes.fromhex(odd.decode("ascii"))
 
 
 def percent_runs(buf: bytes) -> Iterator[tuple[int, int, bytes]]:
-    for match in _PERCENT_RUN.finditer(buf):
-        run = match.group()
-        yield match.start(), match.end(), unquote_to_bytes(run)
+    """Whole tokens (up to whitespace, quotes or angle brackets) holding a ``%XX`` escape."""
+    done = 0
+    for escape in _PERCENT_ESCAPE.finditer(buf):
+        if escape.start() < done:
+            continue
+        start = escape.start()
+        floor = max(done, start - 4096)
+        while start > floor and buf[start - 1] in _TOKEN_BYTES:
+            start -= 1
+        end = _TOKEN_REST.match(buf, escape.start()).end()
+        done = end
+        run = buf[start:end]
+        yield start, end, unquote_to_bytes(run)
         if b"+" in run:
-            yield match.start(), match.end(), unquote_to_bytes(run.replace(b"+", b" "))
+            yield start, end, unquote_to_bytes(run.replace(b"+", b" "))
 
 
 DECODERS: dict[str, Decoder] = {
