@@ -87,12 +87,14 @@ def _merge(buf: bytes, spans: Sequence[Span]) -> list[Span]:
 _CONTROL_ESCAPES = {0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t"}
 
 
-def _printable(chunk: bytes) -> str:
+def _printable(chunk: bytes, keep_layout: bool = False) -> str:
     text = chunk.decode("utf-8", "backslashreplace")
     out = []
     for ch in text:
         code = ord(ch)
-        if code in _CONTROL_ESCAPES:
+        if keep_layout and ch in "\n\t":
+            out.append(ch)
+        elif code in _CONTROL_ESCAPES:
             out.append(_CONTROL_ESCAPES[code])
         elif code < 0x20 or code == 0x7F or 0x80 <= code < 0xA0:
             out.append(f"\\x{code:02x}")
@@ -130,12 +132,13 @@ def masked_excerpt(
     return prefix + "".join(out) + suffix
 
 
-def mask_all(buf: bytes, spans: Sequence[Span]) -> str:
-    """The whole of ``buf`` as printable text, every span masked."""
+def mask_all(buf: bytes, spans: Sequence[Span], keep_layout: bool = True) -> str:
+    """The whole of ``buf`` as printable text, every span masked; line breaks and tabs are
+    kept (it is a whole message), other control characters escaped."""
     out, cursor = [], 0
     for span in _merge(buf, spans):
-        out.append(_printable(buf[cursor : span.start]))
+        out.append(_printable(buf[cursor : span.start], keep_layout))
         out.append(mask_label(span.kind, span.form))
         cursor = span.end
-    out.append(_printable(buf[cursor:]))
+    out.append(_printable(buf[cursor:], keep_layout))
     return "".join(out)

@@ -1,0 +1,188 @@
+"""``LeakCheck``: plant canaries, capture every sink, judge. Works with or without pytest.
+
+    with LeakCheck(seed=1) as lc:
+        token = lc.secret("bearer")
+        result = gateway(token).call("create_deployment", {"repo": "web"})
+        lc.expose(result)
+    lc.check()                    # raises LeakError with masked evidence on a forbidden hit
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, TypeVar
+
+from .canaries import CanaryFactory, Secret
+from .capture import (
+    Captured,
+    ExceptionSink,
+    ExposedSink,
+    Sink,
+    TextSink,
+    WarningsSink,
+    builtin_sinks,
+    plugin_sink_factories,
+)
+from .detect import Scanner
+from .forms import MASKING_FORMS
+from .policy import DEFAULT_POLICY, Policy, SinkClass
+from .verdict import Leak, format_leaks, judge
+
+__all__ = ["LeakCheck", "LeakError"]
+
+T = TypeVar("T")
+
+
+class LeakError(AssertionError):
+    """A forbidden hit. The message carries masked evidence only."""
+
+
+class LeakCheck:
+    """One test's canaries, sinks and verdict.
+
+    ``skip_sinks`` maps a sink name to the reason it is opted out (listed in reports).
+    """
+
+    def __init__(
+        self,
+        *,
+        seed: int | str | None = None,
+        namespace: str = "",
+        policy: Policy = DEFAULT_POLICY,
+        decode: bool = True,
+        skip_sinks: dict[str, str] | None = None,
+        sinks: Iterable[Sink] | None = None,
+    ) -> None:
+        self.canaries = CanaryFactory(seed, namespace=namespace)
+        self.policy = policy
+        self.decode = decode
+        self.skip_sinks = dict(skip_sinks or {})
+        self._secrets: list[Secret] = []
+        self._scanner: Scanner | None = None
+        self._masker: Scanner | None = None
+        self._exposed = ExposedSink()
+        self._exceptions = ExceptionSink()
+        self.stdout = TextSink("stdout", SinkClass.CALLER)
+        self.stderr = TextSink("stderr", SinkClass.OPERATOR)
+        self.warnings = WarningsSink(self.mask)
+        if sinks is None:
+            sinks = [*builtin_sinks(), *(f() for f in plugin_sink_factories().values())]
+        self.sinks: list[Sink] = [
+            s for s in [self._exposed, self._exceptions, self.stdout, self.stderr,
+                        self.warnings, *sinks]
+            if s.name not in self.skip_sinks
+        ]
+        self._started: list[Sink] = []
+
+    @property
+    def seed(self) -> int | str:
+        return self.canaries.seed
+
+    # --- secrets ---------------------------------------------------------------------------
+
+    def secret(self, kind: str = "bearer") -> str:
+        """A fresh hostile canary of ``kind``, registered for this check."""
+        return self._add(self.canaries.secret(kind)).value
+
+    def secret_object(self, kind: str = "bearer") -> Secret:
+        return self._add(self.canaries.secret(kind))
+
+    def register(self, value: str, kind: str = "secret", *, id: str | None = None) -> str:
+        """Search for a user-supplied secret too (rejected, without echo, if too weak)."""
+        secret_id = id or f"{kind}#user{len(self._secrets) + 1}"
+        self._add(Secret.from_user(value, kind=kind, id=secret_id))
+        return value
+
+    def _add(self, secret: Secret) -> Secret:
+        self._secrets.append(secret)
+        self._scanner = self._masker = None
+        return secret
+
+    @property
+    def secrets(self) -> list[Secret]:
+        return list(self._secrets)
+
+    @property
+    def scanner(self) -> Scanner:
+        if self._scanner is None:
+            self._scanner = Scanner(self._secrets, decode=self.decode)
+        return self._scanner
+
+    def mask(self, text: str) -> str:
+        """``text`` with every form and every short piece of every secret masked."""
+        if not self._secrets:
+            return text
+        if self._masker is None:
+            self._masker = Scanner(self._secrets, decode=True, forms=MASKING_FORMS)
+        return self._masker.mask(text)
+
+    # --- what the agent sees -----------------------------------------------------------------
+
+    def expose(self, obj: T, name: str = "tool response") -> T:
+        """Mark ``obj`` as caller-visible (the tool response an agent receives)."""
+        self._exposed.add(obj, name)
+        return obj
+
+    def exception_reached_caller(self, exc: BaseException) -> None:
+        self._exceptions.add(exc)
+
+    # --- lifecycle ----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        for sink in self.sinks:
+            if sink not in self._started:
+                sink.start()
+                self._started.append(sink)
+
+    def stop(self) -> None:
+        """Restore every global, in reverse order, even if one sink fails to."""
+        errors = []
+        while self._started:
+            sink = self._started.pop()
+            try:
+                sink.stop()
+            except Exception as exc:  # noqa: BLE001
+                errors.append(f"{sink.name}: {type(exc).__name__}")
+        if errors:
+            raise RuntimeError("leakcheck could not restore: " + ", ".join(errors))
+
+    def __enter__(self) -> LeakCheck:
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.stop()
+
+    # --- verdict --------------------------------------------------------------------------------
+
+    def captured(self) -> list[Captured]:
+        return [item for sink in self.sinks for item in sink.collect()]
+
+    def findings(self) -> list[Leak]:
+        """Every hit so far (allowed ones too), without failing."""
+        if not self._secrets:
+            return []
+        return judge(self.scanner, self.captured(), self.policy)
+
+    def violations(self) -> list[Leak]:
+        return [leak for leak in self.findings() if not leak.allowed]
+
+    def report(self, leaks: list[Leak] | None = None) -> str:
+        leaks = self.findings() if leaks is None else leaks
+        forbidden = sum(1 for leak in leaks if not leak.allowed)
+        header = (
+            f"leakcheck: {forbidden} forbidden hit{'s' if forbidden != 1 else ''} of "
+            f"{len({leak.finding.secret_id for leak in leaks if not leak.allowed})} secret(s) "
+            f"(canary seed {self.seed})"
+        )
+        text = format_leaks(leaks, header=header)
+        if self.skip_sinks:
+            text += "\nsinks opted out: " + "; ".join(
+                f"{name} ({reason})" for name, reason in self.skip_sinks.items()
+            )
+        return self.mask(text)
+
+    def check(self) -> None:
+        leaks = self.findings()
+        if any(not leak.allowed for leak in leaks):
+            raise LeakError(self.report(leaks))

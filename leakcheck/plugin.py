@@ -1,0 +1,269 @@
+"""The pytest plugin: a ``leakcheck`` fixture, strict by default, nothing to remember to call.
+
+At the end of the call phase every registered secret is searched, in every form, in every
+sink of the test; a forbidden hit turns the test into a failure whose message carries
+masked evidence only. Every report of a test that registered secrets (failure text,
+``-l`` locals, ``-rA`` sections, ``--junitxml``, ``-vv`` diffs, warnings) is masked.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .canaries import Secret
+from .detect import Scanner
+from .forms import MASKING_FORMS
+from .harness import LeakCheck
+from .policy import DEFAULT_POLICY, PolicyError
+
+__all__ = ["LeakcheckOptions", "leakcheck"]
+
+_LEAKCHECK = pytest.StashKey[LeakCheck]()
+_MARKER = "leakcheck"
+_MARKER_KEYS = {"allow", "forbid", "skip_sinks", "decode"}
+
+
+@dataclass(frozen=True)
+class LeakcheckOptions:
+    """The ``@pytest.mark.leakcheck(...)`` options, validated."""
+
+    allow: dict[str, list[str]] = field(default_factory=dict)
+    forbid: dict[str, list[str]] = field(default_factory=dict)
+    skip_sinks: dict[str, str] = field(default_factory=dict)
+    decode: bool = True
+
+    @classmethod
+    def from_marker(cls, marker: pytest.Mark | None) -> LeakcheckOptions:
+        if marker is None:
+            return cls()
+        if marker.args:
+            raise pytest.UsageError("@pytest.mark.leakcheck takes keyword arguments only")
+        unknown = set(marker.kwargs) - _MARKER_KEYS
+        if unknown:
+            raise pytest.UsageError(
+                f"@pytest.mark.leakcheck: unknown option(s) {', '.join(sorted(unknown))}; "
+                f"known: {', '.join(sorted(_MARKER_KEYS))}"
+            )
+        skip = marker.kwargs.get("skip_sinks", {})
+        if not isinstance(skip, dict) or not all(
+            isinstance(reason, str) and reason.strip() for reason in skip.values()
+        ):
+            raise pytest.UsageError(
+                "@pytest.mark.leakcheck(skip_sinks=...) takes {sink name: reason}; "
+                "every opt-out states its reason"
+            )
+        return cls(
+            allow=dict(marker.kwargs.get("allow", {})),
+            forbid=dict(marker.kwargs.get("forbid", {})),
+            skip_sinks=dict(skip),
+            decode=bool(marker.kwargs.get("decode", True)),
+        )
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("leakcheck", "secret leak checking")
+    group.addoption("--no-leakcheck", action="store_true", default=False,
+                    help="disable leak checking (canaries are still generated)")
+    group.addoption("--leakcheck-report", metavar="PATH", default=None,
+                    help="write a JSON report of every finding of the session")
+    group.addoption("--leakcheck-seed", metavar="SEED", default=None,
+                    help="canary seed (printed on failure) to replay a run")
+    parser.addini("leakcheck_allow", type="linelist", default=[],
+                  help="extra allowed pairs, e.g. 'context: caller'")
+    parser.addini("leakcheck_forbid", type="linelist", default=[],
+                  help="pairs to forbid, e.g. 'context: operator'")
+    parser.addini("leakcheck_report", default="", help="JSON report path")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "leakcheck(allow=None, forbid=None, skip_sinks=None, decode=True): per-test leak "
+        "policy; skip_sinks maps a sink name to the reason it is opted out",
+    )
+    state = _State(config)
+    config.stash[_STATE] = state
+    config.pluginmanager.register(state, "leakcheck-state")
+
+
+class _State:
+    """Session-wide: the seed, every secret ever registered (for masking anything we did
+    not capture per test), the report, the xdist merge."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.enabled = not config.getoption("--no-leakcheck")
+        seed = config.getoption("--leakcheck-seed")
+        if seed is None and hasattr(config, "workerinput"):
+            seed = config.workerinput.get("leakcheck_seed")
+        self.seed = seed if seed is not None else str(random.SystemRandom().getrandbits(48))
+        try:
+            self.policy = DEFAULT_POLICY.with_rules(
+                allow=config.getini("leakcheck_allow"), forbid=config.getini("leakcheck_forbid")
+            )
+        except PolicyError as exc:
+            raise pytest.UsageError(f"leakcheck ini: {exc}") from None
+        self.report_path = config.getoption("--leakcheck-report") or config.getini(
+            "leakcheck_report"
+        )
+        self.secrets: list[Secret] = []
+        self.running: dict[str, LeakCheck] = {}
+        self.records: list[dict[str, Any]] = []
+        self.opt_outs: list[dict[str, str]] = []
+        self._scanner: Scanner | None = None
+
+    def mask(self, text: str) -> str:
+        if not self.secrets:
+            return text
+        if self._scanner is None or len(self._scanner.secrets) != len(self.secrets):
+            self._scanner = Scanner(self.secrets, decode=True, forms=MASKING_FORMS)
+        return self._scanner.mask(text)
+
+    # xdist: the controller hands its seed to the workers and merges what they found.
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        node.workerinput["leakcheck_seed"] = self.seed
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        output = getattr(node, "workeroutput", {}).get("leakcheck")
+        if output:
+            data = json.loads(output)
+            self.records.extend(data["records"])
+            self.opt_outs.extend(data["opt_outs"])
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if hasattr(self.config, "workeroutput"):
+            self.config.workeroutput["leakcheck"] = json.dumps(
+                {"records": self.records, "opt_outs": self.opt_outs}
+            )
+            return
+        if self.report_path:
+            document = {
+                "tool": "leakcheck",
+                "seed": self.seed,
+                "enabled": self.enabled,
+                "tests": self.records,
+                "opt_outs": self.opt_outs,
+            }
+            path = Path(self.report_path)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(self.mask(json.dumps(document, indent=2, ensure_ascii=False)) + "\n",
+                            encoding="utf-8")
+
+    def pytest_report_header(self, config: pytest.Config) -> str:
+        state = "on" if self.enabled else "OFF (--no-leakcheck)"
+        return f"leakcheck: {state}, canary seed {self.seed}"
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        # Warnings are printed from the terminal reporter's own records: mask them there.
+        for report in terminalreporter.stats.get("warnings", []):
+            message = getattr(report, "message", None)
+            if isinstance(message, str):
+                report.message = self.mask(message)
+        leaky = [r for r in self.records if r["forbidden"]]
+        if not self.records and not self.opt_outs:
+            return
+        terminalreporter.section("leakcheck")
+        terminalreporter.write_line(
+            f"{len(self.records)} test(s) checked, {len(leaky)} with forbidden hits; "
+            f"canary seed {self.seed}"
+        )
+        for opt in self.opt_outs:
+            terminalreporter.write_line(
+                f"opted out: {opt['test']}: sink {opt['sink']!r} ({opt['reason']})"
+            )
+        if self.report_path:
+            terminalreporter.write_line(f"JSON report: {self.report_path}")
+
+
+_STATE = pytest.StashKey[_State]()
+
+
+@pytest.fixture
+def leakcheck(request: pytest.FixtureRequest) -> Iterator[LeakCheck]:
+    """Plant canaries (``leakcheck.secret(kind)``), mark caller-visible objects
+    (``leakcheck.expose(obj)``); every sink of the test is searched at the end."""
+    state = request.config.stash[_STATE]
+    options = LeakcheckOptions.from_marker(request.node.get_closest_marker(_MARKER))
+    try:
+        policy = state.policy.with_rules(allow=options.allow, forbid=options.forbid)
+    except PolicyError as exc:
+        raise pytest.UsageError(f"@pytest.mark.leakcheck: {exc}") from None
+    check = LeakCheck(
+        seed=state.seed,
+        namespace=request.node.nodeid,
+        policy=policy,
+        decode=options.decode,
+        skip_sinks=options.skip_sinks,
+        sinks=None if state.enabled else [],
+    )
+    for sink, reason in options.skip_sinks.items():
+        state.opt_outs.append({"test": request.node.nodeid, "sink": sink, "reason": reason})
+    request.node.stash[_LEAKCHECK] = check
+    state.running[request.node.nodeid] = check
+    if state.enabled:
+        check.start()
+    try:
+        yield check
+    finally:
+        state.running.pop(request.node.nodeid, None)
+        check.stop()
+        state.secrets.extend(check.secrets)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    outcome = yield
+    report: pytest.TestReport = outcome.get_result()
+    check = item.stash.get(_LEAKCHECK, None)
+    if check is None or not check.secrets:
+        return
+    state = item.config.stash[_STATE]
+    if call.when == "call" and state.enabled:
+        if call.excinfo is not None and not isinstance(call.excinfo.value, pytest.skip.Exception):
+            check.exception_reached_caller(call.excinfo.value)
+        _hand_over_output(item, check)
+        leaks = check.findings()
+        forbidden = [leak for leak in leaks if not leak.allowed]
+        state.records.append({
+            "test": item.nodeid,
+            "forbidden": len(forbidden),
+            "findings": [leak.to_dict() for leak in leaks],
+        })
+        if forbidden:
+            original = report.longreprtext if report.failed else ""
+            text = check.report(leaks)
+            rerun = f"rerun: pytest {item.nodeid!r} --leakcheck-seed={check.seed}"
+            report.outcome = "failed"
+            report.longrepr = "\n\n".join(p for p in (text, rerun, original) if p)
+    _mask_report(report, check)
+
+
+def _hand_over_output(item: pytest.Item, check: LeakCheck) -> None:
+    """stdout/stderr as pytest's fd-level capture saw them (subprocesses included)."""
+    for when, key, content in getattr(item, "_report_sections", []):
+        if key == "stdout":
+            check.stdout.add(f"{when}", content)
+        elif key == "stderr":
+            check.stderr.add(f"{when}", content)
+        elif key == "log":
+            check.stderr.add(f"pytest log capture ({when})", content)
+
+
+def _mask_report(report: pytest.TestReport, check: LeakCheck) -> None:
+    """No route to pytest's output may carry a secret: failure text, locals, sections."""
+    if report.longrepr is not None:
+        text = report.longreprtext
+        masked = check.mask(text)
+        if masked != text:
+            report.longrepr = masked
+    report.sections = [(title, check.mask(content)) for title, content in report.sections]
