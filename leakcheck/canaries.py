@@ -96,17 +96,37 @@ class Secret:
         label = f"secret {id!r} (kind {kind}, {len(value)} chars)"
         if len(value.strip()) < 12:
             raise WeakSecretError(
-                f"{label} is too short for reliable detection: use at least 12 characters "
-                "(every hit must be attributable and fragments distinctive)"
+                _without_pieces_of(
+                    value,
+                    f"{label} is too short for reliable detection: use at least 12 characters "
+                    "(every hit must be attributable and fragments distinctive)",
+                )
             )
         if total < min_bits:
             raise WeakSecretError(
-                f"{label} is too guessable for reliable detection: estimated {total:.0f} bits, "
-                f"need {min_bits:.0f}. Dictionary words, repeats, sequences and common token "
-                "prefixes count for little because they occur in ordinary text; use a random "
-                "token or let leakcheck generate a canary"
+                _without_pieces_of(
+                    value,
+                    f"{label} is too guessable for reliable detection: estimated {total:.0f} "
+                    f"bits, need {min_bits:.0f}. Dictionary words, repeats, sequences and "
+                    "common token prefixes count for little because they occur in ordinary "
+                    "text; use a random token or let leakcheck generate a canary",
+                )
             )
         return cls(value=value, kind=kind, id=id, secret_class=SecretClass(secret_class), bits=bits)
+
+
+def _without_pieces_of(value: str, message: str, size: int = 4) -> str:
+    """``message`` with every run that also occurs in ``value`` (``size`` characters or more)
+    blotted out: a weak secret made of words can share them with the message's own words
+    or with a user-chosen id, and the error must not echo any piece of it."""
+    pieces = {value[i : i + size] for i in range(len(value) - size + 1)}
+    hide = [False] * len(message)
+    for i in range(len(message) - size + 1):
+        if message[i : i + size] in pieces:
+            hide[i : i + size] = [True] * size
+    # a blot character that the value lacks cannot start a new match
+    blot = next((c for c in "*#~?" if c not in value), "")
+    return "".join(blot if hidden else c for c, hidden in zip(message, hide, strict=True))
 
 
 # --- entropy estimation -------------------------------------------------------------------

@@ -142,7 +142,8 @@ def _scan(args: argparse.Namespace, out: Path | None) -> int:
             try:
                 with open(path, "rb") as stream:
                     sources += 1
-                    findings += scanner.scan_stream(stream, path)
+                    # a path may hold a secret (a directory named after a user): masked
+                    findings += scanner.scan_stream(stream, scanner.mask(path))
             except OSError as exc:
                 errors.append(scanner.mask(f"cannot read {path}: {exc.strerror}"))
     summary = ScanSummary(
@@ -159,8 +160,13 @@ def _scan(args: argparse.Namespace, out: Path | None) -> int:
         try:
             out.write_text(report, encoding="utf-8")
         except OSError as exc:
-            raise UsageError(f"cannot write report {str(out)!r}: {exc.strerror}") from None
-        print(f"leakcheck: {len(findings)} findings, report written to {out}", file=sys.stderr)
+            raise UsageError(
+                scanner.mask(f"cannot write report {str(out)!r}: {exc.strerror}")
+            ) from None
+        print(
+            scanner.mask(f"leakcheck: {len(findings)} findings, report written to {out}"),
+            file=sys.stderr,
+        )
     else:
         sys.stdout.write(report)
     if errors:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import codecs
 import dataclasses
 import os
 import re
@@ -174,7 +175,8 @@ class Scanner:
         base = 0  # absolute offset of memory[0]
         reported_upto = 0
         pending: list[Finding] = []
-        newlines, last_newline = 0, -1
+        newlines = 0
+        line = _CodePoints()  # non-seekable: the current line's code points before memory[0]
         while True:
             size = _read_into(stream, view[carry : carry + chunk_bytes])
             at_end = size == 0
@@ -189,12 +191,10 @@ class Scanner:
                     pending.append(finding)
                 else:
                     j = buf.rfind(b"\n", 0, hit.start)
-                    line = newlines + buf.count(b"\n", 0, hit.start) + 1
-                    if j >= 0:
-                        column = len(buf[j + 1 : hit.start].decode("utf-8", "replace")) + 1
-                    else:  # the line began before the carried tail: counted in bytes
-                        column = base + hit.start - last_newline
-                    yield _located(finding, line, column)
+                    head = line.copy() if j < 0 else _CodePoints()
+                    head.feed(buf[j + 1 : hit.start])
+                    number = newlines + buf.count(b"\n", 0, hit.start) + 1
+                    yield _located(finding, number, head.column())
             reported_upto = max(reported_upto, limit)
             if at_end:
                 break
@@ -204,7 +204,8 @@ class Scanner:
                 newlines += memory.count(b"\n", 0, cut)
                 j = memory.rfind(b"\n", 0, cut)
                 if j >= 0:
-                    last_newline = base + j
+                    line = _CodePoints()
+                line.feed(view[j + 1 : cut])
             memory[:keep] = memory[cut:length]
             carry, base = keep, base + cut
         del view
@@ -222,10 +223,18 @@ class Scanner:
             return
         buf = bytes(data)
         report, every = self._hits(buf)
-        spans = [h.span() for h in (*every, *report)]
+        spans = sorted((h.span() for h in (*every, *report)), key=lambda s: s.start)
+        starts = [s.start for s in spans]
+        longest = max((s.end - s.start for s in spans), default=0)
+        # A span matters to an excerpt when its widened extent reaches the excerpt's window;
+        # masking with only those keeps one excerpt linear, not quadratic, in the hits.
+        reach = CONTEXT_BYTES + WIDEN_BYTES
         for hit in sorted(report, key=lambda h: (h.start, h.end)):
             if after < base + hit.end <= limit:
-                yield hit, buf, spans
+                low = bisect.bisect_left(starts, hit.start - reach - longest)
+                high = bisect.bisect_right(starts, hit.end + reach)
+                near = [s for s in spans[low:high] if s.end > hit.start - reach]
+                yield hit, buf, near
 
     def _finding(
         self, buf: bytes, hit: _Hit, spans: list[Span], base: int, source: str
@@ -320,13 +329,13 @@ def _located(finding: Finding, line: int, column: int) -> Finding:
 
 def _with_lines(findings: list[Finding], chunks: Iterable[bytes]) -> list[Finding]:
     """Line and column (in code points) of each finding, from one read of the data up to
-    the last finding. A column past the first 4 KiB of a very long line is in bytes."""
+    the last finding."""
     if not findings:
         return findings
     order = sorted(range(len(findings)), key=lambda i: findings[i].offset)
     located: list[Finding] = list(findings)
-    newlines, line_start, position, previous = 0, 0, 0, b""
-    k = 0
+    newlines, position, k = 0, 0, 0
+    line = _CodePoints()  # the current line's code points up to position + cursor
     for chunk in chunks:
         cursor = 0
         while k < len(order) and findings[order[k]].offset < position + len(chunk):
@@ -335,28 +344,43 @@ def _with_lines(findings: list[Finding], chunks: Iterable[bytes]) -> list[Findin
             newlines += chunk.count(b"\n", cursor, local)
             j = chunk.rfind(b"\n", cursor, local)
             if j >= 0:
-                line_start = position + j + 1
+                line, cursor = _CodePoints(), j + 1
+            line.feed(chunk[cursor:local])
             cursor = local
-            back = position - line_start
-            if back <= 0:
-                prefix: bytes | None = chunk[line_start - position : local]
-            elif back <= len(previous):
-                prefix = previous[len(previous) - back :] + chunk[:local]
-            else:
-                prefix = None
-            column = (
-                len(prefix.decode("utf-8", "replace")) + 1
-                if prefix is not None
-                else finding.offset - line_start + 1
-            )
-            located[order[k]] = _located(finding, newlines + 1, column)
+            located[order[k]] = _located(finding, newlines + 1, line.column())
             k += 1
         if k == len(order):
             break
         newlines += chunk.count(b"\n", cursor)
         j = chunk.rfind(b"\n", cursor)
         if j >= 0:
-            line_start = position + j + 1
-        previous = chunk[-4096:] if len(chunk) >= 4096 else (previous + chunk)[-4096:]
+            line, cursor = _CodePoints(), j + 1
+        line.feed(chunk[cursor:])
         position += len(chunk)
     return located
+
+
+class _CodePoints:
+    """Counts the code points of one line fed in pieces, exactly as decoding the whole line
+    with ``errors="replace"`` would: a piece may end inside a character."""
+
+    _PIECE = 1 << 20  # decoded a MiB at a time, so a long line costs no large string
+
+    def __init__(self) -> None:
+        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self._count = 0
+
+    def feed(self, data: bytes | memoryview) -> None:
+        for i in range(0, len(data), self._PIECE):
+            self._count += len(self._decoder.decode(data[i : i + self._PIECE]))
+
+    def copy(self) -> _CodePoints:
+        other = _CodePoints()
+        other._decoder.setstate(self._decoder.getstate())
+        other._count = self._count
+        return other
+
+    def column(self) -> int:
+        """1-based column of the next byte: an unfinished character counts as one."""
+        pending, _ = self._decoder.getstate()
+        return self._count + len(pending.decode("utf-8", "replace")) + 1

@@ -13,6 +13,8 @@ from typing import Protocol
 __all__ = ["Engine", "build_engine", "available_backends", "BACKENDS"]
 
 BACKENDS = ("hyperscan", "ahocorasick")
+#: pyahocorasick searches this many input bytes at a time (see AhoCorasickEngine.scan).
+_SLICE_BYTES = 1 << 20
 
 
 class Engine(Protocol):
@@ -63,6 +65,7 @@ class AhoCorasickEngine:
         import ahocorasick
 
         self._automaton = None
+        self._overlap = max((len(p) for p in patterns), default=1) - 1
         if patterns:
             automaton = ahocorasick.Automaton()
             for index, pattern in enumerate(patterns):
@@ -75,8 +78,17 @@ class AhoCorasickEngine:
     def scan(self, data: bytes | memoryview) -> list[tuple[int, int]]:
         if self._automaton is None or not data:
             return []
-        text = str(data, "latin-1")
-        return [(index, last + 1) for last, index in self._automaton.iter(text)]
+        # The automaton searches a UCS-4 copy of its str (4 bytes per input byte): slices
+        # keep that copy small. A slice starts ``overlap`` bytes early and reports only the
+        # matches that end inside it, so a match across a slice edge is found exactly once.
+        hits: list[tuple[int, int]] = []
+        for start in range(0, len(data), _SLICE_BYTES):
+            low = max(0, start - self._overlap)
+            text = str(data[low : start + _SLICE_BYTES], "latin-1")
+            for last, index in self._automaton.iter(text):
+                if low + last >= start:
+                    hits.append((index, low + last + 1))
+        return hits
 
 
 def available_backends() -> list[str]:

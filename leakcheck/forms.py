@@ -15,7 +15,9 @@ Fragment lengths are chosen from the secret's per-character entropy, not guessed
   tail of a random token gives about ``B / 10 KiB * needles / 2**20`` ~ 0.01 expected chance
   hits over 32 MiB with 20 secrets;
 * base64 fragments (for wrapped or truncated blobs) are at least half the encoded core and
-  at most 32 characters: 6 bits per character, so >= 96 bits for every generated canary.
+  at most 32 characters, and each must spell out FRAGMENT_BITS of the secret's entropy:
+  a fragment of fixed text (PEM armour, a kind's constant prefix) would match every secret
+  of the kind, so it is dropped.
 """
 
 from __future__ import annotations
@@ -88,10 +90,154 @@ def _lower_hex_escapes(text: str) -> str:
     return re.sub(r"%[0-9A-F]{2}", lambda m: m.group().lower(), text)
 
 
+# --- what HTTP clients make of a secret pasted into a URL string ---------------------------
+#
+# A client normalises the URL it is given: a secret placed in a query (``?key=SECRET``) or a
+# path is split where it holds ``?`` or ``#`` (those stay literal and start the next
+# component), and each piece is quoted with that component's safe set. The safe sets and the
+# handling of ``%`` differ per client (checked against urllib3 2.x, requests 2.3x and
+# httpx 0.28): a hostile canary holds ``? # % [ ] \`` and so takes a different form in each.
+
+_UNRESERVED = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~"
+_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
+_URLLIB3_USERINFO = _UNRESERVED + _SUB_DELIMS + ":"
+_URLLIB3_PATH = _URLLIB3_USERINFO + "@/"
+_URLLIB3_SETS = {
+    "path": _URLLIB3_PATH,
+    "query": _URLLIB3_PATH + "?",
+    "fragment": _URLLIB3_PATH + "?",
+}
+
+
+def _printable_except(excluded: str) -> str:
+    return "".join(chr(i) for i in range(0x21, 0x7F) if chr(i) not in excluded)
+
+
+# httpx 0.28 follows the WHATWG percent-encode sets; 0.25-0.27 used RFC 3986 sets widened
+# by the characters WHATWG leaves alone.
+_HTTPX_SETS = {
+    "path": _printable_except('"#<>?`{}'),
+    "query": _printable_except('"#<>'),
+    "fragment": _printable_except('"<>`'),
+}
+_HTTPX_WHATWG_SAFE = '`{}%|^\\"'
+_HTTPX_027_SETS = {
+    "path": _SUB_DELIMS + _HTTPX_WHATWG_SAFE + ":/[]@",
+    "query": _SUB_DELIMS + _HTTPX_WHATWG_SAFE + ":/?[]@",
+    "fragment": _SUB_DELIMS + _HTTPX_WHATWG_SAFE + ":/?#[]@",
+}
+_HTTPX_PASSWORD = _printable_except('"#<>?`{}/:;=@[\\]^|')
+_HTTPX_USERINFO = _HTTPX_PASSWORD + ":"
+# requests.utils.requote_uri
+_REQUOTE_SAFE = "!#$%&'()*+,/:;=?@[]~"
+
+
+def _pct_escape(char: str) -> str:
+    return "".join(f"%{b:02X}" for b in _utf8(char))
+
+
+def _url_pieces(value: str, start: str) -> list[tuple[str, str, str]]:
+    """``(component, text, separator)`` pieces of ``value`` pasted into a URL's ``start``
+    component (path or query): a path ends at ``?`` or ``#``, a query at ``#``."""
+    pieces, component, rest = [], start, value
+    while True:
+        ends = {"path": "?#", "query": "#"}.get(component, "")
+        cut = min((i for i in (rest.find(c) for c in ends) if i >= 0), default=-1)
+        if cut < 0:
+            pieces.append((component, rest, ""))
+            return pieces
+        pieces.append((component, rest[:cut], rest[cut]))
+        component = "query" if rest[cut] == "?" else "fragment"
+        rest = rest[cut + 1 :]
+
+
+def _urllib3_quote(text: str, allowed: str, keep_escapes: bool) -> str:
+    """urllib3 ``_encode_invalid_chars``: valid escapes are upper-cased; ``%`` itself is kept
+    only when every ``%`` of the component starts a valid escape."""
+    text = _ESCAPE.sub(lambda m: m.group().upper(), text)
+    return "".join(
+        c if (c == "%" and keep_escapes) or (c != "%" and c in allowed) else _pct_escape(c)
+        for c in text
+    )
+
+
+def _httpx_quote(text: str, safe: str) -> str:
+    """httpx ``quote``: valid escapes verbatim, everything outside ``safe`` encoded."""
+    out, position = [], 0
+    for match in [*_ESCAPE.finditer(text), None]:
+        end = len(text) if match is None else match.start()
+        out.extend(
+            c if c in _UNRESERVED or c in safe else _pct_escape(c) for c in text[position:end]
+        )
+        if match is not None:
+            out.append(match.group())
+            position = match.end()
+    return "".join(out)
+
+
+def _requote_uri(text: str) -> Iterator[str]:
+    """requests ``requote_uri``: unquote escapes of unreserved characters, then quote; when
+    the URL holds an invalid escape anywhere it quotes ``%`` too (both may apply)."""
+    parts = text.split("%")
+    valid = True
+    for i in range(1, len(parts)):
+        h = parts[i][:2]
+        if len(h) == 2 and h.isalnum():
+            if not all(c in "0123456789abcdefABCDEF" for c in h):
+                valid = False
+                break
+            c = chr(int(h, 16))
+            parts[i] = c + parts[i][2:] if c in _UNRESERVED else "%" + parts[i]
+        else:
+            parts[i] = "%" + parts[i]
+    if valid:
+        yield quote("".join(parts), safe=_REQUOTE_SAFE)
+    yield quote(text, safe=_REQUOTE_SAFE.replace("%", ""))
+
+
+def client_url_forms(value: str) -> Iterator[tuple[str, str]]:
+    """The secret's text in the URL that urllib3, requests and httpx print (error messages,
+    ``response.url``) when the secret was pasted into a URL's query or path."""
+    for start in ("query", "path"):
+        pieces = _url_pieces(value, start)
+        for policy in ("auto", "quote-percent"):
+            normalised, no_empty_query = [], []
+            for i, (component, text, separator) in enumerate(pieces):
+                keep = policy == "auto" and len(_ESCAPE.findall(text)) == text.count("%")
+                quoted = _urllib3_quote(text, _URLLIB3_SETS[component], keep)
+                normalised.append(quoted + separator)
+                # requests' urlunparse drops the "?" of an empty query
+                empty_query = separator == "?" and not pieces[i + 1][1]
+                no_empty_query.append(quoted if empty_query else quoted + separator)
+            urllib3_text = "".join(normalised)
+            yield "pct-urllib3", urllib3_text
+            # requests: urllib3's parse_url, then requote_uri
+            for text in dict.fromkeys((urllib3_text, "".join(no_empty_query))):
+                for requoted in _requote_uri(text):
+                    yield "pct-requests", requoted
+        for safe_sets in (_HTTPX_SETS, _HTTPX_027_SETS):
+            yield "pct-httpx", "".join(
+                _httpx_quote(text, safe_sets[component]) + separator
+                for component, text, separator in pieces
+            )
+    yield from (("pct-requests", requoted) for requoted in _requote_uri(value))
+    # userinfo: "https://bob:SECRET@host" (urllib3, httpx) and httpx.URL(password=SECRET)
+    for keep in (True, False):
+        if not keep or len(_ESCAPE.findall(value)) == value.count("%"):
+            yield "pct-userinfo", _urllib3_quote(value, _URLLIB3_USERINFO, keep)
+    yield "pct-userinfo", _httpx_quote(value, _HTTPX_USERINFO)
+    yield "pct-userinfo", _httpx_quote(value, _HTTPX_PASSWORD)
+    # httpx 0.25-0.27: URL(userinfo=...) and URL(password=...), quoted twice
+    yield "pct-userinfo", _httpx_quote(value, _SUB_DELIMS + ":")
+    yield "pct-userinfo", _httpx_quote(value, "")
+
+
 def percent(s: Secret) -> Iterator[tuple[str, bytes]]:
     v = s.value
     for name, safe in PERCENT_SAFE_SETS.items():
         yield name, _utf8(quote(v, safe=safe))
+    for name, text in client_url_forms(v):
+        yield name, _utf8(text)
     strict = quote(v, safe="")
     yield "pct-lower", _utf8(_lower_hex_escapes(strict))
     yield "pct-plus", _utf8(quote_plus(v, safe=""))  # form encoding: space -> "+"
@@ -117,8 +263,9 @@ def _base64_variants(data: bytes, label: str) -> Iterator[tuple[str, bytes]]:
         )
 
 
-def _chunks(core: bytes) -> Iterator[bytes]:
-    """Pieces of which any line-wrapped or truncated copy of ``core`` holds at least one.
+def _chunks(core: bytes) -> Iterator[tuple[int, bytes]]:
+    """Pieces of which any line-wrapped or truncated copy of ``core`` holds at least one,
+    with their start in ``core``.
 
     A wrapped copy is cut into pieces; a full line is >= WRAP_WIDTH characters and the
     outermost pieces of a short core hold >= half of it. Chunks of length F at step F, plus
@@ -129,16 +276,27 @@ def _chunks(core: bytes) -> Iterator[bytes]:
     if starts[-1] != len(core) - size:
         starts.append(len(core) - size)
     for start in starts:
-        yield core[start : start + size]
+        yield start, core[start : start + size]
 
 
 def base64_forms(s: Secret) -> Iterator[tuple[str, bytes]]:
     data = _utf8(s.value)
     yield from _base64_variants(data, "base64")
     yield from _base64_variants(s.value.encode("utf-16-le", "surrogatepass"), "base64-utf16")
+    # A chunk must be attributable: the data bytes it spells out whole must carry
+    # FRAGMENT_BITS of the secret's entropy. A chunk of fixed text (a PEM armour line, the
+    # prose marker's phrase) is the same for every secret of the kind and is dropped.
+    byte_bits = [
+        b / len(_utf8(ch)) for ch, b in zip(s.value, _bits(s)) for _ in range(len(_utf8(ch)))
+    ]
     for offset in range(3):
-        for chunk in _chunks(base64_core(data, offset)):
-            yield f"base64-wrapped@{offset}", chunk
+        core = base64_core(data, offset)
+        first = math.ceil(8 * offset / 6)  # where the core starts in base64(b"\0" * offset + data)
+        for start, chunk in _chunks(core):
+            low = -(-(first + start) * 6 // 8) - offset
+            high = (first + start + len(chunk)) * 6 // 8 - offset
+            if sum(byte_bits[max(low, 0) : max(high, 0)]) >= FRAGMENT_BITS:
+                yield f"base64-wrapped@{offset}", chunk
 
 
 def hex_forms(s: Secret) -> Iterator[tuple[str, bytes]]:
@@ -158,6 +316,10 @@ def json_forms(s: Secret) -> Iterator[tuple[str, bytes]]:
         yield f"json-slash{suffix}", _utf8(once.replace("/", "\\/"))
         # JSON text carried as a string inside other JSON (an error body in a log event)
         yield f"json-nested{suffix}", _utf8(_json_escape(once, ascii_only=ascii_only))
+    # The common mix: a body rendered with ensure_ascii=False (Starlette's JSONResponse)
+    # logged by a renderer with the default ensure_ascii=True (structlog's JSONRenderer).
+    inner = _json_escape(s.value, ascii_only=False)
+    yield "json-nested-ascii", _utf8(_json_escape(inner, ascii_only=True))
 
 
 def _py_escape(text: str, quote_char: str) -> str:
@@ -285,3 +447,29 @@ def needles_for(secret: Secret, forms: Iterable[FormFn] = FORMS) -> list[Needle]
             if pattern and pattern not in seen:
                 seen[pattern] = Needle(pattern, secret, name)
     return list(seen.values())
+
+
+#: Characters in a masking window; see ``window_forms``.
+WINDOW_CHARS = 6
+
+
+def window_forms(s: Secret) -> Iterator[tuple[str, bytes]]:
+    """Every run of WINDOW_CHARS characters of the secret (raw, repr and JSON spellings)
+    that carries random bits. Too short for detection (chance hits), they are for masking
+    our own output, where a false hit costs nothing and a truncated repr such as pytest's
+    ``'lck_gAGC@<+u...\\p=é f:€g1NCE'`` must not show its pieces."""
+    bits = _bits(s)
+    spellings = {s.value, _py_escape(s.value, "'"), _py_escape(s.value, '"'),
+                 _json_escape(s.value, ascii_only=True)}
+    for spelling in spellings:
+        for i in range(len(spelling) - WINDOW_CHARS + 1):
+            window = spelling[i : i + WINDOW_CHARS]
+            if spelling is s.value and sum(bits[i : i + WINDOW_CHARS]) < TAIL_BITS:
+                continue
+            if spelling is not s.value and not any(c.isalnum() for c in window):
+                continue
+            yield "fragment", _utf8(window)
+
+
+#: What ``Scanner.mask`` style maskers use: every form plus the short windows.
+MASKING_FORMS: tuple[FormFn, ...] = (*FORMS, window_forms)

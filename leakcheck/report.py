@@ -6,6 +6,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import quote
 
 from . import __version__
 from .findings import Finding
@@ -78,10 +79,11 @@ def render_json(summary: ScanSummary) -> str:
 
 
 def _uri(source: str) -> str:
+    """A URI reference for SARIF: relative paths percent-encoded (spaces, non-ASCII)."""
     if source.startswith("<"):
         return source.strip("<>") or "stdin"
     path = Path(source)
-    return path.as_posix() if not path.is_absolute() else path.as_uri()
+    return quote(path.as_posix()) if not path.is_absolute() else path.as_uri()
 
 
 def render_sarif(summary: ScanSummary) -> str:
