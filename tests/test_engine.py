@@ -1,0 +1,184 @@
+"""The one-pass search engines: every occurrence of every pattern, on any bytes."""
+
+from __future__ import annotations
+
+import importlib.util
+import platform
+import random
+import sys
+from collections import Counter
+
+import pytest
+
+import leakcheck.engine as engine_module
+from leakcheck.engine import BACKENDS, available_backends, build_engine
+from leakcheck.forms import needles_for
+
+
+def brute_force(patterns: list[bytes], data: bytes) -> Counter[tuple[int, int]]:
+    """Every (pattern index, end offset), overlapping occurrences included."""
+    hits: Counter[tuple[int, int]] = Counter()
+    for index, pattern in enumerate(patterns):
+        start = data.find(pattern)
+        while start >= 0:
+            hits[(index, start + len(pattern))] += 1
+            start = data.find(pattern, start + 1)
+    return hits
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    if request.param not in available_backends():
+        pytest.skip(f"{request.param} is not importable here")
+    return request.param
+
+
+def test_both_backends_available_on_this_platform() -> None:
+    # hyperscan is a dependency on linux x86_64, pyahocorasick everywhere: a broken install
+    # must not silently test one backend only.
+    assert "ahocorasick" in available_backends()
+    if sys.platform == "linux" and platform.machine() == "x86_64":
+        assert "hyperscan" in available_backends()
+
+
+def test_every_overlapping_occurrence_with_end_offsets(backend: str) -> None:
+    patterns = [b"abc", b"bcd", b"abcd", b"aa", b"cdab", b"d"]
+    data = b"xxabcdabcdaaaa-abcd\nabc"
+    engine = build_engine(patterns, backend)
+    assert engine.name == backend
+    hits = engine.scan(data)
+    assert Counter(hits) == brute_force(patterns, data)
+    # spot checks: overlapping runs of one pattern, and nested patterns ending together
+    assert {end for index, end in hits if index == 3} == {12, 13, 14}
+    assert (0, 5) in hits and (2, 6) in hits and (1, 6) in hits
+
+
+def test_nul_and_non_utf8_bytes(backend: str) -> None:
+    patterns = [
+        b"\x00",
+        b"a\x00b",
+        b"\x00\x00\x00",
+        b"\xff\xfe\x00",
+        b"\xc3\x28",  # invalid UTF-8 sequence
+        b"\x80\x81\x82",  # lone continuation bytes
+        "é€".encode(),
+        b"\xe2\x82",  # truncated UTF-8 sequence: a prefix of "€"
+    ]
+    data = (
+        b"\x00\x00\x00\x00a\x00b\xff\xfe\x00\xc3\x28\xc3\xa9\xe2\x82\xac"
+        b"\x80\x81\x82\x80\x81\x82\x00"
+    )
+    engine = build_engine(patterns, backend)
+    expected = brute_force(patterns, data)
+    assert {i for i, _ in expected} == set(range(len(patterns)))  # every pattern occurs
+    assert Counter(engine.scan(data)) == expected
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_patterns_match_brute_force(backend: str, seed: int) -> None:
+    rng = random.Random(seed)
+    alphabet = b"ab\x00\xff\n\x80"  # few symbols: plenty of overlaps and nesting
+    patterns = list(
+        dict.fromkeys(
+            bytes(rng.choice(alphabet) for _ in range(rng.randint(1, 6))) for _ in range(40)
+        )
+    )
+    data = bytes(rng.choice(alphabet) for _ in range(3000))
+    assert Counter(build_engine(patterns, backend).scan(data)) == brute_force(patterns, data)
+
+
+@pytest.mark.parametrize("slice_bytes", [1, 2, 5, 64])
+def test_matches_across_internal_slices(
+    backend: str, slice_bytes: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # pyahocorasick searches in slices to bound its memory: shrink them to put an edge
+    # inside every occurrence
+    monkeypatch.setattr(engine_module, "_SLICE_BYTES", slice_bytes)
+    rng = random.Random(slice_bytes)
+    alphabet = b"ab\x00\xff"
+    patterns = list(
+        dict.fromkeys(
+            bytes(rng.choice(alphabet) for _ in range(rng.randint(1, 9))) for _ in range(30)
+        )
+    )
+    data = bytes(rng.choice(alphabet) for _ in range(700))
+    assert Counter(build_engine(patterns, backend).scan(data)) == brute_force(patterns, data)
+
+
+def test_match_across_a_real_slice_edge(backend: str) -> None:
+    pattern = b"\x00needle\xff"
+    edge = 1 << 20
+    # one occurrence per slice edge, split after k bytes for every k
+    starts = [(k + 1) * edge - k for k in range(len(pattern) + 1)]
+    data = bytearray(b"." * (starts[-1] + edge))
+    for start in starts:
+        data[start : start + len(pattern)] = pattern
+    hits = build_engine([pattern, b"needle"], backend).scan(bytes(data))
+    assert sorted(hits) == sorted(
+        [(0, s + len(pattern)) for s in starts] + [(1, s + 7) for s in starts]
+    )
+
+
+def test_real_needles_agree_between_backends(canaries) -> None:
+    if set(available_backends()) != set(BACKENDS):
+        pytest.skip("needs both backends")
+    patterns = list(dict.fromkeys(n.pattern for s in canaries.all_kinds() for n in needles_for(s)))
+    rng = random.Random(7)
+    pieces = [bytes(rng.randrange(256) for _ in range(50))]
+    for pattern in rng.sample(patterns, 60):
+        pieces += [pattern, bytes(rng.randrange(256) for _ in range(rng.randint(0, 30)))]
+    data = b"".join(pieces)
+    expected = brute_force(patterns, data)
+    assert sum(expected.values()) >= 60
+    for name in BACKENDS:
+        assert Counter(build_engine(patterns, name).scan(data)) == expected, name
+
+
+def test_empty_pattern_list_and_empty_data(backend: str) -> None:
+    engine = build_engine([], backend)
+    assert engine.name == backend
+    assert engine.scan(b"anything at all \x00\xff") == []
+    assert engine.scan(b"") == []
+    assert build_engine([b"abc"], backend).scan(b"") == []
+
+
+def test_memoryview_and_bytearray_input(backend: str) -> None:
+    # the streaming scanner may hand the engine a view over its buffer
+    engine = build_engine([b"needle"], backend)
+    data = bytearray(b"..needle..needle")
+    assert sorted(engine.scan(bytes(data))) == [(0, 8), (0, 16)]
+    assert sorted(engine.scan(memoryview(data)[:12])) == [(0, 8)]
+
+
+def test_unknown_backend_is_a_value_error() -> None:
+    with pytest.raises(ValueError, match="unknown engine 're'"):
+        build_engine([b"abc"], "re")
+
+
+def test_auto_prefers_hyperscan_when_importable() -> None:
+    if importlib.util.find_spec("hyperscan") is None:
+        pytest.skip("hyperscan is not installed here")
+    assert build_engine([b"abc"], "auto").name == "hyperscan"
+    assert build_engine([b"abc"]).name == "hyperscan"
+
+
+def test_without_hyperscan_auto_falls_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "hyperscan", None)
+    assert available_backends() == ["ahocorasick"]
+    engine = build_engine([b"abc", b"bc"], "auto")
+    assert engine.name == "ahocorasick"
+    assert sorted(engine.scan(b"zabc")) == [(0, 4), (1, 4)]
+    with pytest.raises(RuntimeError, match="hyperscan") as info:
+        build_engine([b"abc"], "hyperscan")
+    assert "not importable" in str(info.value)
+    assert info.value.__cause__ is None and info.value.__suppress_context__
+
+
+def test_without_any_backend(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "hyperscan", None)
+    monkeypatch.setitem(sys.modules, "ahocorasick", None)
+    assert available_backends() == []
+    with pytest.raises(RuntimeError, match="no search engine available"):
+        build_engine([b"abc"], "auto")
+    with pytest.raises(RuntimeError, match="no search engine available"):
+        build_engine([b"abc"], "ahocorasick")
