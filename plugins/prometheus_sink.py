@@ -1,0 +1,208 @@
+"""Sink plugin for prometheus_client: sample names and label values added during a test.
+
+What an operator's ``/metrics`` page shows is the registry's ``collect()``: sample names,
+label names and values (numbers carry no text). A test's secret must not become a label
+value (``http_errors_total{url="https://...?key=SECRET"}``). The sink snapshots every
+watched registry when the test starts and, when collected, reports only what is new: a new
+sample, a new label value on an existing metric, a new exemplar, the help text of a new
+metric. Paths name the sample and the label, never the value: ``http_errors_total{url=...}``.
+
+Watched registries: ``prometheus_client.REGISTRY`` (looked up when the test starts) and
+every registry named with ``register_registry``, typically once in a ``conftest.py``::
+
+    from leakcheck.plugins.prometheus_sink import register_registry
+    from myapp.metrics import APP_REGISTRY
+
+    register_registry(APP_REGISTRY, name="app")
+
+``register_registry`` returns the registry (``reg = register_registry(CollectorRegistry())``)
+and holds it weakly: a registry nobody references any more cannot be exposed and is
+dropped. A registry registered while a test runs has no baseline for that test, so all of
+its samples count as new. ``unregister_registry`` stops watching one.
+
+Limitations: a collector that raises when collected makes a ``RuntimeWarning`` (what it
+yielded before raising is still checked) rather than failing the test; samples added and
+removed within the same test are not seen (only the state at collect time is compared).
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+import weakref
+from collections.abc import Iterator
+from typing import Any
+
+import prometheus_client
+
+from leakcheck.capture import Captured
+from leakcheck.policy import SinkClass
+
+__all__ = ["PrometheusSink", "SINKS", "register_registry", "unregister_registry", "registries"]
+
+_LOCK = threading.Lock()
+# (weak reference to a registry, its display name), in registration order
+_WATCHED: list[tuple[weakref.ReferenceType[Any], str]] = []
+
+
+def register_registry(registry: Any, name: str | None = None) -> Any:
+    """Watch ``registry`` (anything with ``collect()``) in every test from now on.
+
+    ``name`` appears in the notes of findings (default ``registry#N``). Registering the same
+    registry twice keeps the first registration. Returns ``registry``.
+    """
+    if not callable(getattr(registry, "collect", None)):
+        raise TypeError(
+            f"register_registry: expected a prometheus_client registry with collect(), "
+            f"got {type(registry).__name__}"
+        )
+    with _LOCK:
+        _prune()
+        if any(ref() is registry for ref, _ in _WATCHED):
+            return registry
+        _WATCHED.append((weakref.ref(registry), name or f"registry#{len(_WATCHED) + 1}"))
+    return registry
+
+
+def unregister_registry(registry: Any) -> None:
+    """Stop watching ``registry`` (no error if it was not watched)."""
+    with _LOCK:
+        _WATCHED[:] = [(ref, n) for ref, n in _WATCHED if ref() not in (None, registry)]
+
+
+def registries() -> list[tuple[str, Any]]:
+    """``[(name, registry)]`` watched now: the global registry first."""
+    found: list[tuple[str, Any]] = [("REGISTRY", prometheus_client.REGISTRY)]
+    with _LOCK:
+        _prune()
+        for ref, name in _WATCHED:
+            registry = ref()
+            if registry is not None and all(registry is not r for _, r in found):
+                found.append((name, registry))
+    return found
+
+
+def _prune() -> None:
+    _WATCHED[:] = [(ref, n) for ref, n in _WATCHED if ref() is not None]
+
+
+# A registry's visible texts, keyed so that two snapshots can be compared:
+#   ("sample", sample name, labels)                 -> a sample
+#   ("exemplar", sample name, labels, ex. labels)   -> an exemplar on a sample
+#   ("help", family name, help text)                -> a metric's help text
+_Key = tuple[Any, ...]
+
+
+def _labels(labels: Any) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted((str(k), str(v)) for k, v in dict(labels or {}).items()))
+
+
+def _snapshot(registry: Any) -> tuple[list[_Key], str]:
+    """The keys of everything ``registry`` shows now, in collection order, and an error
+    description if collecting failed."""
+    keys: list[_Key] = []
+    try:
+        for metric in registry.collect():
+            keys.append(("help", str(metric.name), str(getattr(metric, "documentation", ""))))
+            for sample in metric.samples:
+                labels = _labels(sample.labels)
+                keys.append(("sample", str(metric.name), str(sample.name), labels))
+                exemplars = [sample.exemplar] if sample.exemplar is not None else []
+                histogram = getattr(sample, "native_histogram", None)
+                exemplars += list(getattr(histogram, "nh_exemplars", None) or ())
+                for exemplar in exemplars:
+                    keys.append(("exemplar", str(metric.name), str(sample.name), labels,
+                                 _labels(exemplar.labels)))
+    except Exception as exc:  # noqa: BLE001 - the app's collector failed, not us
+        return keys, f"collecting this registry raised {type(exc).__name__}"
+    return keys, ""
+
+
+class PrometheusSink:
+    """Sample names, label values and exemplars added to the watched registries during
+    the test (operator-visible: a ``/metrics`` page)."""
+
+    name = "prometheus"
+
+    def __init__(self) -> None:
+        self._baseline: dict[int, set[_Key]] | None = None
+        self._final: list[tuple[str, bool, list[_Key], str]] | None = None
+
+    def start(self) -> None:
+        if self._baseline is not None:
+            return
+        self._final = None
+        self._baseline = {id(reg): set(_snapshot(reg)[0]) for _, reg in registries()}
+
+    def stop(self) -> None:
+        if self._baseline is None:
+            return
+        # what the test left behind, kept for a collect() after stop (LeakCheck used as a
+        # context manager checks after leaving the block)
+        self._final = self._current()
+        self._baseline = None
+
+    def _current(self) -> list[tuple[str, bool, list[_Key], str]]:
+        baseline = self._baseline or {}
+        current = []
+        for name, registry in registries():
+            keys, error = _snapshot(registry)
+            before = baseline.get(id(registry), set())
+            new = [key for key in keys if key not in before]
+            current.append((name, id(registry) in baseline, new, error))
+        return current
+
+    def collect(self) -> Iterator[Captured]:
+        state = self._final if self._final is not None else (
+            self._current() if self._baseline is not None else []
+        )
+        for registry_name, had_baseline, new, error in state:
+            notes = []
+            if registry_name != "REGISTRY":
+                notes.append(f"in registry {registry_name!r}")
+            if not had_baseline:
+                notes.append("registered during the test: every sample counts as new")
+            note = "; ".join(notes)
+            if error:
+                _warn(f"leakcheck prometheus sink: {error} (registry {registry_name!r}); "
+                      "its samples were not all checked")
+            yield from self._texts(new, note)
+
+    def _texts(self, new: list[_Key], note: str) -> Iterator[Captured]:
+        seen_names: set[str] = set()
+        seen_values: set[tuple[str, str, str]] = set()
+
+        def item(path: str, text: str) -> Captured:
+            return Captured(self.name, SinkClass.OPERATOR, path, text, note=note)
+
+        for key in new:
+            if key[0] == "help":
+                _, family, documentation = key
+                if documentation:
+                    yield item(f"{family} HELP", documentation)
+                continue
+            family, sample_name, labels = key[1], key[2], key[3]
+            if sample_name not in seen_names:
+                seen_names.add(sample_name)
+                yield item(sample_name, "\n".join([sample_name, *(k for k, _ in labels)]))
+            if key[0] == "exemplar":
+                for label, value in key[4]:
+                    yield item(f"{sample_name} exemplar{{{label}=...}}", value)
+                continue
+            for label, value in labels:
+                # one capture per (metric, label, value): a histogram repeats its labels
+                # on every bucket, _count, _sum and _created sample
+                if (family, label, value) in seen_values:
+                    continue
+                seen_values.add((family, label, value))
+                yield item(f"{sample_name}{{{label}=...}}", value)
+
+
+def _warn(message: str) -> None:
+    try:
+        warnings.warn(message, RuntimeWarning, stacklevel=2)
+    except Exception:  # noqa: BLE001 - "-W error" must not turn a collect into a crash
+        pass
+
+
+SINKS = [PrometheusSink]

@@ -1,0 +1,314 @@
+"""The structlog sink, end to end through an inner pytest run.
+
+A tiny gateway logs its upstream failures with structlog. Logged with the Authorization
+header, the inner test fails naming ``structlog event ... warning``; when the app's own
+processor redacts that key before rendering, it passes: the sink reads the final rendered
+output and so honours the app's processors (``structlog.testing.capture_logs`` would not).
+The app's structlog configuration is never touched, loggers cached before the test are
+seen, and every inner run's output is scanned for every form of every secret.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import textwrap
+
+import pytest
+import structlog
+import structlog.stdlib
+from conftest import self_scan
+from leakcheck.plugins import structlog_sink
+from leakcheck.plugins.structlog_sink import StructlogSink
+from structlog._base import BoundLoggerBase
+
+from leakcheck import CanaryFactory, Secret
+from leakcheck.harness import LeakCheck
+
+pytest_plugins = ["pytester"]
+
+SEED = "leakcheck-plugin-structlog"
+# the leakcheck plugin loads through its entry point; unrelated plugins stay out (speed)
+INNER_ARGS = (
+    "-p", "no:randomly", "-p", "no:cacheprovider", "-p", "no:hypothesispytest",
+    "-p", "no:xdist", "-p", "no:anyio", "-p", "no:respx", "--assert=plain",
+    f"--leakcheck-seed={SEED}",
+)
+ORIGINAL_PROCESS_EVENT = BoundLoggerBase._process_event
+ORIGINAL_FORMAT = structlog.stdlib.ProcessorFormatter.format
+
+APP = '''
+import hashlib
+import io
+import logging
+from pathlib import Path
+
+import pytest
+import structlog
+import structlog.stdlib
+from structlog._base import BoundLoggerBase
+
+ORIGINAL_PROCESS_EVENT = BoundLoggerBase._process_event
+
+
+def proof(request, secret):
+    Path(f"proof-{request.node.name}.txt").write_text(hashlib.sha256(secret.encode()).hexdigest())
+
+
+def redact(logger, method_name, event_dict):
+    """The app's own redactor: a secret-bearing key never reaches the renderer."""
+    for key in ("authorization", "token"):
+        if key in event_dict:
+            event_dict[key] = "[redacted]"
+    return event_dict
+
+
+class Gateway:
+    def __init__(self, token, log):
+        self._token = token
+        self._log = log
+
+    def __repr__(self):
+        return "Gateway(token=<hidden>)"
+
+    def call(self):
+        self._log.info("calling upstream", operation="create_deployment")
+        self._log.warning("upstream rejected", status=401,
+                          authorization=f"Bearer {self._token}")
+        return {"ok": False, "code": "AUTH_FAILED", "action": "stop_and_report"}
+
+
+def configure(redacting, *, stdlib=False):
+    """What the app does at start-up; returns a logger, used once so it is cached."""
+    out = io.StringIO()
+    processors = [structlog.processors.add_log_level]
+    if redacting:
+        processors.append(redact)
+    if stdlib:
+        std = logging.getLogger("gateway.http")
+        std.handlers[:] = [logging.StreamHandler(out)]
+        std.propagate = False
+        std.setLevel(logging.INFO)
+        structlog.configure(
+            processors=[*processors, structlog.processors.JSONRenderer()],
+            logger_factory=structlog.stdlib.LoggerFactory(),
+            wrapper_class=structlog.stdlib.BoundLogger,
+            cache_logger_on_first_use=True,
+        )
+    else:
+        structlog.configure(
+            processors=[*processors, structlog.processors.JSONRenderer()],
+            logger_factory=structlog.WriteLoggerFactory(out),
+            wrapper_class=structlog.make_filtering_bound_logger(logging.INFO),
+            cache_logger_on_first_use=True,
+        )
+    log = structlog.get_logger("gateway.http")
+    log.info("gateway started")  # assembled and cached before the test begins
+    return log
+
+
+@pytest.fixture
+def app(request):
+    """The app's logging, configured before leakcheck starts; after leakcheck stopped,
+    the configuration must be exactly what the app set."""
+    redacting, stdlib = request.param
+    saved, was_configured = structlog.get_config(), structlog.is_configured()
+    log = configure(redacting, stdlib=stdlib)
+    configured = structlog.get_config()
+    yield log
+    assert structlog.get_config() == configured, "structlog configuration changed"
+    assert all(a is b for a, b in zip(structlog.get_config()["processors"],
+                                      configured["processors"]))
+    assert BoundLoggerBase._process_event is ORIGINAL_PROCESS_EVENT, "patch left behind"
+    structlog.reset_defaults()
+    if was_configured:
+        structlog.configure(**saved)
+    logging.getLogger("gateway.http").handlers[:] = []
+'''
+
+TESTS = '''
+@pytest.mark.parametrize("app", [(REDACTING, False)], indirect=True, ids=["write"])
+def test_write_logger(request, app, leakcheck):
+    token = leakcheck.secret("bearer")
+    proof(request, token)
+    leakcheck.expose(Gateway(token, app).call())
+
+
+@pytest.mark.parametrize("app", [(REDACTING, True)], indirect=True, ids=["stdlib"])
+def test_stdlib_logger(request, app, leakcheck):
+    token = leakcheck.secret("bearer")
+    proof(request, token)
+    leakcheck.expose(Gateway(token, app).call())
+'''
+
+IDS = ("test_write_logger[write]", "test_stdlib_logger[stdlib]")
+
+
+def _secrets(nodeid: str, *kinds: str) -> list[Secret]:
+    factory = CanaryFactory(SEED, namespace=nodeid)
+    return [factory.secret(kind) for kind in kinds]
+
+
+def _run(pytester: pytest.Pytester, name: str, redacting: bool):
+    source = textwrap.dedent(APP) + textwrap.dedent(TESTS).replace("REDACTING", str(redacting))
+    pytester.makepyfile(**{name: source})
+    secrets = [s for test in IDS for s in _secrets(f"{name}.py::{test}", "bearer")]
+    result = pytester.runpytest(*INNER_ARGS, "-rA")
+    self_scan("\n".join(result.outlines + result.errlines), secrets, "inner pytest output")
+    for secret, test in zip(secrets, IDS, strict=True):
+        proof = pytester.path / f"proof-{test}.txt"
+        digest = hashlib.sha256(secret.value.encode()).hexdigest()
+        assert proof.read_text() == digest, "canary reconstruction differs"
+    return result
+
+
+@pytest.fixture
+def untouched():
+    """structlog's configuration and classes exactly as they were, after the inner run."""
+    before = structlog.get_config()
+    configured = structlog.is_configured()
+    yield
+    assert structlog.get_config() == before
+    assert structlog.is_configured() == configured
+    assert BoundLoggerBase._process_event is ORIGINAL_PROCESS_EVENT
+    assert structlog.stdlib.ProcessorFormatter.format is ORIGINAL_FORMAT
+    assert not structlog_sink._ACTIVE
+
+
+def test_leaky_event_fails_with_sink_path_and_form(pytester: pytest.Pytester, untouched) -> None:
+    result = _run(pytester, "test_slog_leaky", redacting=False)
+    result.assert_outcomes(failed=2)
+    out = result.stdout.str()
+    # the write logger has no name: the method names the event
+    assert "[LEAK] operator: structlog event warning  form raw" in out
+    # a stdlib logger's name is in the path (the log record sink sees the string too)
+    assert "[LEAK] operator: structlog event gateway.http warning  form raw" in out
+    assert out.count("[LEAK] operator: structlog ") == 2
+
+
+def test_app_redaction_is_honoured(pytester: pytest.Pytester, untouched) -> None:
+    # structlog.testing.capture_logs would see the event dict before the app's redactor
+    result = _run(pytester, "test_slog_redacting", redacting=True)
+    result.assert_outcomes(passed=2)
+
+
+def test_processor_formatter_output_is_captured_not_the_wrapped_dict() -> None:
+    """With the stdlib integration the final rendering happens in a handler's
+    ``ProcessorFormatter``: its output is what is recorded, including foreign records."""
+    saved = _config()
+    std = logging.getLogger("lc.structlog.formatter")
+    handler = logging.StreamHandler(stream=_Null())
+    handler.setFormatter(structlog.stdlib.ProcessorFormatter(
+        processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+                    _drop("authorization"), structlog.processors.KeyValueRenderer()]))
+    std.handlers[:] = [handler]
+    std.propagate = False
+    std.setLevel(logging.INFO)
+    structlog.configure(
+        processors=[structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
+        logger_factory=structlog.stdlib.LoggerFactory(),
+        wrapper_class=structlog.stdlib.BoundLogger,
+        cache_logger_on_first_use=False,
+    )
+    try:
+        sink = StructlogSink()
+        with LeakCheck(seed=SEED, sinks=[sink]) as lc:
+            token = lc.secret("bearer")
+            log = structlog.get_logger("lc.structlog.formatter")
+            log.warning("rejected", authorization=token, route="/v1/items")
+            log.debug("below the stdlib level: never formatted", authorization=token)
+            std.warning("foreign record")
+        items = list(sink.collect())
+        assert [c.path for c in items] == [
+            "formatter lc.structlog.formatter WARNING",
+            "formatter lc.structlog.formatter WARNING",
+        ]
+        assert "route='/v1/items'" in items[0].text and "foreign record" in items[1].text
+        assert not lc.violations()
+    finally:
+        std.handlers[:] = []
+        _restore(saved)
+
+
+def test_outputs_of_every_shape_and_nesting() -> None:
+    saved = _config()
+    try:
+        outer, inner = StructlogSink(), StructlogSink()
+        outer.start()
+        bound = _wrap(lambda _l, _m, ed: ((ed["event"],), {"extra": ed})).bind(
+            logger="ctx.name")
+        inner.start()
+        bound.msg("tuple", user="alice")
+        inner.stop()
+        _wrap(lambda _l, _m, ed: ed).msg("dict", n=1)
+        _wrap(lambda _l, _m, ed: b"bytes").msg("b")
+        assert BoundLoggerBase._process_event is not ORIGINAL_PROCESS_EVENT
+        outer.stop()
+        assert BoundLoggerBase._process_event is ORIGINAL_PROCESS_EVENT
+        _wrap(lambda _l, _m, ed: "late").msg("x")
+        paths = [(c.path, c.text) for c in outer.collect()]
+        assert ("event ctx.name msg args[0]", "tuple") in paths
+        assert ("event ctx.name msg extra.user", "alice") in paths
+        assert ("event msg event", "dict") in paths
+        assert ("event msg", b"bytes") in paths
+        assert all(text != "late" for _, text in paths)
+        assert len(list(inner.collect())) < len(paths)
+    finally:
+        _restore(saved)
+
+
+def test_not_emitted_note_for_a_stdlib_logger_below_level() -> None:
+    std = logging.getLogger("lc.structlog.quiet")
+    std.setLevel(logging.ERROR)
+    sink = StructlogSink()
+    bound = structlog.wrap_logger(std, processors=[structlog.processors.KeyValueRenderer()],
+                                  wrapper_class=structlog.stdlib.BoundLogger)
+    with LeakCheck(seed=SEED, sinks=[sink]):
+        bound.info("quiet")
+    std.setLevel(logging.NOTSET)
+    (item,) = sink.collect()
+    assert item.path == "event lc.structlog.quiet info"
+    assert item.note.startswith("not emitted in production")
+
+
+def test_sinks_entry() -> None:
+    assert structlog_sink.SINKS == [StructlogSink]
+    assert StructlogSink.name == "structlog"
+
+
+class _Null:
+    """A logger/stream that discards everything."""
+
+    name = None
+
+    def write(self, text: str) -> None:
+        pass
+
+    def flush(self) -> None:
+        pass
+
+    def msg(self, *args: object, **kwargs: object) -> None:
+        pass
+
+
+def _config() -> tuple[dict, bool]:
+    return structlog.get_config(), structlog.is_configured()
+
+
+def _restore(saved: tuple[dict, bool]) -> None:
+    config, configured = saved
+    structlog.reset_defaults()
+    if configured:
+        structlog.configure(**config)
+
+
+def _wrap(renderer):
+    return structlog.wrap_logger(_Null(), processors=[renderer],
+                                 wrapper_class=structlog.BoundLogger)
+
+
+def _drop(key: str):
+    def processor(_logger, _method, event_dict):
+        event_dict.pop(key, None)
+        return event_dict
+    return processor
