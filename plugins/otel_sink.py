@@ -1,0 +1,427 @@
+"""Sink plugin for the OpenTelemetry SDK: spans, metric data points and log records.
+
+What an operator's tracing, metrics and logging backends receive from the SDK: span names,
+attributes, events (``record_exception`` writes ``exception.message`` and
+``exception.stacktrace``), links and status descriptions; metric names, descriptions and
+data-point attributes (exemplars' filtered attributes too); log records' bodies,
+attributes (``exception.*`` for a logged exception) and event names.
+
+How: the OTel API's providers are set once per process. On the first start of a sink the
+process-wide pipeline is installed, signal by signal:
+
+* the app has set no provider: ours is set globally (tracing with an ``ALWAYS_ON`` sampler
+  so that every span is seen). From then on the app cannot set its own (the API logs
+  "Overriding of current ... is not allowed"): set it before the first leakcheck test
+  (at import, in a ``conftest.py`` or a session fixture) if the app's tests need their own;
+* the app has set an SDK provider: an ``InMemorySpanExporter`` behind a
+  ``SimpleSpanProcessor`` / an ``InMemoryMetricReader`` / a ``SimpleLogRecordProcessor``
+  with an in-memory exporter is added to it, once (the app's own processors, exporters and
+  readers keep receiving everything). Adding a metric reader after construction needs
+  ``MeterProvider.add_metric_reader`` (opentelemetry-sdk 1.3x+); without it the metrics
+  signal is inactive;
+* the app has set something else (``NoOp*Provider``, a vendor's provider): the signal is
+  inactive, since what that provider sends cannot be read.
+
+With ``OTEL_SDK_DISABLED=true`` the SDK records nothing and every signal is inactive.
+An inactive signal is never silently treated as clean: ``inactive_reason`` names each
+signal that could not be read and why (``""`` when all three are read), for a report to
+list. Exported data is cleared when a test starts and read when the sink is collected;
+our metric reader uses delta temporality, so each test sees only its own data points.
+
+Paths: ``span "POST /deployments" attributes.http.url``, ``span "..." events[0].exception.
+stacktrace``, ``span "..." status.description``, ``metric http.client.errors attributes.
+url``, ``log[0] body``, ``log[0] attributes.exception.message``. Each span, metric and log
+record is one ``group``; its ``to_json()`` is a ``fallback``.
+
+Not covered: spans not yet ended when the sink is collected, spans a sampler of the app's
+provider dropped, providers the app never set globally (passed around by hand), resource
+attributes (fixed when the provider is built, before any test's secret exists).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import opentelemetry.sdk  # noqa: F401 - ImportError here skips the plugin
+from opentelemetry import metrics as metrics_api
+from opentelemetry import trace as trace_api
+from opentelemetry.sdk import metrics as sdk_metrics
+from opentelemetry.sdk import trace as sdk_trace
+from opentelemetry.sdk.metrics.export import AggregationTemporality, InMemoryMetricReader
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace.sampling import ALWAYS_ON
+
+from leakcheck.capture import Captured
+from leakcheck.policy import SinkClass
+
+try:  # the logs signal is still experimental (``_logs``): optional
+    from opentelemetry import _logs as logs_api
+    from opentelemetry.sdk import _logs as sdk_logs
+    from opentelemetry.sdk._logs.export import SimpleLogRecordProcessor
+
+    try:
+        from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter as _LogExporter
+    except ImportError:  # pragma: no cover - before 1.39
+        from opentelemetry.sdk._logs.export import InMemoryLogExporter as _LogExporter
+except ImportError:  # pragma: no cover
+    logs_api = sdk_logs = None  # type: ignore[assignment]
+
+__all__ = ["OpenTelemetrySink", "SINKS", "pipeline_state"]
+
+_SIGNALS = ("traces", "metrics", "logs")
+_SIMPLE_KEY = re.compile(r"[A-Za-z_][\w.\-/:]*\Z")
+
+
+def _delta_everywhere() -> dict[type, AggregationTemporality]:
+    kinds = [getattr(sdk_metrics, name, None) for name in (
+        "Counter", "UpDownCounter", "Histogram", "ObservableCounter",
+        "ObservableUpDownCounter", "ObservableGauge", "_Gauge")]
+    return {kind: AggregationTemporality.DELTA for kind in kinds if isinstance(kind, type)}
+
+
+def _is_unset(provider: Any) -> bool:
+    """The API hands out a proxy until a provider is set."""
+    return type(provider).__name__ in (
+        "ProxyTracerProvider", "_ProxyMeterProvider", "ProxyLoggerProvider")
+
+
+class _Pipeline:
+    """The process-wide in-memory exporters, installed once (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.spans = InMemorySpanExporter()
+        self.reader = InMemoryMetricReader(preferred_temporality=_delta_everywhere())
+        self.logs = _LogExporter() if sdk_logs is not None else None
+        # the global provider each signal was handled for, and why a signal is not read
+        self.handled: dict[str, Any] = {}
+        self.inactive: dict[str, str] = {}
+        self.installed: dict[str, str] = {}  # signal -> "ours" | "added to the app's"
+        # shared by the sinks running now (nested LeakChecks): each reads from its offset
+        self.running = 0
+        self.metric_batches: list[Any] = []
+
+    # --- installation -----------------------------------------------------------------------
+
+    def ensure(self) -> None:
+        with self.lock:
+            if os.environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+                for signal in _SIGNALS:  # the SDK's providers hand out no-op tracers etc.
+                    self.inactive[signal] = "OTEL_SDK_DISABLED=true: the SDK records nothing"
+                return
+            self._traces()
+            self._metrics()
+            self._logs()
+
+    def _traces(self) -> None:
+        provider = trace_api.get_tracer_provider()
+        if self.handled.get("traces") is provider:
+            return
+        if _is_unset(provider):
+            ours = sdk_trace.TracerProvider(sampler=ALWAYS_ON)
+            ours.add_span_processor(SimpleSpanProcessor(self.spans))
+            trace_api.set_tracer_provider(ours)
+            self._settle("traces", trace_api.get_tracer_provider(), ours)
+        elif isinstance(provider, sdk_trace.TracerProvider):
+            provider.add_span_processor(SimpleSpanProcessor(self.spans))
+            self._settle("traces", provider, None)
+        else:
+            self._inactive("traces", provider, "TracerProvider")
+
+    def _metrics(self) -> None:
+        provider = metrics_api.get_meter_provider()
+        if self.handled.get("metrics") is provider:
+            return
+        if _is_unset(provider):
+            ours = sdk_metrics.MeterProvider(metric_readers=[self.reader])
+            metrics_api.set_meter_provider(ours)
+            self._settle("metrics", metrics_api.get_meter_provider(), ours)
+        elif isinstance(provider, sdk_metrics.MeterProvider):
+            add = getattr(provider, "add_metric_reader", None)
+            if callable(add):
+                add(self.reader)
+                self._settle("metrics", provider, None)
+            else:
+                self.handled["metrics"] = provider
+                self.inactive["metrics"] = (
+                    "the app's MeterProvider was built before leakcheck and this "
+                    "opentelemetry-sdk cannot add a metric reader after construction "
+                    "(no MeterProvider.add_metric_reader): data points are not read"
+                )
+        else:
+            self._inactive("metrics", provider, "MeterProvider")
+
+    def _logs(self) -> None:
+        if sdk_logs is None or self.logs is None:
+            self.inactive["logs"] = "opentelemetry-sdk has no logs signal"
+            return
+        provider = logs_api.get_logger_provider()
+        if self.handled.get("logs") is provider:
+            return
+        if _is_unset(provider):
+            ours = sdk_logs.LoggerProvider()
+            ours.add_log_record_processor(SimpleLogRecordProcessor(self.logs))
+            logs_api.set_logger_provider(ours)
+            self._settle("logs", logs_api.get_logger_provider(), ours)
+        elif isinstance(provider, sdk_logs.LoggerProvider):
+            provider.add_log_record_processor(SimpleLogRecordProcessor(self.logs))
+            self._settle("logs", provider, None)
+        else:
+            self._inactive("logs", provider, "LoggerProvider")
+
+    def _settle(self, signal: str, provider: Any, ours: Any) -> None:
+        self.handled[signal] = provider
+        if ours is not None and provider is not ours:  # lost a race with another setter
+            self.inactive[signal] = (
+                f"the global {type(provider).__name__} was set while leakcheck installed its "
+                "own; rerun"
+            )
+            return
+        self.inactive.pop(signal, None)
+        self.installed[signal] = "ours" if ours is not None else "added to the app's"
+
+    def _inactive(self, signal: str, provider: Any, kind: str) -> None:
+        self.handled[signal] = provider
+        self.inactive[signal] = (
+            f"the global {kind} is a {type(provider).__module__}.{type(provider).__name__}, "
+            "not the OpenTelemetry SDK's: what it sends cannot be read"
+        )
+
+    # --- reading ----------------------------------------------------------------------------
+
+    def read_metrics(self) -> None:
+        """Drain our reader into ``metric_batches`` (delta temporality: new points only)."""
+        if "metrics" in self.inactive or "metrics" not in self.handled:
+            return
+        try:
+            data = self.reader.get_metrics_data()
+        except Exception:  # noqa: BLE001 - an app callback raised; the SDK logs it
+            data = None
+        if data is not None:
+            self.metric_batches.append(data)
+
+    def begin(self) -> tuple[int, int, int]:
+        """A sink starts: clear when nobody else reads; return its offsets."""
+        with self.lock:
+            self.ensure()
+            self.read_metrics()
+            if self.running == 0:
+                self.spans.clear()
+                if self.logs is not None:
+                    self.logs.clear()
+                self.metric_batches.clear()
+            self.running += 1
+            return self._offsets()
+
+    def _offsets(self) -> tuple[int, int, int]:
+        logs = len(self.logs.get_finished_logs()) if self.logs is not None else 0
+        return len(self.spans.get_finished_spans()), len(self.metric_batches), logs
+
+    def snapshot(self, offsets: tuple[int, int, int]) -> tuple[list[Any], list[Any], list[Any]]:
+        with self.lock:
+            self.read_metrics()
+            spans = list(self.spans.get_finished_spans())[offsets[0]:]
+            batches = list(self.metric_batches)[offsets[1]:]
+            logs = list(self.logs.get_finished_logs())[offsets[2]:] if self.logs else []
+            return spans, batches, logs
+
+    def end(self) -> None:
+        with self.lock:
+            self.running = max(0, self.running - 1)
+
+
+_PIPELINE: _Pipeline | None = None
+_PIPELINE_LOCK = threading.Lock()
+
+
+def _pipeline() -> _Pipeline:
+    global _PIPELINE
+    with _PIPELINE_LOCK:
+        if _PIPELINE is None:
+            _PIPELINE = _Pipeline()
+        return _PIPELINE
+
+
+def pipeline_state() -> dict[str, dict[str, str]]:
+    """``{"installed": {signal: how}, "inactive": {signal: why}}`` for this process
+    (empty before the first sink started)."""
+    if _PIPELINE is None:
+        return {"installed": {}, "inactive": {}}
+    with _PIPELINE.lock:
+        return {"installed": dict(_PIPELINE.installed), "inactive": dict(_PIPELINE.inactive)}
+
+
+class OpenTelemetrySink:
+    """Spans, metric data points and log records the OpenTelemetry SDK exported during the
+    test (operator-visible: tracing, metrics and logging backends).
+
+    ``inactive_reason``: ``""`` when every signal is read, else ``"<signal>: <why>"`` for
+    each signal that is not (joined with ``"; "``); those signals yield no texts.
+    """
+
+    name = "opentelemetry"
+    #: Which signals could not be read during this test, and why; ``""`` when all were.
+    inactive_reason: str = ""
+
+    def __init__(self) -> None:
+        self._offsets: tuple[int, int, int] | None = None
+        self._final: tuple[list[Any], list[Any], list[Any]] | None = None
+
+    def start(self) -> None:
+        if self._offsets is not None:
+            return
+        pipeline = _pipeline()
+        self._final = None
+        self._offsets = pipeline.begin()
+        with pipeline.lock:
+            self.inactive_reason = "; ".join(
+                f"{signal}: {pipeline.inactive[signal]}"
+                for signal in _SIGNALS if signal in pipeline.inactive
+            )
+
+    def stop(self) -> None:
+        if self._offsets is None:
+            return
+        pipeline = _pipeline()
+        try:
+            self._final = pipeline.snapshot(self._offsets)
+        finally:
+            self._offsets = None
+            pipeline.end()
+
+    def collect(self) -> Iterator[Captured]:
+        if self._final is not None:
+            spans, batches, logs = self._final
+        elif self._offsets is not None:
+            spans, batches, logs = _pipeline().snapshot(self._offsets)
+        else:
+            return
+        for n, span in enumerate(spans):
+            yield from self._span(span, f"{self.name}#span{n}")
+        m = 0
+        for batch in batches:
+            for metric in _metrics_of(batch):
+                yield from self._metric(metric, f"{self.name}#metric{m}")
+                m += 1
+        for n, record in enumerate(logs):
+            yield from self._log(record, n, f"{self.name}#log{n}")
+
+    # --- texts ------------------------------------------------------------------------------
+
+    def _item(self, group: str, path: str, text: str | bytes,
+              fallback: bool = False) -> Captured:
+        return Captured(self.name, SinkClass.OPERATOR, path, text, group=group,
+                        fallback=fallback)
+
+    def _span(self, span: Any, group: str) -> Iterator[Captured]:
+        name = str(span.name)
+        prefix = f"span {json.dumps(name, ensure_ascii=False)}"
+        yield self._item(group, f"{prefix} name", name)
+        for path, text in _attributes(span.attributes, "attributes"):
+            yield self._item(group, f"{prefix} {path}", text)
+        for i, event in enumerate(span.events or ()):
+            yield self._item(group, f"{prefix} events[{i}].name", str(event.name))
+            for path, text in _attributes(event.attributes, f"events[{i}]"):
+                yield self._item(group, f"{prefix} {path}", text)
+        for i, link in enumerate(span.links or ()):
+            for path, text in _attributes(link.attributes, f"links[{i}].attributes"):
+                yield self._item(group, f"{prefix} {path}", text)
+        status = getattr(span, "status", None)
+        if status is not None and status.description:
+            yield self._item(group, f"{prefix} status.description", str(status.description))
+        yield self._item(group, f"{prefix} json", _to_json(span), fallback=True)
+
+    def _metric(self, metric: Any, group: str) -> Iterator[Captured]:
+        prefix = f"metric {metric.name}"
+        yield self._item(group, f"{prefix} name", str(metric.name))
+        for field in ("description", "unit"):
+            value = getattr(metric, field, None)
+            if value:
+                yield self._item(group, f"{prefix} {field}", str(value))
+        for point in getattr(metric.data, "data_points", ()) or ():
+            for path, text in _attributes(point.attributes, "attributes"):
+                yield self._item(group, f"{prefix} {path}", text)
+            for i, exemplar in enumerate(getattr(point, "exemplars", ()) or ()):
+                for path, text in _attributes(getattr(exemplar, "filtered_attributes", None),
+                                              f"exemplars[{i}].filtered_attributes"):
+                    yield self._item(group, f"{prefix} {path}", text)
+        yield self._item(group, f"{prefix} json", _to_json(metric), fallback=True)
+
+    def _log(self, data: Any, n: int, group: str) -> Iterator[Captured]:
+        record = getattr(data, "log_record", data)
+        prefix = f"log[{n}]"
+        for path, text in _values(getattr(record, "body", None), "body"):
+            yield self._item(group, f"{prefix} {path}", text)
+        for path, text in _attributes(getattr(record, "attributes", None), "attributes"):
+            yield self._item(group, f"{prefix} {path}", text)
+        event_name = getattr(record, "event_name", None)
+        if event_name:
+            yield self._item(group, f"{prefix} event_name", str(event_name))
+        yield self._item(group, f"{prefix} json", _to_json(data), fallback=True)
+
+
+def _metrics_of(batch: Any) -> Iterator[Any]:
+    for resource_metrics in getattr(batch, "resource_metrics", ()) or ():
+        for scope_metrics in getattr(resource_metrics, "scope_metrics", ()) or ():
+            yield from getattr(scope_metrics, "metrics", ()) or ()
+
+
+def _to_json(obj: Any) -> str:
+    try:
+        return str(obj.to_json(indent=None))
+    except Exception:  # noqa: BLE001 - a value the SDK's encoder cannot write
+        try:
+            return repr(obj)
+        except Exception:  # noqa: BLE001
+            return ""
+
+
+def _child(path: str, key: str) -> str:
+    if _SIMPLE_KEY.match(key):
+        return f"{path}.{key}"
+    return f"{path}[{json.dumps(key, ensure_ascii=False)}]"
+
+
+def _attributes(attributes: Any, path: str) -> Iterator[tuple[str, str | bytes]]:
+    """``(path, text)`` for every key and text value of an attribute mapping."""
+    if not attributes:
+        return
+    try:
+        items = list(dict(attributes).items())
+    except Exception:  # noqa: BLE001
+        return
+    for key, value in items:
+        key = str(key)
+        sub = _child(path, key)
+        yield f"{sub}<key>", key
+        yield from _values(value, sub)
+
+
+def _values(value: Any, path: str, depth: int = 0) -> Iterator[tuple[str, str | bytes]]:
+    """Text leaves of an OTel ``AnyValue``: str, bytes, sequences and mappings of them."""
+    if depth > 32 or value is None or isinstance(value, (bool, int, float)):
+        return
+    if isinstance(value, str):
+        yield path, value
+    elif isinstance(value, (bytes, bytearray, memoryview)):
+        yield path, bytes(value)
+    elif isinstance(value, Mapping):
+        for key, child in value.items():
+            key = str(key)
+            sub = _child(path, key)
+            yield f"{sub}<key>", key
+            yield from _values(child, sub, depth + 1)
+    elif isinstance(value, (list, tuple)):
+        for i, child in enumerate(value):
+            yield from _values(child, f"{path}[{i}]", depth + 1)
+    else:
+        yield path, str(value)
+
+
+SINKS = [OpenTelemetrySink]
