@@ -159,13 +159,15 @@ class LoggingSink:
     ``Logger.isEnabledFor`` is patched to say yes so that records below level are made at
     all, and ``Logger.handle`` to capture each record and then pass on only those that the
     production configuration would have emitted, so the app's handlers see what they
-    would have seen. Each capture notes whether it would have been emitted.
+    would have seen. Each capture notes whether it would have been emitted, judged when
+    the record is made; its message, args and ``extra`` are rendered then too, as a
+    handler would have rendered them (the app may mutate or redact its objects later).
     """
 
     name = "log record"
 
     def __init__(self) -> None:
-        self._records: list[tuple[logging.LogRecord, bool]] = []
+        self._records: list[tuple[logging.LogRecord, str, list[tuple[str, str]]]] = []
         self._saved: tuple[Any, Any] | None = None
 
     def start(self) -> None:
@@ -181,7 +183,8 @@ class LoggingSink:
 
         def handle(logger: logging.Logger, record: logging.LogRecord) -> Any:
             would_emit = not logger.disabled and original_enabled(logger, record.levelno)
-            records.append((record, would_emit))
+            note = "" if would_emit else _not_emitted_note(logger, record)
+            records.append((record, note, _record_texts(record)))
             if would_emit:
                 return original_handle(logger, record)
             return None
@@ -199,9 +202,8 @@ class LoggingSink:
                 logger._cache.clear()  # type: ignore[attr-defined]
 
     def collect(self) -> Iterator[Captured]:
-        for n, (record, would_emit) in enumerate(self._records):
+        for n, (record, note, texts) in enumerate(self._records):
             where = f"{record.name} {record.levelname}"
-            note = "" if would_emit else _not_emitted_note(record)
             group = f"{self.name}#{n}"
 
             def item(field: str, text: str, *, group: str = group, where: str = where,
@@ -209,15 +211,8 @@ class LoggingSink:
                 return Captured(self.name, SinkClass.OPERATOR, f"{where} {field}", text,
                                 note=note, group=group)
 
-            try:
-                yield item("message", record.getMessage())
-            except Exception:  # noqa: BLE001 - a bad format string is the app's bug, not ours
-                yield item("msg", safe_repr(record.msg))
-            if record.args:
-                yield item("args", safe_repr(record.args))
-            for key, value in vars(record).items():
-                if key not in _RECORD_ATTRIBUTES:
-                    yield item(f"extra.{key}", safe_repr(value) + "\n" + _str(value))
+            for field, text in texts:
+                yield item(field, text)
             if record.exc_info and record.exc_info[1] is not None:
                 for field, text in exception_texts(record.exc_info[1]):
                     yield item(f"exc_info.{field}", text)
@@ -227,6 +222,21 @@ class LoggingSink:
                 yield item("stack_info", record.stack_info)
 
 
+def _record_texts(record: logging.LogRecord) -> list[tuple[str, str]]:
+    """``(field, text)`` of a record's message, args and ``extra``, rendered now."""
+    texts = []
+    try:
+        texts.append(("message", record.getMessage()))
+    except Exception:  # noqa: BLE001 - a bad format string is the app's bug, not ours
+        texts.append(("msg", safe_repr(record.msg)))
+    if record.args:
+        texts.append(("args", safe_repr(record.args)))
+    for key, value in vars(record).items():
+        if key not in _RECORD_ATTRIBUTES:
+            texts.append((f"extra.{key}", safe_repr(value) + "\n" + _str(value)))
+    return texts
+
+
 def _str(value: object) -> str:
     try:
         return str(value)
@@ -234,9 +244,8 @@ def _str(value: object) -> str:
         return ""
 
 
-def _not_emitted_note(record: logging.LogRecord) -> str:
-    logger = logging.getLogger(record.name)
-    if logging.root.manager.disable >= record.levelno:
+def _not_emitted_note(logger: logging.Logger, record: logging.LogRecord) -> str:
+    if logger.manager.disable >= record.levelno:
         return "not emitted in production: logging.disable() is in effect"
     if logger.disabled:
         return "not emitted in production: the logger is disabled"

@@ -9,6 +9,7 @@ masked evidence only. Every report of a test that registered secrets (failure te
 from __future__ import annotations
 
 import json
+import logging
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -21,7 +22,7 @@ from .canaries import Secret
 from .detect import Scanner
 from .forms import MASKING_FORMS
 from .harness import LeakCheck
-from .policy import DEFAULT_POLICY, PolicyError
+from .policy import DEFAULT_POLICY, Policy, PolicyError
 
 __all__ = ["LeakcheckOptions", "leakcheck"]
 
@@ -34,8 +35,8 @@ _MARKER_KEYS = {"allow", "forbid", "skip_sinks", "decode"}
 class LeakcheckOptions:
     """The ``@pytest.mark.leakcheck(...)`` options, validated."""
 
-    allow: dict[str, list[str]] = field(default_factory=dict)
-    forbid: dict[str, list[str]] = field(default_factory=dict)
+    allow: dict[str, list[str]] | list[str] = field(default_factory=dict)
+    forbid: dict[str, list[str]] | list[str] = field(default_factory=dict)
     skip_sinks: dict[str, str] = field(default_factory=dict)
     decode: bool = True
 
@@ -59,12 +60,49 @@ class LeakcheckOptions:
                 "@pytest.mark.leakcheck(skip_sinks=...) takes {sink name: reason}; "
                 "every opt-out states its reason"
             )
+        if not all(isinstance(name, str) for name in skip):
+            raise pytest.UsageError(
+                "@pytest.mark.leakcheck(skip_sinks=...) takes {sink name: reason}"
+            )
+        decode = marker.kwargs.get("decode", True)
+        if not isinstance(decode, bool):
+            raise pytest.UsageError(
+                f"@pytest.mark.leakcheck(decode=...) takes True or False, "
+                f"not {type(decode).__name__}"
+            )
+        rules: dict[str, Any] = {}
+        for key in ("allow", "forbid"):
+            value = marker.kwargs.get(key) or {}
+            if isinstance(value, str):
+                value = [value]
+            if not isinstance(value, (dict, list, tuple)):
+                raise pytest.UsageError(
+                    f"@pytest.mark.leakcheck({key}=...) takes {{secret class: [sink class, "
+                    f"...]}} or ['secret class: sink class', ...], not {type(value).__name__}"
+                )
+            rules[key] = value
         return cls(
-            allow=dict(marker.kwargs.get("allow", {})),
-            forbid=dict(marker.kwargs.get("forbid", {})),
+            allow=rules["allow"],
+            forbid=rules["forbid"],
             skip_sinks=dict(skip),
-            decode=bool(marker.kwargs.get("decode", True)),
+            decode=decode,
         )
+
+    def policy(self, base: Policy, where: str) -> Policy:
+        try:
+            return base.with_rules(allow=self.allow, forbid=self.forbid)
+        except PolicyError as exc:
+            raise pytest.UsageError(f"@pytest.mark.leakcheck on {where}: {exc}") from None
+
+
+def _options(item: pytest.Item, base: Policy) -> tuple[LeakcheckOptions, Policy]:
+    """The validated marker options of ``item`` and the policy they make."""
+    marker = item.get_closest_marker(_MARKER)
+    try:
+        options = LeakcheckOptions.from_marker(marker)
+    except pytest.UsageError as exc:
+        raise pytest.UsageError(f"{exc} (on {item.nodeid})") from None
+    return options, options.policy(base, item.nodeid)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -126,6 +164,38 @@ class _State:
             self._scanner = Scanner(self.secrets, decode=True, forms=MASKING_FORMS)
         return self._scanner.mask(text)
 
+    def mask_live(self, text: str) -> str:
+        """``mask`` plus the secrets of the tests still running (registered, not yet
+        handed to the session)."""
+        for check in list(self.running.values()):
+            text = check.mask(text)
+        return self.mask(text)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        """pytest's live log (``log_cli``) and ``--log-file`` write each record as it is
+        made, before any report exists: mask them at their handlers."""
+        logging_plugin = self.config.pluginmanager.get_plugin("logging-plugin")
+        for name in ("log_cli_handler", "log_file_handler"):
+            handler = getattr(logging_plugin, name, None)
+            if isinstance(handler, logging.Handler):
+                handler.format = self._masked_format(handler.format)  # type: ignore[method-assign]
+
+    def _masked_format(self, fmt: Any) -> Any:
+        def format(record: logging.LogRecord) -> str:
+            return self.mask_live(fmt(record))
+
+        return format
+
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        """A marker written wrong is a usage error before any test runs, not a traceback
+        in one test's setup. (An xdist worker cannot stop the session that way: there the
+        fixture fails the test with the same message.)"""
+        if hasattr(self.config, "workerinput"):
+            return
+        for item in items:
+            _options(item, self.policy)
+
     # xdist: the controller hands its seed to the workers and merges what they found.
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
@@ -155,8 +225,10 @@ class _State:
             }
             path = Path(self.report_path)
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(self.mask(json.dumps(document, indent=2, ensure_ascii=False)) + "\n",
-                            encoding="utf-8")
+            # Mask every string, then dump: masking the dumped text could swallow the
+            # backslash of an escaped quote and leave invalid JSON.
+            text = json.dumps(_masked(document, self.mask), indent=2, ensure_ascii=False)
+            path.write_text(text + "\n", encoding="utf-8")
 
     def pytest_report_header(self, config: pytest.Config) -> str:
         state = "on" if self.enabled else "OFF (--no-leakcheck)"
@@ -193,11 +265,14 @@ def leakcheck(request: pytest.FixtureRequest) -> Iterator[LeakCheck]:
     """Plant canaries (``leakcheck.secret(kind)``), mark caller-visible objects
     (``leakcheck.expose(obj)``); every sink of the test is searched at the end."""
     state = request.config.stash[_STATE]
-    options = LeakcheckOptions.from_marker(request.node.get_closest_marker(_MARKER))
     try:
-        policy = state.policy.with_rules(allow=options.allow, forbid=options.forbid)
-    except PolicyError as exc:
-        raise pytest.UsageError(f"@pytest.mark.leakcheck: {exc}") from None
+        options, policy = _options(request.node, state.policy)  # type: ignore[arg-type]
+    except pytest.UsageError as exc:
+        usage = f"usage error: {exc}"
+    else:
+        usage = ""
+    if usage:
+        pytest.fail(usage, pytrace=False)
     check = LeakCheck(
         seed=state.seed,
         namespace=request.node.nodeid,
@@ -210,9 +285,9 @@ def leakcheck(request: pytest.FixtureRequest) -> Iterator[LeakCheck]:
         state.opt_outs.append({"test": request.node.nodeid, "sink": sink, "reason": reason})
     request.node.stash[_LEAKCHECK] = check
     state.running[request.node.nodeid] = check
-    if state.enabled:
-        check.start()
     try:
+        if state.enabled:
+            check.start()
         yield check
     finally:
         state.running.pop(request.node.nodeid, None)
@@ -234,10 +309,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         _hand_over_output(item, check)
         leaks = check.findings()
         forbidden = [leak for leak in leaks if not leak.allowed]
+        # Masked here, with every piece of this test's secrets: under xdist the controller
+        # that writes the report never sees the secrets.
         state.records.append({
             "test": item.nodeid,
             "forbidden": len(forbidden),
-            "findings": [leak.to_dict() for leak in leaks],
+            "findings": [_masked(leak.to_dict(), check.mask) for leak in leaks],
         })
         if forbidden:
             original = report.longreprtext if report.failed else ""
@@ -245,7 +322,22 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             rerun = f"rerun: pytest {item.nodeid!r} --leakcheck-seed={check.seed}"
             report.outcome = "failed"
             report.longrepr = "\n\n".join(p for p in (text, rerun, original) if p)
+            # A leak is a failure even in an xfail test: pytest counts a report that
+            # carries ``wasxfail`` as xfailed/xpassed, never as failed.
+            if hasattr(report, "wasxfail"):
+                del report.wasxfail
     _mask_report(report, check)
+
+
+def _masked(value: Any, mask: Any) -> Any:
+    """``value`` (JSON data) with every string masked."""
+    if isinstance(value, str):
+        return mask(value)
+    if isinstance(value, dict):
+        return {_masked(k, mask): _masked(v, mask) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_masked(v, mask) for v in value]
+    return value
 
 
 def _hand_over_output(item: pytest.Item, check: LeakCheck) -> None:
@@ -260,10 +352,36 @@ def _hand_over_output(item: pytest.Item, check: LeakCheck) -> None:
 
 
 def _mask_report(report: pytest.TestReport, check: LeakCheck) -> None:
-    """No route to pytest's output may carry a secret: failure text, locals, sections."""
-    if report.longrepr is not None:
+    """No route to pytest's output may carry a secret: failure text, locals, sections,
+    skip and xfail reasons, ``record_property`` values (JUnit properties)."""
+    if (report.longrepr is None and not report.sections and not report.user_properties
+            and not hasattr(report, "wasxfail")):
+        return
+    if isinstance(report.longrepr, tuple):
+        # A skip: (path, lineno, reason); pytest's terminal and JUnit writers need the tuple.
+        report.longrepr = tuple(
+            check.mask(part) if isinstance(part, str) else part for part in report.longrepr
+        )
+    elif report.longrepr is not None:
         text = report.longreprtext
         masked = check.mask(text)
         if masked != text:
             report.longrepr = masked
+    wasxfail = getattr(report, "wasxfail", None)
+    if isinstance(wasxfail, str):
+        report.wasxfail = check.mask(wasxfail)
     report.sections = [(title, check.mask(content)) for title, content in report.sections]
+    report.user_properties = [
+        (_mask_value(name, check), _mask_value(value, check))
+        for name, value in report.user_properties
+    ]
+
+
+def _mask_value(value: object, check: LeakCheck) -> object:
+    """``value`` itself when it shows no secret, else its masked text."""
+    try:
+        text = value if isinstance(value, str) else str(value)
+    except Exception:  # noqa: BLE001 - a raising __str__ cannot print a secret either
+        return value
+    masked = check.mask(text)
+    return value if masked == text else masked

@@ -59,11 +59,30 @@ DEFAULT_POLICY = Policy()
 def _pairs(
     rules: Mapping[str, Iterable[str]] | Iterable[str], what: str
 ) -> Iterable[tuple[SecretClass, SinkClass]]:
+    shape = (
+        f"{what}: expected {{'SECRET_CLASS': ['SINK_CLASS', ...]}} or "
+        f"'SECRET_CLASS: SINK_CLASS[, SINK_CLASS]' rules"
+    )
+    if isinstance(rules, str):
+        rules = [rules]
     if isinstance(rules, Mapping):
-        items = [(k, [v] if isinstance(v, str) else list(v)) for k, v in rules.items()]
+        items = []
+        for k, v in rules.items():
+            sinks = [v] if isinstance(v, str) else v
+            if (
+                not isinstance(k, str)
+                or not isinstance(sinks, (list, tuple, set, frozenset))
+                or not all(isinstance(sink, str) for sink in sinks)
+            ):
+                raise PolicyError(shape)
+            items.append((k, list(sinks)))
+    elif not isinstance(rules, Iterable):
+        raise PolicyError(shape)
     else:
         items = []
         for rule in rules:
+            if not isinstance(rule, str):
+                raise PolicyError(shape)
             if ":" not in rule:
                 raise PolicyError(
                     f"{what} rule {rule!r}: expected 'SECRET_CLASS: SINK_CLASS[, SINK_CLASS]'"
@@ -79,6 +98,8 @@ def _pairs(
             raise PolicyError(
                 f"{what}: unknown secret class {secret_class.strip()!r}; use {secret_names}"
             ) from None
+        if not sinks:
+            raise PolicyError(f"{what}: no sink class for {cls.value!r}; use {sink_names}")
         for sink in sinks:
             try:
                 yield cls, SinkClass(sink.strip())

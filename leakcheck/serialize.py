@@ -14,7 +14,9 @@ import traceback
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-__all__ = ["to_jsonable", "leaves", "safe_repr", "exception_texts", "TEXT_ATTRIBUTES"]
+__all__ = [
+    "to_jsonable", "leaves", "safe_repr", "exception_texts", "exception_args", "TEXT_ATTRIBUTES",
+]
 
 #: Exception attributes that carry text a careless wrapper forwards (httpx ``.request``,
 #: ``json.JSONDecodeError.doc``, ``subprocess.CalledProcessError.cmd``/``.stderr``, ...).
@@ -33,36 +35,76 @@ def safe_repr(obj: object) -> str:
 
 
 def to_jsonable(obj: Any, _seen: frozenset[int] = frozenset(), _depth: int = 0) -> Any:
-    """A JSON-compatible copy of ``obj``, the way a gateway's encoder would write it."""
+    """A JSON-compatible copy of ``obj``, the way a gateway's encoder would write it.
+
+    Never raises: a part that cannot be read (a raising property, ``__iter__``, ``items``
+    or ``__str__``) becomes its safe repr, and only that part."""
     if obj is None or isinstance(obj, (bool, int, float, str)):
         return obj
-    if _depth > _MAX_DEPTH or id(obj) in _seen:
+    if id(obj) in _seen:
         return f"<cycle {type(obj).__name__}>"
-    seen = _seen | {id(obj)}
-    nxt = _depth + 1
+    if _depth > _MAX_DEPTH:
+        return f"<nested too deep: {type(obj).__name__}>"
+    try:
+        return _jsonable(obj, _seen | {id(obj)}, _depth + 1)
+    except Exception:  # noqa: BLE001 - the capture must not crash on the app's objects
+        return safe_repr(obj)
+
+
+def _jsonable(obj: Any, seen: frozenset[int], nxt: int) -> Any:
     if isinstance(obj, (bytes, bytearray, memoryview)):
         return bytes(obj).decode("utf-8", "backslashreplace")
     if isinstance(obj, Mapping):
-        return {str(k): to_jsonable(v, seen, nxt) for k, v in list(obj.items())}
+        try:
+            items = list(obj.items())
+        except Exception:  # noqa: BLE001
+            if not isinstance(obj, dict):
+                raise
+            items = list(dict.items(obj))
+        return {_safe_str(k): to_jsonable(v, seen, nxt) for k, v in items}
     if isinstance(obj, (list, tuple, set, frozenset)):
-        return [to_jsonable(v, seen, nxt) for v in list(obj)]
+        try:
+            members = list(obj)
+        except Exception:  # noqa: BLE001
+            if not isinstance(obj, list):
+                raise
+            members = list.copy(obj)
+        return [to_jsonable(v, seen, nxt) for v in members]
     if isinstance(obj, BaseException):
         return {
             "type": type(obj).__name__,
             "message": _safe_str(obj),
-            "args": to_jsonable(obj.args, seen, nxt),
+            "args": to_jsonable(exception_args(obj), seen, nxt),
         }
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: to_jsonable(getattr(obj, f.name, None), seen, nxt)
+        return {f.name: to_jsonable(_field(obj, f.name), seen, nxt)
                 for f in dataclasses.fields(obj)}
     for method in ("model_dump", "dict", "to_dict", "_asdict"):  # pydantic v2/v1, attrs-ish
-        dump = getattr(obj, method, None)
+        try:
+            dump = getattr(obj, method, None)
+        except Exception:  # noqa: BLE001 - a __getattr__ that raises
+            continue
         if callable(dump):
             try:
                 return to_jsonable(dump(), seen, nxt)
             except Exception:  # noqa: BLE001
                 break
     return safe_repr(obj)
+
+
+def _field(obj: object, name: str) -> object:
+    try:
+        return getattr(obj, name, None)
+    except Exception as exc:  # noqa: BLE001
+        return f"<{name}: raised {type(exc).__name__}>"
+
+
+def exception_args(exc: BaseException) -> tuple[Any, ...]:
+    """``exc.args`` as ``BaseException`` stores them, even if a subclass overrides ``args``."""
+    try:
+        return BaseException.__dict__["args"].__get__(exc)  # type: ignore[no-any-return]
+    except Exception:  # noqa: BLE001
+        return ()
 
 
 def _safe_str(obj: object) -> str:
@@ -97,7 +139,7 @@ def exception_texts(exc: BaseException) -> Iterator[tuple[str, str]]:
         formatted = safe_repr(exc)
     yield "traceback", formatted
     for label, member in _chain(exc):
-        yield f"{label}args", safe_repr(member.args)
+        yield f"{label}args", safe_repr(exception_args(member))
         for name in TEXT_ATTRIBUTES:
             try:
                 value = getattr(member, name, None)
@@ -105,7 +147,7 @@ def exception_texts(exc: BaseException) -> Iterator[tuple[str, str]]:
                 continue
             if value is not None and not callable(value):
                 yield f"{label}{name}", safe_repr(value) + "\n" + _safe_str(value)
-        for i, note in enumerate(getattr(member, "__notes__", None) or ()):
+        for i, note in enumerate(_attribute_list(member, "__notes__")):
             yield f"{label}__notes__[{i}]", _safe_str(note)
 
 
@@ -118,10 +160,21 @@ def _chain(exc: BaseException) -> Iterator[tuple[str, BaseException]]:
             continue
         seen.add(id(member))
         yield label, member
-        if member.__cause__ is not None:
-            stack.append((f"{label}__cause__.", member.__cause__))
-        if member.__context__ is not None:
-            stack.append((f"{label}__context__.", member.__context__))
-        for i, sub in enumerate(getattr(member, "exceptions", None) or ()):
-            if isinstance(sub, BaseException):
-                stack.append((f"{label}exceptions[{i}].", sub))
+        # Pushed in reverse so that they come out in order: the cause before the context
+        # (``raise ... from exc`` sets both to ``exc``, which Python prints as the cause),
+        # then the members of a group.
+        members = [(f"{label}__cause__.", member.__cause__),
+                   (f"{label}__context__.", member.__context__)]
+        members += [(f"{label}exceptions[{i}].", sub)
+                    for i, sub in enumerate(_attribute_list(member, "exceptions"))]
+        stack.extend((name, sub) for name, sub in reversed(members)
+                     if isinstance(sub, BaseException))
+
+
+def _attribute_list(obj: object, name: str) -> list[Any]:
+    """``list(obj.name)``, or ``[]`` when it is missing, not a list or cannot be read."""
+    try:
+        value = getattr(obj, name, None)
+        return list(value) if isinstance(value, (list, tuple)) else []
+    except Exception:  # noqa: BLE001
+        return []
