@@ -66,6 +66,11 @@ class Secret:
 
     __str__ = __repr__
 
+    def _repr_pretty_(self, printer: object, cycle: bool) -> None:
+        # Hypothesis (failing examples) and IPython print a dataclass field by field,
+        # bypassing __repr__: they would show the value.
+        printer.text(repr(self))  # type: ignore[attr-defined]
+
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Secret) and (self.value, self.id) == (other.value, other.id)
 

@@ -14,15 +14,16 @@ Fragment lengths are chosen from the secret's per-character entropy, not guessed
   in ordinary text (``**`` occurs about once per 10 KiB of source code), so a 4-character
   tail of a random token gives about ``B / 10 KiB * needles / 2**20`` ~ 0.01 expected chance
   hits over 32 MiB with 20 secrets;
-* base64 fragments (for wrapped or truncated blobs) are at least half the encoded core and
-  at most 32 characters, and each must spell out FRAGMENT_BITS of the secret's entropy:
-  a fragment of fixed text (PEM armour, a kind's constant prefix) would match every secret
-  of the kind, so it is dropped.
+* base64 fragments (for wrapped or truncated blobs) are cut from the part of the encoded
+  core spelled by the secret's own characters (a fragment of fixed text, PEM armour or a
+  kind's constant prefix or suffix, would match every secret of the kind): at least half
+  of that part and at most 32 characters, 14 or more for every generated canary.
 """
 
 from __future__ import annotations
 
 import base64
+import functools
 import html
 import json
 import math
@@ -50,11 +51,17 @@ WRAP_WIDTH = 64
 FormFn = Callable[[Secret], Iterable[tuple[str, bytes]]]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Needle:
     pattern: bytes
     secret: Secret
     form: str
+
+    def __repr__(self) -> str:  # the pattern is the secret, encoded: never shown
+        return f"Needle(form={self.form!r}, secret={self.secret!r}, bytes={len(self.pattern)})"
+
+    def _repr_pretty_(self, printer: object, cycle: bool) -> None:
+        printer.text(repr(self))  # type: ignore[attr-defined]
 
 
 def _utf8(text: str) -> bytes:
@@ -263,9 +270,8 @@ def _base64_variants(data: bytes, label: str) -> Iterator[tuple[str, bytes]]:
         )
 
 
-def _chunks(core: bytes) -> Iterator[tuple[int, bytes]]:
-    """Pieces of which any line-wrapped or truncated copy of ``core`` holds at least one,
-    with their start in ``core``.
+def _chunks(core: bytes) -> Iterator[bytes]:
+    """Pieces of which any line-wrapped or truncated copy of ``core`` holds at least one.
 
     A wrapped copy is cut into pieces; a full line is >= WRAP_WIDTH characters and the
     outermost pieces of a short core hold >= half of it. Chunks of length F at step F, plus
@@ -276,26 +282,28 @@ def _chunks(core: bytes) -> Iterator[tuple[int, bytes]]:
     if starts[-1] != len(core) - size:
         starts.append(len(core) - size)
     for start in starts:
-        yield start, core[start : start + size]
+        yield core[start : start + size]
 
 
 def base64_forms(s: Secret) -> Iterator[tuple[str, bytes]]:
     data = _utf8(s.value)
     yield from _base64_variants(data, "base64")
     yield from _base64_variants(s.value.encode("utf-16-le", "surrogatepass"), "base64-utf16")
-    # A chunk must be attributable: the data bytes it spells out whole must carry
-    # FRAGMENT_BITS of the secret's entropy. A chunk of fixed text (a PEM armour line, the
-    # prose marker's phrase) is the same for every secret of the kind and is dropped.
-    byte_bits = [
-        b / len(_utf8(ch)) for ch, b in zip(s.value, _bits(s)) for _ in range(len(_utf8(ch)))
-    ]
+    # Chunks cover the part of the core spelled by the secret's own characters: text that
+    # every secret of the kind shares (a PEM armour line, a constant prefix or suffix, the
+    # prose marker's phrase: the leading and trailing characters that carry no entropy)
+    # would match every secret of the kind.
+    byte_fixed = [b == 0.0 for c, b in zip(s.value, _bits(s), strict=True) for _ in _utf8(c)]
+    head = next((i for i, fixed in enumerate(byte_fixed) if not fixed), len(data))
+    tail = len(data) - next((i for i, fixed in enumerate(reversed(byte_fixed)) if not fixed), 0)
     for offset in range(3):
         core = base64_core(data, offset)
         first = math.ceil(8 * offset / 6)  # where the core starts in base64(b"\0" * offset + data)
-        for start, chunk in _chunks(core):
-            low = -(-(first + start) * 6 // 8) - offset
-            high = (first + start + len(chunk)) * 6 // 8 - offset
-            if sum(byte_bits[max(low, 0) : max(high, 0)]) >= FRAGMENT_BITS:
+        # core characters whose 6 bits all come from bytes [head, tail)
+        low = math.ceil(8 * (offset + head) / 6) - first
+        high = 8 * (offset + tail) // 6 - first
+        if high - low >= 2:
+            for chunk in _chunks(core[low:high]):
                 yield f"base64-wrapped@{offset}", chunk
 
 
@@ -441,12 +449,18 @@ FORMS: tuple[FormFn, ...] = (
 
 def needles_for(secret: Secret, forms: Iterable[FormFn] = FORMS) -> list[Needle]:
     """All distinct needles of one secret, first form name winning on equal bytes."""
+    return list(_needles(secret, tuple(forms)))
+
+
+@functools.lru_cache(maxsize=512)
+def _needles(secret: Secret, forms: tuple[FormFn, ...]) -> tuple[Needle, ...]:
+    # Cached: a test's detection scanner and its report masker share a secret's needles.
     seen: dict[bytes, Needle] = {}
     for form in forms:
         for name, pattern in form(secret):
             if pattern and pattern not in seen:
                 seen[pattern] = Needle(pattern, secret, name)
-    return list(seen.values())
+    return tuple(seen.values())
 
 
 #: Characters in a masking window; see ``window_forms``.

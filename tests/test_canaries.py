@@ -1,0 +1,462 @@
+"""Canaries: unique, high-entropy, hostile per kind, reproducible, never shown.
+
+User-supplied secrets: realistic tokens accepted, weak ones rejected without being echoed.
+No assertion message here carries a secret value: only kinds, ids and counts.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import string
+import traceback
+
+import pytest
+
+from leakcheck import KINDS, CanaryFactory, Secret, SecretClass, WeakSecretError
+from leakcheck.canaries import MIN_CANARY_BITS, MIN_SECRET_BITS
+
+ALL_KINDS = sorted(KINDS)
+
+
+def check(condition: object, *about: object) -> None:
+    """``assert`` without pytest's operand display: a failing comparison would print the
+    canary it compares. Only ``about`` (kinds, ids, counts) is shown."""
+    if not condition:
+        raise AssertionError(about)
+
+
+DRAWS = 200
+
+# The characters every encoding changes (percent, JSON, repr, HTML, base64 alignment).
+URL_HOSTILE = set("+/=%~:@")
+QUOTES_AND_BACKSLASH = set("'\"\\")
+
+# What each kind must contain, from the design brief: as hostile as the kind allows.
+MUST_CONTAIN: dict[str, set[str]] = {
+    "bearer": set("+/~"),
+    "api_key": URL_HOSTILE | QUOTES_AND_BACKSLASH | {" ", "&", "<", ">", "#", "?"},
+    "password": URL_HOSTILE | QUOTES_AND_BACKSLASH | {" ", "&", "<", ">", "#", "?"},
+    "ssh_password": URL_HOSTILE | QUOTES_AND_BACKSLASH | {" ", "$", "`"},
+    "cookie": URL_HOSTILE | {"'", "&", "<", ">", "#", "?"},
+    "signature": set("+/="),
+    "local_path": set("~%'+=@:") | {" "},
+    "user_name": set("_-"),
+    "resource_id": set("/-_."),
+}
+# Kinds that carry non-ASCII (which changes under percent, JSON ascii, repr-bytes, hex...).
+NON_ASCII_KINDS = {"api_key", "password", "ssh_password", "local_path"}
+
+DIRECT = {
+    "bearer",
+    "api_key",
+    "password",
+    "cookie",
+    "signature",
+    "pem_private_key",
+    "client_cert",
+    "ssh_password",
+}
+CONTEXT = {"hostname", "local_path", "user_name", "resource_id"}
+PROSE = {"prose"}
+
+# RFC 6265 cookie-octet: %x21 / %x23-2B / %x2D-3A / %x3C-5B / %x5D-7E
+COOKIE_OCTETS = {
+    chr(c)
+    for c in [0x21, *range(0x23, 0x2C), *range(0x2D, 0x3B), *range(0x3C, 0x5C), *range(0x5D, 0x7F)]
+}
+# RFC 6750 b64token
+B64TOKEN = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
+DNS_LABEL = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")
+POSIX_USER = re.compile(r"[a-z_][a-z0-9_-]*")
+PEM_BODY = re.compile(r"[A-Za-z0-9+/]{1,64}={0,2}")
+
+
+def draws(kind: str, n: int = DRAWS, seed: object = "test_canaries") -> list[Secret]:
+    factory = CanaryFactory(seed, namespace="draws")
+    return [factory.secret(kind) for _ in range(n)]
+
+
+# --- uniqueness, entropy ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ALL_KINDS)
+def test_many_draws_are_unique(kind: str) -> None:
+    secrets = draws(kind)
+    check(len({s.value for s in secrets}) == DRAWS, kind)
+    assert len({s.id for s in secrets}) == DRAWS
+    assert all(s.generated for s in secrets)
+
+
+@pytest.mark.parametrize("kind", ALL_KINDS)
+def test_canaries_carry_at_least_96_random_bits(kind: str) -> None:
+    for secret in draws(kind, 50):
+        check(secret.total_bits >= 96, (kind, secret.id, secret.total_bits))
+        assert secret.total_bits >= MIN_CANARY_BITS
+        # one estimate per character: forms choose fragment lengths from it
+        check(len(secret.bits) == len(secret.value), (kind, secret.id))
+
+
+@pytest.mark.parametrize("kind", ALL_KINDS)
+def test_policy_class_per_kind(kind: str) -> None:
+    secret = CanaryFactory(1).secret(kind)
+    expected = (
+        SecretClass.DIRECT
+        if kind in DIRECT
+        else SecretClass.CONTEXT
+        if kind in CONTEXT
+        else SecretClass.PROSE
+    )
+    assert secret.secret_class is expected
+    assert secret.kind == kind
+
+
+def test_design_kinds_all_exist() -> None:
+    assert set(KINDS) == DIRECT | CONTEXT | PROSE
+
+
+# --- hostile characters, per kind -------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", sorted(MUST_CONTAIN))
+def test_canary_contains_the_hostile_characters_its_kind_allows(kind: str) -> None:
+    for secret in draws(kind, 50):
+        missing = MUST_CONTAIN[kind] - set(secret.value)
+        # names of the missing characters, never the value
+        check(not missing, (kind, secret.id, sorted(f"U+{ord(c):04X}" for c in missing)))
+
+
+@pytest.mark.parametrize("kind", sorted(NON_ASCII_KINDS))
+def test_canary_contains_non_ascii_where_the_kind_allows(kind: str) -> None:
+    for secret in draws(kind, 50):
+        check(not secret.value.isascii(), (kind, secret.id))
+
+
+def test_password_has_a_character_outside_the_bmp() -> None:
+    # UTF-16 surrogates, \U escapes, 4-byte UTF-8: every one a separate encoded form
+    for secret in draws("password", 20):
+        check(any(ord(c) > 0xFFFF for c in secret.value), secret.id)
+
+
+def test_ssh_password_has_a_character_that_casefolds_differently() -> None:
+    for secret in draws("ssh_password", 20):
+        check(secret.value.casefold() != secret.value.lower(), secret.id)
+
+
+def test_bearer_is_an_rfc6750_b64token() -> None:
+    for secret in draws("bearer"):
+        check(B64TOKEN.fullmatch(secret.value), secret.id)
+
+
+def test_cookie_is_rfc6265_cookie_octets_only() -> None:
+    forbidden = set(' ",;\\') | {chr(c) for c in range(0x20)} | {"\x7f"}
+    for secret in draws("cookie"):
+        value = secret.value
+        check(not forbidden & set(value), (secret.id, sorted(map(ord, forbidden & set(value)))))
+        check(set(value) <= COOKIE_OCTETS, secret.id)
+
+
+def test_signature_is_standard_base64_alphabet() -> None:
+    alphabet = set(string.ascii_letters + string.digits + "+/=")
+    for secret in draws("signature"):
+        check(set(secret.value) <= alphabet, secret.id)
+
+
+def test_hostname_is_a_valid_lower_case_dns_name() -> None:
+    for secret in draws("hostname"):
+        name = secret.value
+        check(name == name.lower() and name.isascii(), secret.id)
+        check(len(name) <= 253, secret.id)
+        labels = name.split(".")
+        check(len(labels) >= 2, secret.id)
+        check(all(DNS_LABEL.fullmatch(label) for label in labels), secret.id)
+        check(name.encode("idna").decode("ascii") == name, secret.id)
+
+
+def test_user_name_is_a_portable_posix_user_name() -> None:
+    for secret in draws("user_name"):
+        check(POSIX_USER.fullmatch(secret.value), secret.id)
+        check(len(secret.value) <= 32, secret.id)  # useradd's limit
+
+
+def test_local_path_is_an_absolute_normal_path() -> None:
+    import posixpath
+
+    for secret in draws("local_path"):
+        path = secret.value
+        check(path.startswith("/") and "\0" not in path, secret.id)
+        check(posixpath.normpath(path) == path, secret.id)
+
+
+def test_resource_id_is_lower_case_ascii_with_separators() -> None:
+    for secret in draws("resource_id"):
+        check(re.fullmatch(r"[a-z0-9][a-z0-9/._-]*[a-z0-9]", secret.value), secret.id)
+
+
+@pytest.mark.parametrize(
+    ("kind", "label"), [("pem_private_key", "PRIVATE KEY"), ("client_cert", "CERTIFICATE")]
+)
+def test_pem_kinds_are_multi_line_armoured_base64(kind: str, label: str) -> None:
+    import base64
+
+    for secret in draws(kind, 50):
+        lines = secret.value.split("\n")
+        check(lines[0] == f"-----BEGIN {label}-----", secret.id)
+        check(lines[-2:] == [f"-----END {label}-----", ""], secret.id)
+        body = lines[1:-2]
+        check(len(body) >= 2, secret.id)
+        check(all(PEM_BODY.fullmatch(line) for line in body), secret.id)
+        check(all(len(line) == 64 for line in body[:-1]), secret.id)
+        check(len(base64.b64decode("".join(body), validate=True)) >= 12, secret.id)
+
+
+def test_prose_is_the_planted_marker_phrase() -> None:
+    for secret in draws("prose", 50):
+        check(secret.value.startswith("Run this command to repair your credentials"), secret.id)
+
+
+@pytest.mark.parametrize("kind", ALL_KINDS)
+def test_heads_and_tails_that_are_shown_masked_are_random(kind: str) -> None:
+    """``****7KQ2`` shows the last characters: where the kind's tail is not fixed text, they
+    carry entropy (the hostile characters are kept off them)."""
+    fixed_tail = {"hostname", "local_path", "pem_private_key", "client_cert"}
+    for secret in draws(kind, 50):
+        if kind not in fixed_tail:
+            check(sum(secret.bits[-4:]) >= 20, (kind, secret.id))
+            check(all(b > 0 for b in secret.bits[-4:]), (kind, secret.id))
+
+
+# --- reproducibility --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ALL_KINDS)
+def test_same_seed_same_canaries(kind: str) -> None:
+    a = [s.value for s in draws(kind, 5, seed=1234)]
+    b = [s.value for s in draws(kind, 5, seed=1234)]
+    check(a == b, kind)
+    assert [s.id for s in draws(kind, 5, seed=1234)] == [f"{kind}#{n}" for n in range(1, 6)]
+
+
+@pytest.mark.parametrize("kind", ALL_KINDS)
+def test_different_seed_or_namespace_different_canaries(kind: str) -> None:
+    a = {s.value for s in draws(kind, 5, seed=1234)}
+    b = {s.value for s in draws(kind, 5, seed=1235)}
+    c = {s.value for s in draws(kind, 5, seed="1234-other")}
+    check(not a & b and not a & c, kind)
+    d = CanaryFactory(1234, namespace="other-test").secret(kind)
+    check(d.value not in a, kind)
+
+
+def test_nth_canary_depends_only_on_seed_kind_and_n() -> None:
+    plain = CanaryFactory(99)
+    expected = [plain.secret("api_key").value for _ in range(3)]
+    interleaved = CanaryFactory(99)
+    got = []
+    for _ in range(3):  # other kinds drawn in between change nothing
+        interleaved.secret("bearer")
+        got.append(interleaved.secret("api_key").value)
+        interleaved.secret("cookie")
+    check(got == expected)
+
+
+def test_string_and_int_seeds_are_reproducible_and_distinct() -> None:
+    check(CanaryFactory("abc")("cookie").value == CanaryFactory("abc")("cookie").value)
+    check(CanaryFactory(7)("cookie").value != CanaryFactory("7x")("cookie").value)
+
+
+def test_unseeded_factories_pick_a_fresh_seed_and_expose_it() -> None:
+    a, b = CanaryFactory(), CanaryFactory()
+    assert a.seed != b.seed
+    check(a("bearer").value != b("bearer").value)
+    # the seed printed on failure replays the run
+    check(CanaryFactory(a.seed)("bearer").value == CanaryFactory(a.seed)("bearer").value)
+    replay = CanaryFactory(a.seed)
+    check(replay("api_key").value == a("api_key").value)
+
+
+def test_all_kinds_yields_one_of_each() -> None:
+    secrets = list(CanaryFactory(5).all_kinds())
+    assert [s.kind for s in secrets] == list(KINDS)
+
+
+# --- never shown ------------------------------------------------------------------------
+
+
+def _substrings(value: str, size: int = 4) -> set[str]:
+    __tracebackhide__ = True  # its arguments hold the secret
+    return {value[i : i + size] for i in range(len(value) - size + 1)}
+
+
+@pytest.mark.parametrize("kind", ALL_KINDS)
+def test_repr_and_str_never_show_the_value(kind: str) -> None:
+    for secret in draws(kind, 20):
+        shown = [
+            repr(secret),
+            str(secret),
+            f"{secret}",
+            f"{secret!r}",
+            "%s" % (secret,),  # noqa: UP031 (logging formats this way)
+            repr([secret]),
+            repr({"s": secret}),
+        ]
+        pieces = _substrings(secret.value, 6)
+        for text in shown:
+            check(secret.value not in text, (kind, secret.id))
+            check(not any(p in text for p in pieces), (kind, secret.id))
+        check(secret.id in repr(secret) and kind in repr(secret))
+
+
+@pytest.mark.parametrize("kind", ALL_KINDS)
+def test_pretty_printers_never_show_the_value(kind: str) -> None:
+    """Hypothesis prints a failing example's dataclasses field by field (so does IPython),
+    bypassing __repr__: a Secret drawn from hostile_secrets() must still hide its value,
+    and so must a Needle (its pattern is the secret, encoded)."""
+    from hypothesis.vendor.pretty import pretty
+
+    from leakcheck import needles_for
+
+    secret = CanaryFactory(2).secret(kind)
+    needles = needles_for(secret)
+    shown = [pretty(secret), pretty([secret, {"s": secret}]), pretty(needles), repr(needles)]
+    pieces = _substrings(secret.value, 6)
+    patterns = [n.pattern for n in needles]
+    for text in shown:
+        leaked = any(p in text for p in pieces)
+        check(not leaked, kind)
+        encoded = any(p.decode("utf-8", "replace") in text for p in patterns if len(p) >= 8)
+        check(not encoded, kind)
+
+
+def test_secret_equality_and_hash_follow_value_and_id() -> None:
+    a = CanaryFactory(3).secret("bearer")
+    b = CanaryFactory(3).secret("bearer")
+    c = CanaryFactory(4).secret("bearer")
+    assert a == b and hash(a) == hash(b)  # a Secret's repr hides its value
+    assert a != c
+    assert len({a, b, c}) == 2
+
+
+def test_unknown_kind_is_a_value_error_listing_known_kinds() -> None:
+    with pytest.raises(ValueError) as info:
+        CanaryFactory(1).secret("no_such_kind")
+    message = str(info.value)
+    assert "no_such_kind" in message
+    for kind in KINDS:
+        assert kind in message
+
+
+def test_unknown_kind_does_not_advance_the_counter() -> None:
+    factory = CanaryFactory(1)
+    with pytest.raises(ValueError):
+        factory("bogus")
+    assert factory("bearer").id == "bearer#1"
+
+
+# --- user-supplied secrets --------------------------------------------------------------
+
+ALNUM = string.ascii_letters + string.digits
+
+
+def _rand(rng: random.Random, alphabet: str, n: int) -> str:
+    return "".join(rng.choice(alphabet) for _ in range(n))
+
+
+# Generated at random from a seeded generator: realistic formats, never real tokens.
+REALISTIC_FORMATS = {
+    "github_pat": lambda rng: "ghp_" + _rand(rng, ALNUM, 36),
+    "aws_secret_key": lambda rng: _rand(rng, ALNUM + "+/", 40),
+    "slack_bot": lambda rng: "-".join(
+        [
+            "xoxb",
+            _rand(rng, string.digits, 12),
+            _rand(rng, string.digits, 13),
+            _rand(rng, ALNUM, 24),
+        ]
+    ),
+    "api_key_20": lambda rng: _rand(rng, ALNUM, 20),
+    "hex_32": lambda rng: _rand(rng, "0123456789abcdef", 32),
+}
+
+
+@pytest.mark.parametrize("fmt", sorted(REALISTIC_FORMATS))
+def test_realistic_user_tokens_are_accepted(fmt: str) -> None:
+    rng = random.Random(f"test_canaries:{fmt}")
+    for n in range(25):
+        value = REALISTIC_FORMATS[fmt](rng)
+        secret = Secret.from_user(value, kind="api_key", id=f"{fmt}-{n}")
+        check(secret.value == value)
+        check(secret.total_bits >= MIN_SECRET_BITS, (fmt, n))
+        assert secret.kind == "api_key" and secret.secret_class is SecretClass.DIRECT
+        assert not secret.generated
+        check(value not in repr(secret))
+
+
+def test_user_secret_class_defaults_from_kind_or_direct() -> None:
+    rng = random.Random(11)
+    value = _rand(rng, ALNUM, 24)
+    assert Secret.from_user(value, kind="hostname").secret_class is SecretClass.CONTEXT
+    assert Secret.from_user(value, kind="prose").secret_class is SecretClass.PROSE
+    assert Secret.from_user(value).secret_class is SecretClass.DIRECT
+    assert Secret.from_user(value, secret_class="context").secret_class is SecretClass.CONTEXT
+
+
+WEAK = {
+    "too_short": "Xk9$mQ2!",
+    "short_after_strip": "   Zq8#wP1x    ",
+    "dictionary_phrase": "correcthorsebatterystaple",
+    "word_repeat": "password1234password",
+    "single_char_repeat": "a" * 20,
+    "alphabet_sequence": "abcdefghijklmnopqrstuvwxyz",
+    "digit_sequence": "12345678901234567890",
+    "keyboard_walk": "qwertyuiopasdfghjklzxcvbnm",
+    "dates": "2024-01-01 2024-12-31",
+    "known_prefix_then_repeat": "ghp_" + "a" * 36,
+}
+
+
+@pytest.mark.parametrize("name", sorted(WEAK))
+def test_weak_user_secrets_are_rejected_without_echo(name: str) -> None:
+    value = WEAK[name]
+    secret_id = f"user-{sorted(WEAK).index(name)}"
+    with pytest.raises(WeakSecretError) as info:
+        Secret.from_user(value, kind="api_key", id=secret_id)
+    error = info.value
+    texts = [
+        str(error),
+        repr(error),
+        *map(str, error.args),
+        "".join(traceback.format_exception(type(error), error, error.__traceback__)),
+    ]
+    pieces = _substrings(value.strip())
+    for text in texts:
+        check(value not in text, name)
+        check(not any(p in text for p in pieces), name)
+    # it says what is wrong and which secret, by id and kind
+    check(secret_id in str(error) and "api_key" in str(error))
+    assert isinstance(error, ValueError)
+
+
+def test_weak_secret_error_blots_pieces_shared_with_its_own_words_or_id() -> None:
+    """A weak secret made of words shares them with the message ("Dictionary words") or
+    with a careless id; the message blots those pieces rather than echo them."""
+    value = "wordsequencesword"
+    with pytest.raises(WeakSecretError) as info:
+        Secret.from_user(value, id="sequences")
+    message = str(info.value)
+    check(not any(p in message for p in _substrings(value)))
+    check("too guessable" in message)
+
+
+def test_min_bits_is_respected() -> None:
+    value = _rand(random.Random(5), ALNUM, 20)  # about 119 bits
+    Secret.from_user(value, min_bits=100)
+    with pytest.raises(WeakSecretError):
+        Secret.from_user(value, min_bits=200)
+
+
+def test_non_str_user_secret_is_a_type_error_without_echo() -> None:
+    value = b"lck_" + _rand(random.Random(6), ALNUM, 24).encode()
+    with pytest.raises(TypeError) as info:
+        Secret.from_user(value)  # type: ignore[arg-type]
+    check(value.decode() not in str(info.value))
+    check(value[4:12].decode() not in str(info.value))

@@ -1,0 +1,232 @@
+"""Properties over any hostile secret, any form, any surrounding text (leakcheck.strategies).
+
+Failing examples are printed by Hypothesis through ``repr``: every drawn value here is a
+``Secret`` (whose repr hides its value) or a ``Case`` that shows ids, forms and lengths only.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import json
+from dataclasses import dataclass
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.vendor.pretty import pretty
+
+from leakcheck import Scanner, Secret, needles_for
+from leakcheck.engine import available_backends
+from leakcheck.forms import FORMS
+from leakcheck.strategies import (
+    benign_text,
+    encoded_forms,
+    hostile_secrets,
+    hostile_values,
+    secret_kinds,
+    text_with_leak,
+)
+
+PROPERTY = settings(
+    max_examples=200,
+    deadline=None,
+    database=None,  # no example files in the work tree; failures replay from the seed
+    suppress_health_check=[HealthCheck.too_slow],
+)
+
+
+@dataclass(frozen=True)
+class Case:
+    """One leak planted in random text, with two unrelated secrets registered beside it."""
+
+    secret: Secret
+    others: tuple[Secret, ...]
+    form: str
+    before: bytes
+    needle: bytes
+    after: bytes
+
+    @property
+    def haystack(self) -> bytes:
+        return self.before + b" " + self.needle + b" " + self.after
+
+    @property
+    def clean(self) -> bytes:
+        return self.before + b"  " + self.after
+
+    @property
+    def span(self) -> tuple[int, int]:
+        start = len(self.before) + 1
+        return start, start + len(self.needle)
+
+    def __repr__(self) -> str:  # never the value, the needle or the text around it
+        return (
+            f"Case(secret={self.secret!r}, others={list(self.others)!r}, form={self.form!r}, "
+            f"needle={len(self.needle)} bytes, before={len(self.before)}, "
+            f"after={len(self.after)})"
+        )
+
+    def _repr_pretty_(self, printer: object, cycle: bool) -> None:
+        # Hypothesis prints a dataclass field by field, bypassing __repr__
+        printer.text(repr(self))  # type: ignore[attr-defined]
+
+
+@st.composite
+def other_secrets(draw: st.DrawFn, besides: Secret) -> tuple[Secret, ...]:
+    """Two more canaries of any kinds, with ids of their own."""
+    out: list[Secret] = []
+    for i in range(2):
+        secret = draw(
+            hostile_secrets().filter(
+                lambda s: s.value not in {besides.value, *(o.value for o in out)}
+            )
+        )
+        out.append(dataclasses.replace(secret, id=f"other-{i}-{secret.kind}"))
+    return tuple(out)
+
+
+@st.composite
+def leak_cases(draw: st.DrawFn) -> Case:
+    secret = draw(hostile_secrets())
+    form, needle = draw(encoded_forms(secret))
+    before, after = draw(benign_text()), draw(benign_text())
+    return Case(secret, draw(other_secrets(secret)), form, before, needle, after)
+
+
+class Opaque:
+    """A drawn value that holds a secret, shown by type and length only."""
+
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        shape = [len(v) if isinstance(v, (str, bytes)) else v for v in _items(self.value)]
+        return f"Opaque({type(self.value).__name__}, {shape})"
+
+    _repr_pretty_ = Case._repr_pretty_
+
+
+def _items(value: object) -> list[object]:
+    return list(value) if isinstance(value, tuple) else [value]
+
+
+def winner(secret: Secret, needle: bytes) -> str | None:
+    """The form name the scanner gives these bytes (the first form listing them)."""
+    __tracebackhide__ = True  # its arguments hold the secret
+    for n in needles_for(secret):
+        if n.pattern == needle:
+            return n.form
+    return None
+
+
+def scanner_for(case: Case, backend: str = "ahocorasick") -> Scanner:
+    return Scanner([case.secret, *case.others], backend=backend)
+
+
+def _check_leak_found(case: Case, backend: str) -> None:
+    findings = scanner_for(case, backend).scan(case.haystack)
+    start, end = case.span
+    mine = [f for f in findings if f.secret_id == case.secret.id]
+    foreign = [f.secret_id for f in findings if f.secret_id != case.secret.id]
+    assert not foreign, foreign
+    name = winner(case.secret, case.needle)
+    assert name is not None, case.form
+    # the planted needle itself, or a longer form of the same secret that contains it
+    exact = [f.form for f in mine if (f.offset, f.offset + f.length) == (start, end)]
+    outer = [f.form for f in mine if f.offset <= start and end <= f.offset + f.length]
+    assert exact == [name] or (not exact and outer), (case.form, name, exact, outer)
+    for f in mine:
+        assert f.kind == case.secret.kind and f.secret_class == case.secret.secret_class.value
+
+
+@PROPERTY
+@given(case=leak_cases())
+def test_any_form_of_any_hostile_secret_is_found_in_random_text(case: Case) -> None:
+    _check_leak_found(case, "ahocorasick")
+
+
+@pytest.mark.skipif("hyperscan" not in available_backends(), reason="no hyperscan")
+@settings(PROPERTY, max_examples=40)
+@given(case=leak_cases())
+def test_any_form_is_found_with_hyperscan_too(case: Case) -> None:
+    _check_leak_found(case, "hyperscan")
+
+
+@PROPERTY
+@given(case=leak_cases())
+def test_the_same_text_without_the_leak_is_clean(case: Case) -> None:
+    names = [f.form for f in scanner_for(case).scan(case.clean)]
+    assert not names, names
+
+
+@PROPERTY
+@given(case=leak_cases())
+def test_excerpts_never_contain_a_needle(case: Case) -> None:
+    sc = scanner_for(case)
+    findings = sc.scan(case.haystack)
+    patterns = [n.pattern for s in (case.secret, *case.others) for n in needles_for(s)]
+    for f in findings:
+        shown = f.excerpt.encode("utf-8", "surrogatepass")
+        leaked = [i for i, p in enumerate(patterns) if p in shown]
+        assert not leaked, (f.form, len(leaked))
+        again = [g.form for g in sc.scan(f.excerpt)]
+        assert not again, (f.form, again)
+        assert "\u00abcanary:" in f.excerpt
+
+
+@settings(PROPERTY, max_examples=100)
+@given(secret=hostile_secrets(), data=st.data())
+def test_text_with_leak_is_found_under_its_form(secret: Secret, data: st.DataObject) -> None:
+    haystack, form = data.draw(text_with_leak(secret).map(Opaque)).value
+    findings = Scanner([secret], backend="ahocorasick").scan(haystack)
+    assert findings, form
+    assert {f.secret_id for f in findings} == {secret.id}
+    # the names the scanner may give the bytes of this form (an equal earlier form wins)
+    own = {pattern for fn in FORMS for name, pattern in fn(secret) if name == form}
+    names = {winner(secret, pattern) for pattern in own}
+    assert names & {f.form for f in findings}, (form, sorted(f.form for f in findings))
+
+
+@settings(PROPERTY, max_examples=60)
+@given(secret=hostile_secrets())
+def test_base64_of_json_of_any_secret_is_found_when_decoding(secret: Secret) -> None:
+    blob = base64.b64encode(json.dumps({"token": secret.value}).encode()).decode()
+    text = f"context={blob}\n"
+    findings = Scanner([secret], backend="ahocorasick", decode=True).scan(text)
+    forms = [f.form for f in findings]
+    assert forms, secret.kind
+    assert all("base64" in form for form in forms), forms
+
+
+@PROPERTY
+@given(drawn=hostile_values(kinds=["cookie"]).map(Opaque))
+def test_hostile_values_of_a_kind_keep_its_rules(drawn: Opaque) -> None:
+    value = drawn.value
+    assert isinstance(value, str)
+    bad = [ord(c) for c in value if c in ' ",;\\' or ord(c) < 0x21 or ord(c) > 0x7E]
+    assert not bad, bad
+
+
+@settings(PROPERTY, max_examples=50)
+@given(kind=secret_kinds(["bearer", "hostname"]), secret=hostile_secrets(kinds=["prose"]))
+def test_strategies_honour_their_kinds(kind: str, secret: Secret) -> None:
+    assert kind in ("bearer", "hostname")
+    assert secret.kind == "prose" and secret.generated
+    assert secret.total_bits >= 96
+
+
+def test_unknown_kinds_are_refused_by_the_strategies() -> None:
+    with pytest.raises(ValueError, match="no_such_kind"):
+        secret_kinds(["bearer", "no_such_kind"])
+
+
+@settings(PROPERTY, max_examples=50)
+@given(secret=hostile_secrets())
+def test_drawn_secrets_print_safely(secret: Secret) -> None:
+    """What Hypothesis prints for a failing example (its pretty printer, which shows a
+    dataclass field by field) hides the drawn secret's value."""
+    shown = pretty(secret) + pretty([secret]) + pretty(needles_for(secret)[:3])
+    pieces = {secret.value[i : i + 6] for i in range(len(secret.value) - 5)}
+    leaked = [p for p in pieces if p in shown]
+    assert not leaked, (secret.id, len(leaked))
