@@ -176,7 +176,12 @@ class _State:
         """pytest's live log (``log_cli``) and ``--log-file`` write each record as it is
         made, before any report exists: mask them at their handlers."""
         logging_plugin = self.config.pluginmanager.get_plugin("logging-plugin")
-        for name in ("log_cli_handler", "log_file_handler"):
+        live = []
+        if logging_plugin is not None and logging_plugin._log_cli_enabled():
+            live.append("log_cli_handler")
+        if self.config.getoption("log_file", None) or self.config.getini("log_file"):
+            live.append("log_file_handler")  # otherwise it writes to os.devnull
+        for name in live:
             handler = getattr(logging_plugin, name, None)
             if isinstance(handler, logging.Handler):
                 handler.format = self._masked_format(handler.format)  # type: ignore[method-assign]
