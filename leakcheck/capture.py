@@ -225,16 +225,32 @@ class LoggingSink:
 def _record_texts(record: logging.LogRecord) -> list[tuple[str, str]]:
     """``(field, text)`` of a record's message, args and ``extra``, rendered now."""
     texts = []
-    try:
-        texts.append(("message", record.getMessage()))
-    except Exception:  # noqa: BLE001 - a bad format string is the app's bug, not ours
-        texts.append(("msg", safe_repr(record.msg)))
-    if record.args:
-        texts.append(("args", safe_repr(record.args)))
+    # structlog's ProcessorFormatter hands logging the event dict *before* the formatter's
+    # own processors (a redactor among them) run: the structlog sink captures what they
+    # render, and this raw dict would be a false leak.
+    prerendered = _is_structlog_event(record)
+    if not prerendered:
+        try:
+            texts.append(("message", record.getMessage()))
+        except Exception:  # noqa: BLE001 - a bad format string is the app's bug, not ours
+            texts.append(("msg", safe_repr(record.msg)))
+        if record.args:
+            texts.append(("args", safe_repr(record.args)))
     for key, value in vars(record).items():
-        if key not in _RECORD_ATTRIBUTES:
+        if key not in _RECORD_ATTRIBUTES and not (prerendered and key in _STRUCTLOG_EXTRAS):
             texts.append((f"extra.{key}", safe_repr(value) + "\n" + _str(value)))
     return texts
+
+
+_STRUCTLOG_EXTRAS = frozenset({"_logger", "_name", "_from_structlog"})
+
+
+def _is_structlog_event(record: logging.LogRecord) -> bool:
+    return (
+        isinstance(record.msg, dict)
+        and hasattr(record, "_logger")
+        and "leakcheck.plugins.structlog_sink" in sys.modules
+    )
 
 
 def _str(value: object) -> str:

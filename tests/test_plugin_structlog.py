@@ -11,6 +11,7 @@ seen, and every inner run's output is scanned for every form of every secret.
 from __future__ import annotations
 
 import hashlib
+import io
 import logging
 import textwrap
 
@@ -312,3 +313,51 @@ def _drop(key: str):
         event_dict.pop(key, None)
         return event_dict
     return processor
+
+
+def _formatter_app(redacting: bool) -> tuple[logging.Logger, logging.Handler]:
+    """An app on structlog's stdlib ``ProcessorFormatter``: the redactor runs in the
+    formatter, after the record (carrying the raw event dict) was made."""
+
+    def redact(logger: object, method_name: str, event_dict: dict) -> dict:
+        if redacting and "token" in event_dict:
+            event_dict["token"] = "[redacted]"
+        return event_dict
+
+    handler = logging.StreamHandler(io.StringIO())
+    handler.setFormatter(structlog.stdlib.ProcessorFormatter(processors=[
+        redact,
+        structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+        structlog.processors.JSONRenderer(),
+    ]))
+    stdlib_logger = logging.getLogger("gateway.formatter-app")
+    stdlib_logger.handlers = [handler]
+    stdlib_logger.setLevel(logging.INFO)
+    stdlib_logger.propagate = False
+    return stdlib_logger, handler
+
+
+@pytest.mark.parametrize("redacting", [True, False], ids=["redacting-app", "leaky-app"])
+def test_processor_formatter_raw_event_dict_is_not_a_false_leak(redacting: bool) -> None:
+    stdlib_logger, handler = _formatter_app(redacting)
+    structlog.configure(
+        processors=[structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
+        logger_factory=structlog.stdlib.LoggerFactory(),
+        wrapper_class=structlog.stdlib.BoundLogger,
+        cache_logger_on_first_use=False,
+    )
+    try:
+        with LeakCheck(seed=SEED, namespace=f"formatter-{redacting}") as check:
+            token = check.secret("bearer")
+            structlog.get_logger("gateway.formatter-app").info("call", token=token)
+        violations = check.violations()
+    finally:
+        structlog.reset_defaults()
+        stdlib_logger.handlers = []
+    if redacting:
+        assert violations == [], [leak.where for leak in violations]
+    else:
+        assert violations, "the unredacted rendering must be caught"
+        assert {leak.sink for leak in violations} == {"structlog"}, [
+            leak.where for leak in violations
+        ]
