@@ -53,6 +53,9 @@ class Captured:
 
 @runtime_checkable
 class Sink(Protocol):
+    """A place output goes. Optionally a sink sets ``inactive_reason`` (a str) when it
+    could see nothing (no sentry client, a provider it cannot hook): reports list it."""
+
     name: str
 
     def start(self) -> None: ...

@@ -183,6 +183,15 @@ class LeakCheck:
     def violations(self) -> list[Leak]:
         return [leak for leak in self.findings() if not leak.allowed]
 
+    def inactive_sinks(self) -> dict[str, str]:
+        """``{sink name: why}`` for sinks that could not see anything (no sentry client,
+        an OpenTelemetry provider we cannot hook): never silently taken as clean."""
+        return {
+            sink.name: reason
+            for sink in self.sinks
+            if (reason := getattr(sink, "inactive_reason", ""))
+        }
+
     def report(self, leaks: list[Leak] | None = None) -> str:
         leaks = self.findings() if leaks is None else leaks
         forbidden = sum(1 for leak in leaks if not leak.allowed)
@@ -195,6 +204,11 @@ class LeakCheck:
         if self.skip_sinks:
             text += "\nsinks opted out: " + "; ".join(
                 f"{name} ({reason})" for name, reason in self.skip_sinks.items()
+            )
+        inactive = self.inactive_sinks()
+        if inactive:
+            text += "\nsinks inactive: " + "; ".join(
+                f"{name} ({reason})" for name, reason in inactive.items()
             )
         return self.mask(text)
 

@@ -20,6 +20,7 @@ import pytest
 
 from .canaries import Secret
 from .detect import Scanner
+from .extensions import skipped_plugins
 from .forms import MASKING_FORMS
 from .harness import LeakCheck
 from .policy import DEFAULT_POLICY, Policy, PolicyError
@@ -258,6 +259,14 @@ class _State:
             terminalreporter.write_line(
                 f"opted out: {opt['test']}: sink {opt['sink']!r} ({opt['reason']})"
             )
+        inactive: dict[str, set[str]] = {}
+        for record in self.records:
+            for sink, reason in record.get("inactive_sinks", {}).items():
+                inactive.setdefault(f"{sink} ({reason})", set()).add(record["test"])
+        for what, tests in sorted(inactive.items()):
+            terminalreporter.write_line(f"sink inactive in {len(tests)} test(s): {what}")
+        for name, why in sorted(skipped_plugins().items()):
+            terminalreporter.write_line(f"plugin not loaded: {name} ({why})")
         if self.report_path:
             terminalreporter.write_line(f"JSON report: {self.report_path}")
 
@@ -320,6 +329,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             "test": item.nodeid,
             "forbidden": len(forbidden),
             "findings": [_masked(leak.to_dict(), check.mask) for leak in leaks],
+            "inactive_sinks": check.inactive_sinks(),
         })
         if forbidden:
             original = report.longreprtext if report.failed else ""

@@ -446,3 +446,21 @@ def test_harness_start_failure_stops_the_started_sinks() -> None:
         "sys.unraisablehook",
     ):
         assert after[name] is before[name], name
+
+
+def test_inactive_sinks_are_reported_not_taken_as_clean(pytester: pytest.Pytester) -> None:
+    """No sentry client during the test: the sentry sink saw nothing, and says so in the
+    terminal summary and the JSON report instead of passing silently."""
+    pytester.makepyfile(
+        """
+        def test_quiet(leakcheck):
+            leakcheck.secret("bearer")
+        """
+    )
+    result = pytester.runpytest(
+        "-p", "no:randomly", f"--leakcheck-seed={SEED}", "--leakcheck-report=report.json"
+    )
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*sink inactive in 1 test(s): sentry event (no active*"])
+    report = json.loads((pytester.path / "report.json").read_text())
+    assert "sentry event" in report["tests"][0]["inactive_sinks"]
