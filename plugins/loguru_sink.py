@@ -28,10 +28,12 @@ reported. Create the object on a line of its own, as production code would.
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Iterator
 from typing import Any
 
+import loguru._better_exceptions
 import loguru._logger
 from loguru import logger
 
@@ -49,6 +51,17 @@ _ORIGINAL: dict[str, Any] = {}
 def _exception_only(record: Any) -> str:
     # dynamic formats get no automatic "{exception}" suffix: this one is just the traceback
     return "{exception}"
+
+
+_LIB_DIRS: dict[tuple[str, ...], list[str]] = {}
+_GET_LIB_DIRS = loguru._better_exceptions.ExceptionFormatter.__dict__["_get_lib_dirs"]
+
+
+def _lib_dirs() -> list[str]:
+    key = tuple(sys.path)
+    if key not in _LIB_DIRS:
+        _LIB_DIRS[key] = _GET_LIB_DIRS.__func__()
+    return list(_LIB_DIRS[key])
 
 
 class LoguruSink:
@@ -85,6 +98,16 @@ class LoguruSink:
                 _ORIGINAL.get("remove", loguru._logger.Logger.remove)(logger, handler_id)
 
     def _add_handler(self) -> None:
+        # loguru's traceback formatter asks sysconfig for the library directories each
+        # time a handler is added (~7 ms); the answer only depends on sys.path.
+        formatter = loguru._better_exceptions.ExceptionFormatter
+        formatter._get_lib_dirs = staticmethod(_lib_dirs)  # type: ignore[assignment]
+        try:
+            self._add_handler_now()
+        finally:
+            formatter._get_lib_dirs = _GET_LIB_DIRS  # type: ignore[assignment]
+
+    def _add_handler_now(self) -> None:
         self._handler_id = logger.add(
             self._write,
             level=0,
