@@ -1,0 +1,628 @@
+"""leakcheck benchmark: throughput against ripgrep and plain baselines, and peak memory.
+
+``python bench/run.py`` (or ``make bench``) builds a benign corpus (bench/corpus.py), takes
+20 canaries of every kind in turn and all their forms (the needles ``leakcheck scan`` builds
+from the same secrets file), and times on the same bytes:
+
+* the engine alone (``scanner.engine.scan`` on the data in memory), per backend;
+* ``leakcheck scan --format json`` end to end (a subprocess of the console script): default
+  (decoding pass off), ``--decode``, ``--engine ahocorasick``;
+* ``rg -F -f needles.txt`` (when ``rg`` is on PATH or in the venv), one thread and default;
+* a plain Python ``bytes.find`` loop over every needle, and raw pyahocorasick.
+
+Every timing runs on one core (``sched_setaffinity``; child processes inherit it) except
+the multi-threaded ripgrep row. Then the memory test: a ``--big-gib`` file (the corpus
+repeated, with secrets planted across a read-chunk edge and near the end) scanned by
+``leakcheck scan``, its peak RSS from ``getrusage(RUSAGE_CHILDREN)`` in a small trampoline
+process (a child forked from this big process would inherit its high-water mark).
+Results go to bench/out/results.json; the targets are reported PASS/MISS, never asserted.
+Nothing printed carries a secret value.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import importlib.util
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+MIB = 1024 * 1024
+
+TARGET_E2E_HYPERSCAN = 1024.0  # MiB/s, one core, end to end
+TARGET_E2E_AHOCORASICK = 40.0  # MiB/s
+TARGET_PEAK_RSS = 200.0  # MiB on the big file
+
+
+def _load(name: str, path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+corpus_mod = _load("leakcheck_bench_corpus", HERE / "corpus.py")
+
+
+@dataclass
+class Row:
+    name: str
+    seconds: float
+    mib: float
+    note: str = ""
+    rss_mib: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def mib_s(self) -> float:
+        return self.mib / self.seconds if self.seconds > 0 else float("inf")
+
+
+# --- helpers -------------------------------------------------------------------------------
+
+
+ALL_CPUS = set(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else {0}
+
+
+def pin_this_process() -> str:
+    if hasattr(os, "sched_setaffinity"):
+        cpus = sorted(os.sched_getaffinity(0))
+        os.sched_setaffinity(0, {cpus[0]})
+        return f"pinned to CPU {cpus[0]}"
+    return "not pinned (no sched_setaffinity)"
+
+
+# A forked child's ru_maxrss starts from its parent's RSS (Linux keeps the high-water mark
+# across exec), and this process holds the corpus: a small trampoline process starts each
+# measured command instead, and reports the wall time and the peak RSS of that child alone.
+_TRAMPOLINE = """
+import json, os, resource, subprocess, sys, time
+report, cpus, cmd = sys.argv[1], sys.argv[2], sys.argv[3:]
+if cpus and hasattr(os, "sched_setaffinity"):
+    os.sched_setaffinity(0, {int(c) for c in cpus.split(",")})
+started = time.perf_counter()
+code = subprocess.call(cmd)
+elapsed = time.perf_counter() - started
+peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+with open(report, "w") as out:
+    json.dump({"seconds": elapsed, "exit": code, "maxrss_kib": peak}, out)
+"""
+
+
+def run_child(cmd: list[str], stdout_path: Path, one_core: bool = True) -> tuple[float, int, float]:
+    """Run ``cmd`` with stdout to a file, on one core or on all: (wall seconds, exit code,
+    peak RSS MiB)."""
+    cpus = sorted(ALL_CPUS)[:1] if one_core else sorted(ALL_CPUS)
+    if not hasattr(os, "sched_setaffinity"):
+        cpus = []
+    report = stdout_path.with_suffix(".rusage.json")
+    with open(stdout_path, "wb") as out:
+        subprocess.run(
+            [sys.executable, "-S", "-c", _TRAMPOLINE, str(report), ",".join(map(str, cpus)), *cmd],
+            stdout=out,
+            stderr=subprocess.DEVNULL,
+            check=True,
+        )
+    result = json.loads(report.read_text())
+    report.unlink()
+    return result["seconds"], result["exit"], result["maxrss_kib"] / 1024
+
+
+def best(times: list[float]) -> float:
+    return min(times)
+
+
+def tool(name: str) -> str | None:
+    venv_bin = Path(sys.executable).parent
+    candidate = venv_bin / name
+    if candidate.exists():
+        return str(candidate)
+    return shutil.which(name)
+
+
+def make_secrets(count: int, seed: str, exclude: tuple[str, ...] = ()) -> list[dict[str, str]]:
+    from leakcheck import KINDS, CanaryFactory
+
+    factory = CanaryFactory(seed=seed, namespace="bench")
+    kinds = [k for k in KINDS if k not in exclude]
+    out = []
+    for n in range(count):
+        secret = factory.secret(kinds[n % len(kinds)])
+        out.append({"value": secret.value, "kind": secret.kind, "id": secret.id})
+    return out
+
+
+def verdict(ok: bool) -> str:
+    return "PASS" if ok else "MISS"
+
+
+# --- the benchmark -------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="leakcheck throughput and memory benchmark")
+    parser.add_argument("--size-mib", type=float, default=64, help="benign corpus size")
+    parser.add_argument("--secrets", type=int, default=20, help="canaries (kinds in turn)")
+    parser.add_argument("--big-gib", type=float, default=1.0, help="memory-test file size")
+    parser.add_argument("--repeat", type=int, default=3, help="best of N for each timing")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--exclude-kinds", default="", help="comma-separated canary kinds to leave out"
+    )
+    parser.add_argument("--quick", action="store_true", help="smoke run: 8 MiB, 128 MiB big")
+    parser.add_argument("--no-find-loop", action="store_true", help="skip the bytes.find loop")
+    parser.add_argument("--profile", action="store_true", help="cProfile the default CLI scan")
+    parser.add_argument("--out", default=str(HERE / "out" / "results.json"))
+    parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.size_mib, args.big_gib, args.repeat = (
+            min(args.size_mib, 8),
+            min(args.big_gib, 0.125),
+            1,
+        )
+
+    work = Path(tempfile.mkdtemp(prefix="leakcheck-bench-", dir="/tmp"))
+    results: dict[str, Any] = {
+        "machine": {
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "cpus": os.cpu_count(),
+            "loadavg_start": os.getloadavg(),
+        },
+        "args": vars(args),
+    }
+    try:
+        return _run(args, work, results)
+    finally:
+        if args.keep:
+            print(f"kept {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def _run(args: argparse.Namespace, work: Path, results: dict[str, Any]) -> int:
+    from leakcheck.cli import load_secrets
+    from leakcheck.detect import CHUNK_BYTES, Scanner
+    from leakcheck.engine import available_backends
+
+    pin_note = pin_this_process()
+    leakcheck_bin = tool("leakcheck")
+    rg = tool("rg")
+    backends = available_backends()
+
+    # corpus and secrets
+    started = time.perf_counter()
+    corpus = corpus_mod.build_corpus(work / "corpus.txt", args.size_mib, args.seed)
+    build_s = time.perf_counter() - started
+    data = corpus.read_bytes()
+    mib = len(data) / MIB
+    secrets_file = work / "secrets.json"
+    exclude = tuple(k for k in args.exclude_kinds.split(",") if k)
+    secrets_file.write_text(json.dumps(make_secrets(args.secrets, f"bench-{args.seed}", exclude)))
+    os.chmod(secrets_file, 0o600)
+    secrets = load_secrets(str(secrets_file))  # exactly what the CLI loads
+    needles_scanner = Scanner(secrets, backend=backends[0])
+    # distinct needle bytes, as the engine gets them
+    needles = list(dict.fromkeys(n.pattern for n in needles_scanner.needles))
+    assert len(needles) == needles_scanner.needle_count
+    with_newline = [n for n in needles if b"\n" in n]
+    results["corpus"] = {"mib": mib, "build_seconds": build_s, "seed": args.seed}
+    results["secrets"] = {
+        "count": len(secrets),
+        "kinds": sorted({s.kind for s in secrets}),
+        "needles": len(needles),
+        "needles_with_newline": len(with_newline),
+        "shortest": min(map(len, needles)),
+        "longest": max(map(len, needles)),
+    }
+    print(
+        f"corpus: {mib:.0f} MiB benign text (seed {args.seed}, built in {build_s:.1f} s); "
+        f"{len(secrets)} secrets ({len(results['secrets']['kinds'])} kinds) -> "
+        f"{len(needles)} distinct needles ({min(map(len, needles))}-{max(map(len, needles))} "
+        f"bytes, {len(with_newline)} with a newline)"
+    )
+    print(f"timing: best of {args.repeat}; {pin_note} (children inherit it)")
+    print(f"load average at start: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
+    rows: list[Row] = []
+
+    # (a) engine alone, per backend
+    for backend in backends:
+        started = time.perf_counter()
+        scanner = Scanner(secrets, backend=backend)
+        compile_s = time.perf_counter() - started
+        times, hits = [], 0
+        for _ in range(args.repeat):
+            t = time.perf_counter()
+            hits = len(scanner.engine.scan(data))
+            times.append(time.perf_counter() - t)
+        rows.append(
+            Row(
+                f"engine {backend}",
+                best(times),
+                mib,
+                f"compile {compile_s:.2f} s, {hits} hits",
+                extra={"compile_seconds": compile_s, "hits": hits},
+            )
+        )
+
+    # (b) leakcheck scan end to end
+    e2e_cases = [("leakcheck scan", [])]
+    e2e_cases.append(("leakcheck scan --decode", ["--decode"]))
+    if "ahocorasick" in backends:
+        e2e_cases.append(("leakcheck scan --engine ahocorasick", ["--engine", "ahocorasick"]))
+    empty = work / "empty.txt"
+    empty.write_bytes(b"")
+    out_json = work / "report.json"
+    e2e: dict[str, dict[str, Any]] = {}
+    false_positives: dict[str, Counter] = {}
+    if leakcheck_bin is None:
+        print("leakcheck console script not found: skipping end-to-end runs")
+    else:
+        for name, extra in e2e_cases:
+            base_cmd = [
+                leakcheck_bin,
+                "scan",
+                "--secrets-file",
+                str(secrets_file),
+                "--format",
+                "json",
+                *extra,
+            ]
+            fixed = best(
+                [run_child(base_cmd + [str(empty)], out_json)[0] for _ in range(args.repeat)]
+            )
+            runs = [run_child(base_cmd + [str(corpus)], out_json) for _ in range(args.repeat)]
+            wall = best(r[0] for r in runs)
+            code = runs[-1][1]
+            rss = max(r[2] for r in runs)
+            report = json.loads(out_json.read_text())
+            findings = len(report["findings"])
+            if findings:
+                false_positives[name] = Counter(
+                    (f["secret_id"], f["kind"], f["form"]) for f in report["findings"]
+                )
+            net = wall - fixed
+            net_rate = mib / net if net > 0.05 * wall else None
+            e2e[name] = {
+                "seconds": wall,
+                "fixed_seconds": fixed,
+                "exit": code,
+                "findings": findings,
+                "needles": report.get("needles"),
+                "engine": report.get("engine"),
+                "peak_rss_mib": rss,
+                "mib_s": mib / wall,
+                "net_mib_s": net_rate,
+            }
+            rows.append(
+                Row(
+                    name,
+                    wall,
+                    mib,
+                    f"{report.get('engine')}, exit {code}, {findings} findings; "
+                    f"startup+load+compile (empty file) {fixed:.2f} s; without it "
+                    + (f"{net_rate:,.0f} MiB/s" if net_rate else "below noise"),
+                    rss_mib=rss,
+                )
+            )
+
+    # (c) ripgrep over the same needles
+    rg_rows: dict[str, Row] = {}
+    if rg is None:
+        print("rg not found (pip install ripgrep, or make bench): skipping ripgrep")
+    else:
+        patterns = work / "needles.txt"
+        usable = [n for n in needles if b"\n" not in n]
+        patterns.write_bytes(b"\n".join(usable) + b"\n")
+        version = subprocess.run([rg, "--version"], capture_output=True, text=True).stdout
+        results["ripgrep"] = {
+            "version": version.splitlines()[0],
+            "patterns": len(usable),
+            "skipped_with_newline": len(needles) - len(usable),
+        }
+        for label, threads, one_core in (
+            ("rg -F -f -j1", ["-j1"], True),
+            ("rg -F -f (default threads)", [], False),
+        ):
+            cmd = [rg, "--no-config", "-F", "-a", "-c", "-f", str(patterns), *threads, str(corpus)]
+            fixed = best(
+                [
+                    run_child(cmd[:-1] + [str(empty)], out_json, one_core)[0]
+                    for _ in range(args.repeat)
+                ]
+            )
+            runs = [run_child(cmd, out_json, one_core) for _ in range(args.repeat)]
+            wall = best(r[0] for r in runs)
+            count = out_json.read_text().strip() or "0"
+            rg_rows[label] = Row(
+                label,
+                wall,
+                mib,
+                f"{len(usable)} patterns ({len(needles) - len(usable)} with a "
+                f"newline skipped), exit {runs[-1][1]}, {count} matching lines, "
+                f"startup+compile {fixed:.2f} s",
+                rss_mib=max(r[2] for r in runs),
+            )
+            rows.append(rg_rows[label])
+
+    # (d) bytes.find over every needle
+    if not args.no_find_loop:
+        t = time.perf_counter()
+        found = 0
+        for needle in needles:
+            i = data.find(needle)
+            while i >= 0:
+                found += 1
+                i = data.find(needle, i + 1)
+        rows.append(
+            Row(
+                "python bytes.find loop",
+                time.perf_counter() - t,
+                mib,
+                f"{len(needles)} needles x {mib:.0f} MiB, {found} hits",
+            )
+        )
+
+    # (e) raw pyahocorasick, same needles, text decoded once outside the timing
+    try:
+        import ahocorasick
+    except ImportError:
+        ahocorasick = None
+    if ahocorasick is not None:
+        automaton = ahocorasick.Automaton()
+        for index, needle in enumerate(needles):
+            automaton.add_word(needle.decode("latin-1"), index)
+        automaton.make_automaton()
+        text = data.decode("latin-1")
+        times = []
+        for _ in range(args.repeat):
+            t = time.perf_counter()
+            hits = sum(1 for _ in automaton.iter(text))
+            times.append(time.perf_counter() - t)
+        del text
+        rows.append(
+            Row(
+                "raw pyahocorasick iter",
+                best(times),
+                mib,
+                f"str automaton over latin-1 text, {hits} hits",
+            )
+        )
+
+    results["rows"] = [
+        {
+            "name": r.name,
+            "seconds": r.seconds,
+            "mib": r.mib,
+            "mib_s": r.mib_s,
+            "peak_rss_mib": r.rss_mib,
+            "note": r.note,
+            **r.extra,
+        }
+        for r in rows
+    ]
+    results["end_to_end"] = e2e
+    print_table(rows, rg_rows.get("rg -F -f -j1"))
+    if false_positives:
+        print("\nFALSE POSITIVES: findings on the benign corpus (secret id, kind, form: count)")
+        for name, counts in false_positives.items():
+            listed = ", ".join(f"{i} {k} {f}: {n}" for (i, k, f), n in counts.most_common(8))
+            print(f"  {name}: {listed}")
+        results["false_positives"] = {
+            name: [{"id": i, "kind": k, "form": f, "count": n} for (i, k, f), n in c.items()]
+            for name, c in false_positives.items()
+        }
+
+    # profile of the default CLI scan, in-process
+    if args.profile:
+        results["profile"] = profile_cli(secrets_file, corpus)
+
+    # memory test
+    big = memory_test(args, work, secrets_file, secrets, data, CHUNK_BYTES, leakcheck_bin)
+    results["memory"] = big
+
+    # targets
+    print("\ntargets (reported, not asserted):")
+    targets = []
+    if big.get("mib_s") is not None:
+        targets.append(
+            (
+                "end to end, hyperscan, one core, on the big file",
+                f">= {TARGET_E2E_HYPERSCAN:.0f} MiB/s",
+                big["mib_s"],
+                big["mib_s"] >= TARGET_E2E_HYPERSCAN,
+            )
+        )
+    default = e2e.get("leakcheck scan")
+    if default:
+        targets.append(
+            (
+                f"end to end, {default['engine']}, one core, {mib:.0f} MiB corpus "
+                "(startup included)",
+                f">= {TARGET_E2E_HYPERSCAN:.0f} MiB/s",
+                default["mib_s"],
+                default["mib_s"] >= TARGET_E2E_HYPERSCAN,
+            )
+        )
+    aho = e2e.get("leakcheck scan --engine ahocorasick")
+    if aho:
+        targets.append(
+            (
+                f"end to end, ahocorasick fallback, {mib:.0f} MiB corpus",
+                f">= {TARGET_E2E_AHOCORASICK:.0f} MiB/s",
+                aho["mib_s"],
+                aho["mib_s"] >= TARGET_E2E_AHOCORASICK,
+            )
+        )
+    if big.get("peak_rss_mib") is not None:
+        targets.append(
+            (
+                f"peak RSS, leakcheck scan of the {big['mib'] / 1024:.2f} GiB file",
+                f"< {TARGET_PEAK_RSS:.0f} MiB",
+                big["peak_rss_mib"],
+                big["peak_rss_mib"] < TARGET_PEAK_RSS,
+            )
+        )
+    for what, goal, value, ok in targets:
+        unit = "MiB" if "RSS" in what else "MiB/s"
+        print(f"  {verdict(ok)}  {what}: {value:,.1f} {unit} (target {goal})")
+    results["targets"] = [
+        {"what": w, "target": g, "value": v, "pass": ok} for w, g, v, ok in targets
+    ]
+    results["machine"]["loadavg_end"] = os.getloadavg()
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"\nresults: {out}")
+    return 0
+
+
+def print_table(rows: list[Row], rg_row: Row | None) -> None:
+    by_name = {r.name: r for r in rows}
+    find_row = by_name.get("python bytes.find loop")
+    aho_row = by_name.get("raw pyahocorasick iter")
+    print()
+    header = (
+        f"{'case':<38} {'seconds':>8} {'MiB/s':>9} {'vs rg -j1':>10} {'vs find':>8} "
+        f"{'vs raw AC':>9} {'RSS MiB':>8}"
+    )
+    print(header)
+    print("-" * len(header))
+
+    def ratio(row: Row, base: Row | None) -> str:
+        return f"{row.mib_s / base.mib_s:.2f}x" if base else "-"
+
+    for r in rows:
+        rss = f"{r.rss_mib:.0f}" if r.rss_mib is not None else "-"
+        print(
+            f"{r.name:<38} {r.seconds:>8.3f} {r.mib_s:>9.1f} {ratio(r, rg_row):>10} "
+            f"{ratio(r, find_row):>8} {ratio(r, aho_row):>9} {rss:>8}"
+        )
+    print()
+    for r in rows:
+        if r.note:
+            print(f"  {r.name}: {r.note}")
+
+
+def profile_cli(secrets_file: Path, corpus: Path) -> list[dict[str, Any]]:
+    import cProfile
+    import io
+    import pstats
+
+    from leakcheck import cli
+
+    profiler = cProfile.Profile()
+    saved = sys.stdout
+    sys.stdout = io.StringIO()
+    try:
+        profiler.enable()
+        cli.main(["scan", "--secrets-file", str(secrets_file), "--format", "json", str(corpus)])
+        profiler.disable()
+    finally:
+        sys.stdout = saved
+    stats = pstats.Stats(profiler)
+    total = stats.total_tt
+    top = sorted(stats.stats.items(), key=lambda kv: kv[1][2], reverse=True)[:12]
+    print(
+        f"\nprofile of `leakcheck scan --format json {corpus.name}` (in-process, one core, "
+        f"{total:.2f} s), by own time:"
+    )
+    out = []
+    for (filename, line, func), (_cc, calls, tottime, cumtime, _callers) in top:
+        where = f"{Path(filename).name}:{line}({func})"
+        print(f"  {tottime:8.3f} s own {cumtime:8.3f} s cum {calls:>9} calls  {where}")
+        out.append({"where": where, "tottime": tottime, "cumtime": cumtime, "calls": calls})
+    return out
+
+
+def memory_test(args, work, secrets_file, secrets, data, chunk_bytes, leakcheck_bin) -> dict:
+    size = int(args.big_gib * 1024 * MIB)
+    big = work / "big.log"
+    # planted: one canary raw across the 4th read-chunk edge, another base64 near the end
+    edge = min(4, max(1, size // chunk_bytes - 1)) * chunk_bytes
+    first, second = secrets[0], secrets[min(1, len(secrets) - 1)]
+    raw = b"\ntoken=" + first.value.encode() + b"\n"
+    at_edge = edge - 7 - 5  # the value starts 5 bytes before the edge
+    encoded = b"\nAuthorization: Basic " + base64.b64encode(b"bob:" + second.value.encode())
+    near_end = size - 4096
+    written = 0
+    started = time.perf_counter()
+    with open(big, "wb") as out:
+        while written < size:
+            piece = data[: size - written]
+            out.write(piece)
+            written += len(piece)
+        out.seek(at_edge)
+        out.write(raw)
+        out.seek(near_end)
+        out.write(encoded + b"\n")
+    write_s = time.perf_counter() - started
+    result: dict[str, Any] = {
+        "mib": size / MIB,
+        "write_seconds": write_s,
+        "planted": [
+            {"id": first.id, "kind": first.kind, "offset": at_edge + 7, "form": "raw"},
+            {"id": second.id, "kind": second.kind, "offset_near": near_end, "form": "base64"},
+        ],
+    }
+    print(
+        f"\nmemory test: {size / MIB:.0f} MiB file (corpus repeated; {first.id} planted raw "
+        f"across the read-chunk edge at {edge}, {second.id} base64 at {near_end})"
+    )
+    if leakcheck_bin is None:
+        print("  leakcheck console script not found: skipped")
+        return result
+    out_json = work / "big-report.json"
+    cmd = [leakcheck_bin, "scan", "--secrets-file", str(secrets_file), "--format", "json", str(big)]
+    wall, code, rss = run_child(cmd, out_json)
+    report = json.loads(out_json.read_text())
+    found = {(f["secret_id"], f["offset"]) for f in report["findings"]}
+    ids = {f["secret_id"] for f in report["findings"]}
+    edge_found = (first.id, at_edge + 7) in found
+    end_found = any(i == second.id and o >= near_end for i, o in found)
+    result.update(
+        {
+            "seconds": wall,
+            "exit": code,
+            "peak_rss_mib": rss,
+            "mib_s": size / MIB / wall,
+            "findings": len(report["findings"]),
+            "secret_ids_found": sorted(ids),
+            "edge_secret_found": edge_found,
+            "end_secret_found": end_found,
+            "engine": report.get("engine"),
+        }
+    )
+    print(
+        f"  leakcheck scan ({report.get('engine')}): {wall:.2f} s, "
+        f"{size / MIB / wall:,.0f} MiB/s, peak RSS {rss:.0f} MiB, exit {code}, "
+        f"{len(report['findings'])} findings of {sorted(ids)}"
+    )
+    print(
+        f"  planted across the chunk edge found: {edge_found}; planted near the end found: "
+        f"{end_found}"
+    )
+    if args.profile:
+        result["profile"] = profile_cli(secrets_file, big)
+    big.unlink()
+    return result
+
+
+if __name__ == "__main__":
+    sys.exit(main())
