@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 import string
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -137,11 +138,27 @@ def _without_pieces_of(value: str, message: str, size: int = 4) -> str:
 # --- entropy estimation -------------------------------------------------------------------
 
 _SYMBOLS = set(string.punctuation + " ")
+_LOWER_HEX = set("0123456789abcdef")
+_UPPER_HEX = set("0123456789ABCDEF")
+# Public structure: text that every token of a family shares carries no bits, or its
+# fragments would match every such token in a log (``ghp_****``, a JWT's header, PEM armour).
+_PUBLIC_STRUCTURE = re.compile(
+    r"-----(?:BEGIN|END)[A-Z0-9 ]*-----"
+    r"|^(?:gh[pousr]_|github_pat_|glpat-|xox[abeprs]-|xapp-|(?:sk|pk|rk)_(?:live|test)_"
+    r"|whsec_|sk-(?:proj-|ant-)?|AKIA|ASIA|AIza|ya29\.|SG\.|npm_|pypi-|hf_"
+    r"|(?:Bearer|Basic|Token|token) )"
+    # a JWT's header and claims: base64url of standard JSON, shared or predictable; its
+    # secrecy is the signature
+    r"|^eyJ[A-Za-z0-9_-]*\.(?:eyJ[A-Za-z0-9_-]*\.)?",
+    re.MULTILINE,
+)
 _ZXCVBN_WINDOW = 64
 
 
 def _class_alphabet(text: str) -> int:
     """Size of the alphabet a random token drawn from these character classes would use."""
+    if text and (set(text) <= _LOWER_HEX or set(text) <= _UPPER_HEX):
+        return 16
     size = 0
     if any(c.islower() and c.isascii() for c in text):
         size += 26
@@ -166,7 +183,8 @@ def estimate_bits(value: str) -> list[float]:
     """
     from zxcvbn import zxcvbn  # imported lazily: only user-supplied secrets need it
 
-    alphabet_bits = math.log2(_class_alphabet(value))
+    body = _PUBLIC_STRUCTURE.sub("", value)
+    alphabet_bits = math.log2(_class_alphabet(body or value))
     bits = [alphabet_bits] * len(value)
     # zxcvbn is quadratic in the length and refuses more than 72 characters: a long secret
     # (a PEM key) is judged in windows, each pattern's bits spread over its characters.
@@ -178,6 +196,9 @@ def estimate_bits(value: str) -> list[float]:
             spread = math.log2(max(float(match["guesses"]), 2.0)) / (end - start)
             for i in range(start, end):
                 bits[i] = min(bits[i], spread)
+    for match in _PUBLIC_STRUCTURE.finditer(value):
+        for i in range(match.start(), match.end()):
+            bits[i] = 0.0
     return bits
 
 
@@ -214,9 +235,9 @@ def _token(
     per_char = math.log2(len(alphabet))
     body: list[tuple[str, float]] = [(rng.choice(alphabet), per_char) for _ in range(length)]
     for ch in hostile:
-        # kept off the first and last four characters: those show up as masked heads and
+        # kept off the first and last eight characters: those show up as masked heads and
         # tails ("****7KQ2"), which must be random to be attributable
-        body.insert(rng.randrange(4, len(body) - 3), (ch, 0.0))
+        body.insert(rng.randrange(8, len(body) - 7), (ch, 0.0))
     chars = [(c, 0.0) for c in prefix] + body + [(c, 0.0) for c in suffix]
     return "".join(c for c, _ in chars), tuple(b for _, b in chars)
 

@@ -42,7 +42,10 @@ def base64_runs(buf: bytes) -> Iterator[tuple[int, int, bytes]]:
         # A run cut by the buffer's start may begin off the 4-character grid.
         for shift in range(4 if match.start() == 0 else 1):
             body = run[shift:]
-            body = body[: len(body) - len(body) % 4]
+            # padding was stripped with the line breaks: put it back, so the last group
+            # (the secret's end, in a blob that ends with it) is decoded too
+            extra = len(body) % 4
+            body = body[:-1] if extra == 1 else body + b"=" * ((4 - extra) % 4)
             try:
                 yield match.start(), match.end(), base64.b64decode(body)
             except (binascii.Error, ValueError):

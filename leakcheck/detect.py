@@ -41,8 +41,8 @@ class _Hit:
     def secret(self) -> Secret:
         return self.needle.secret
 
-    def span(self) -> Span:
-        return Span(self.start, self.end, self.secret.kind, self.form)
+    def span(self, rank: int = 0) -> Span:
+        return Span(self.start, self.end, self.secret.kind, self.form, rank)
 
 
 class Scanner:
@@ -127,11 +127,14 @@ class Scanner:
         """(hits to report, every hit for masking) in ``buf``."""
         hits = self._first_pass(buf)
         if self.decode:
-            direct = list(hits)
+            # A decoded hit adds nothing where the first pass already saw the whole secret;
+            # where it saw only a fragment (a base64 piece), the decoded chain is the
+            # fuller account and wins (it spans the fragment).
+            whole = [h for h in hits if not _is_fragment(h.needle.form)]
             for hit in self._decoded(buf, self.decode_depth):
                 if not any(
                     d.secret is hit.secret and d.start < hit.end and hit.start < d.end
-                    for d in direct
+                    for d in whole
                 ):
                     hits.append(hit)
         return _outermost(hits, buf), hits
@@ -223,7 +226,10 @@ class Scanner:
             return
         buf = bytes(data)
         report, every = self._hits(buf)
-        spans = sorted((h.span() for h in (*every, *report)), key=lambda s: s.start)
+        spans = sorted(
+            [*(h.span() for h in every), *(h.span(rank=1) for h in report)],
+            key=lambda s: s.start,
+        )
         starts = [s.start for s in spans]
         longest = max((s.end - s.start for s in spans), default=0)
         # A span matters to an excerpt when its widened extent reaches the excerpt's window;
@@ -266,6 +272,13 @@ class Scanner:
         if not every:
             return text
         return mask_all(buf, [h.span() for h in every])
+
+
+_FRAGMENT_FORMS = ("base64-wrapped", "prefix-", "suffix-", "masked-", "line-", "fragment")
+
+
+def _is_fragment(form: str) -> bool:
+    return form.startswith(_FRAGMENT_FORMS)
 
 
 def _outermost(hits: list[_Hit], buf: bytes) -> list[_Hit]:

@@ -51,6 +51,9 @@ class Span:
     end: int
     kind: str
     form: str
+    #: On equal length, the higher names the mask: a reported hit outranks the pieces
+    #: found inside the same decoded run.
+    rank: int = 0
 
 
 def mask_label(kind: str, form: str) -> str:
@@ -70,9 +73,10 @@ def widen(buf: bytes, start: int, end: int) -> tuple[int, int]:
 def _merge(buf: bytes, spans: Sequence[Span]) -> list[Span]:
     """Widen every span over its token and merge overlaps; the longest match names the mask."""
     widened = sorted(
-        ((*widen(buf, s.start, s.end), s.end - s.start, s) for s in spans), key=lambda t: t[0]
+        ((*widen(buf, s.start, s.end), (s.end - s.start, s.rank), s) for s in spans),
+        key=lambda t: t[0],
     )
-    merged: list[tuple[int, int, int, Span]] = []
+    merged: list[tuple[int, int, tuple[int, int], Span]] = []
     for start, end, size, span in widened:
         if merged and start <= merged[-1][1]:
             m_start, m_end, m_size, m_span = merged[-1]

@@ -10,10 +10,13 @@ Fragment lengths are chosen from the secret's per-character entropy, not guessed
   over B bytes of text the expected number of chance hits is about ``B * N / 2**bits``:
   32 MiB x 2,000 needles / 2**64 ~ 4e-9, and a terabyte of CI logs stays below 1e-4;
 * a masked tail (``****7KQ2``, "ending in 7KQ2") is only searched behind a masking
-  context, and its few characters must carry ``TAIL_BITS`` (20) bits: the context is rare
-  in ordinary text (``**`` occurs about once per 10 KiB of source code), so a 4-character
-  tail of a random token gives about ``B / 10 KiB * needles / 2**20`` ~ 0.01 expected chance
-  hits over 32 MiB with 20 secrets;
+  context, and its few characters must carry ``TAIL_BITS`` (23) bits, so a 4-character tail
+  is searched only for tokens drawn from 54+ symbols (mixed-case alphanumerics), never for
+  hex. Realistic gateway logs hold about 770 masking contexts followed by 4 alphanumerics
+  per MiB (measured on bench/corpus.py), so with 20 secrets over 32 MiB a 4-character tail
+  gives about ``770 * 32 * 20 / 2**23.8`` ~ 0.035 expected chance hits; 6 and 8 characters
+  make that negligible. A 4-character tail is weak evidence by nature: treat a lone
+  ``masked-tail-4`` hit in a large log as a lead, not a proof;
 * base64 fragments (for wrapped or truncated blobs) are cut from the part of the encoded
   core spelled by the secret's own characters (a fragment of fixed text, PEM armour or a
   kind's constant prefix or suffix, would match every secret of the kind): at least half
@@ -44,7 +47,7 @@ __all__ = [
 ]
 
 FRAGMENT_BITS = 64.0
-TAIL_BITS = 20.0
+TAIL_BITS = 23.0
 #: Wrapped base64 lines are at least this wide (PEM 64, MIME 76).
 WRAP_WIDTH = 64
 

@@ -1136,6 +1136,9 @@ _PCT = {"pct", "pct-lower", "pct-double"}
 _SPACE = {"pct-plus", "pct-plus-lower"}
 _CLIENTS = {"pct-requests", "pct-urllib3", "pct-userinfo", "pct-httpx"}
 _TAILS = {f"masked-tail-{n}" for n in (4, 6, 8)}
+# Lower-case alphanumerics carry 5.2 bits a character: 4 of them fall short of TAIL_BITS
+# (23; measured chance hits on realistic logs), so such kinds are searched from 6 on.
+_LONG_TAILS = {f"masked-tail-{n}" for n in (6, 8)}
 _HEADS = {f"masked-head-{n}" for n in (4, 6, 8)}
 _QUOTED = {"json", "json-nested", "repr", "html", "html-noquote", "html-markupsafe"}
 _NON_ASCII = {"json-ascii", "json-nested-ascii", "repr-bytes", "repr-bytes-dq", "unicode-escape"}
@@ -1202,8 +1205,8 @@ EXPECTED_CORE: dict[str, set[str]] = {
         "html-markupsafe",
         "unicode-escape",
     },
-    "user_name": _CORE_ALL | {"masked-head-8"} | _TAILS,
-    "resource_id": _CORE_ALL | _PCT | {"json-slash"} | _TAILS,
+    "user_name": _CORE_ALL | {"masked-head-8"} | _LONG_TAILS,
+    "resource_id": _CORE_ALL | _PCT | {"json-slash"} | _LONG_TAILS,
     "prose": _CORE_ALL | _PCT | _SPACE | {"lower"} | _TAILS,
 }
 
@@ -1230,7 +1233,7 @@ def test_every_needle_form_has_a_producer() -> None:
             producer_for(form)  # raises for a form without a real-world producer
 
 
-def test_fragment_lengths_carry_64_bits_and_masked_parts_20() -> None:
+def test_fragment_lengths_carry_64_bits_and_masked_parts_23() -> None:
     for kind in SECRET_KINDS:
         secret = secret_of(kind)
         bits = secret.bits
@@ -1242,9 +1245,9 @@ def test_fragment_lengths_carry_64_bits_and_masked_parts_20() -> None:
                 n = _n(form)
                 assert sum(bits[-n:]) >= 64 > sum(bits[-(n - 1) :]), (kind, form)
             elif form.startswith("masked-tail-"):
-                assert sum(bits[-_n(form) :]) >= 20, (kind, form)
+                assert sum(bits[-_n(form) :]) >= 23, (kind, form)
             elif form.startswith("masked-head-"):
-                assert sum(bits[: _n(form)]) >= 20, (kind, form)
+                assert sum(bits[: _n(form)]) >= 23, (kind, form)
 
 
 @pytest.mark.parametrize("kind", sorted(KINDS))
@@ -1385,7 +1388,9 @@ def test_decode_finds_base64_of_json(kind: str, backend: str) -> None:
     blob = base64.b64encode(json.dumps({"k": v}).encode()).decode()
     text = f"X-Debug-Context: {blob}\n"
     found = _forms(_decode_scan(kind, backend, text))
-    assert found == [], kind  # the pass is what finds it
+    # the first pass sees at most a base64 piece of the secret (where the JSON escaping left
+    # its characters alone); the decoding pass is what finds the whole chain
+    assert all(form.startswith("base64-wrapped@") for form in found), (kind, found)
     findings = _decode_scan(kind, backend, text, decode=True)
     _check_decoded(kind, findings, text, blob)
     inner = {n.pattern: n.form for n in needles_for(secret_of(kind))}.get(
@@ -1461,18 +1466,13 @@ def test_decode_depth_two_is_needed_for_base64_of_base64_of_json(kind: str, back
     blob = base64.b64encode(_fill_to_3(inner)).decode()
     text = f"blob={blob}\n"
     found = _forms(_decode_scan(kind, backend, text, decode=True, decode_depth=1))
-    assert found == [], kind
+    # one layer shows at most a base64 piece of the JSON-escaped secret
+    assert all(form.startswith("base64>base64-wrapped@") for form in found), (kind, found)
     findings = _decode_scan(kind, backend, text, decode=True, decode_depth=2)
     _check_decoded(kind, findings, text, blob)
     assert _forms(findings) == ["base64>base64>json-ascii"], kind
 
 
-@pytest.mark.xfail(
-    reason="decode.py strips '=' then truncates to a multiple of 4: a padded run loses its "
-    "last group, and a chain through it (base64 of base64 of JSON) loses the secret's end "
-    "(known bug, reported)",
-    strict=False,
-)
 @pytest.mark.parametrize("tail", [b"D", b"ND"])
 def test_decode_keeps_the_last_group_of_a_padded_base64_run(tail: bytes) -> None:
     from leakcheck.decode import base64_runs
@@ -1482,11 +1482,6 @@ def test_decode_keeps_the_last_group_of_a_padded_base64_run(tail: bytes) -> None
     assert decoded == [data], tail
 
 
-@pytest.mark.xfail(
-    reason="a decoded run's mask is labelled by the first of its equal-span "
-    "hits, not by the reported form (reported)",
-    strict=False,
-)
 def test_decoded_finding_excerpt_names_the_reported_form() -> None:
     v = secret_of("bearer").value.encode()
     blob = base64.b64encode(_fill_to_3(base64.b64encode(v))).decode()
