@@ -188,7 +188,10 @@ def estimate_bits(value: str) -> list[float]:
     bits = [alphabet_bits] * len(value)
     # zxcvbn is quadratic in the length and refuses more than 72 characters: a long secret
     # (a PEM key) is judged in windows, each pattern's bits spread over its characters.
-    for offset in range(0, len(value), _ZXCVBN_WINDOW):
+    # Past 256 characters (a PEM body) only the head is judged: zxcvbn costs ~0.5 s per
+    # kilobyte, and a long tail of random material gets its class-based bits.
+    judged = len(value) if len(value) <= 256 else _ZXCVBN_WINDOW
+    for offset in range(0, judged, _ZXCVBN_WINDOW):
         for match in zxcvbn(value[offset : offset + _ZXCVBN_WINDOW])["sequence"]:
             if match["pattern"] == "bruteforce":
                 continue

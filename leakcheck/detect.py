@@ -91,9 +91,9 @@ class Scanner:
 
     # --- hits within one buffer ----------------------------------------------------------
 
-    def _first_pass(self, buf: bytes) -> list[_Hit]:
+    def _first_pass(self, buf: bytes, first: list[tuple[int, int]] | None = None) -> list[_Hit]:
         hits = []
-        for index, end in self.engine.scan(buf):
+        for index, end in self.engine.scan(buf) if first is None else first:
             pattern = self._patterns[index]
             for needle in self._owners[index]:
                 hits.append(_Hit(end - len(pattern), end, needle))
@@ -123,9 +123,12 @@ class Scanner:
                 hits.append(_Hit(start, end, hit.needle, f"{name}>{hit.chain}"))
         return hits
 
-    def _hits(self, buf: bytes) -> tuple[list[_Hit], list[_Hit]]:
-        """(hits to report, every hit for masking) in ``buf``."""
-        hits = self._first_pass(buf)
+    def _hits(
+        self, buf: bytes, first: list[tuple[int, int]] | None = None
+    ) -> tuple[list[_Hit], list[_Hit]]:
+        """(hits to report, every hit for masking) in ``buf``; ``first`` is the engine's
+        answer for ``buf`` when the caller already has it."""
+        hits = self._first_pass(buf, first)
         if self.decode:
             # A decoded hit adds nothing where the first pass already saw the whole secret;
             # where it saw only a fragment (a base64 piece), the decoded chain is the
@@ -225,7 +228,7 @@ class Scanner:
         if not first and not self.decode:
             return
         buf = bytes(data)
-        report, every = self._hits(buf)
+        report, every = self._hits(buf, first)
         spans = sorted(
             [*(h.span() for h in every), *(h.span(rank=1) for h in report)],
             key=lambda s: s.start,

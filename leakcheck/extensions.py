@@ -1,10 +1,11 @@
-"""Third-party extensions through the ``leakcheck.plugins`` entry-point group.
+"""Third-party extensions through two entry-point groups.
 
-An entry point names a module; leakcheck reads these optional attributes from it:
+``leakcheck.codecs`` (read by every ``Scanner``, so the CLI pays only for these): a module
+with ``FORMS`` (form functions ``secret -> iterable of (name, bytes)``) and/or ``DECODERS``
+(``{name: buf -> iterable of (start, end, decoded bytes)}`` for the decoding pass).
 
-* ``FORMS``: a sequence of form functions ``secret -> iterable of (name, bytes)``;
-* ``DECODERS``: a mapping ``name -> decoder`` for the decoding pass
-  (``buf -> iterable of (start, end, decoded bytes)``).
+``leakcheck.plugins`` (read by the pytest plugin): a module with ``SINKS`` (zero-argument
+sink classes, see ``leakcheck.capture.Sink``).
 
 A module whose import fails (its library is not installed) is skipped and listed by
 ``skipped_plugins()``: an integration is active only when its library is importable.
@@ -13,20 +14,29 @@ A module whose import fails (its library is not installed) is skipped and listed
 from __future__ import annotations
 
 import importlib
-from functools import lru_cache
+from functools import cache
 from importlib.metadata import entry_points
 from types import ModuleType
+from typing import Any
 
-__all__ = ["GROUP", "load_plugins", "plugin_forms", "plugin_decoders", "skipped_plugins"]
+__all__ = [
+    "CODECS_GROUP",
+    "GROUP",
+    "load_plugins",
+    "plugin_forms",
+    "plugin_decoders",
+    "skipped_plugins",
+]
 
 GROUP = "leakcheck.plugins"
+CODECS_GROUP = "leakcheck.codecs"
 _skipped: dict[str, str] = {}
 
 
-@lru_cache(maxsize=1)
-def load_plugins() -> tuple[ModuleType, ...]:
+@cache
+def load_plugins(group: str = GROUP) -> tuple[ModuleType, ...]:
     modules = []
-    for entry in sorted(entry_points(group=GROUP), key=lambda e: e.name):
+    for entry in sorted(entry_points(group=group), key=lambda e: e.name):
         try:
             modules.append(importlib.import_module(entry.value.split(":")[0]))
         except ImportError as exc:
@@ -34,17 +44,18 @@ def load_plugins() -> tuple[ModuleType, ...]:
     return tuple(modules)
 
 
-def plugin_forms() -> list:
-    return [form for module in load_plugins() for form in getattr(module, "FORMS", ())]
+def plugin_forms() -> list[Any]:
+    return [form for m in load_plugins(CODECS_GROUP) for form in getattr(m, "FORMS", ())]
 
 
-def plugin_decoders() -> dict:
-    decoders: dict = {}
-    for module in load_plugins():
+def plugin_decoders() -> dict[str, Any]:
+    decoders: dict[str, Any] = {}
+    for module in load_plugins(CODECS_GROUP):
         decoders.update(getattr(module, "DECODERS", {}))
     return decoders
 
 
 def skipped_plugins() -> dict[str, str]:
-    load_plugins()
+    load_plugins(CODECS_GROUP)
+    load_plugins(GROUP)
     return dict(_skipped)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
@@ -18,6 +19,9 @@ _TOKEN_BYTES = frozenset(
     b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-%.~\\*"
     + bytes(range(0x80, 0x100))
 )
+
+
+_TOKEN_RUN = re.compile(b"[" + re.escape(bytes(sorted(_TOKEN_BYTES))) + b"]*")
 
 
 @dataclass(frozen=True)
@@ -62,12 +66,10 @@ def mask_label(kind: str, form: str) -> str:
 
 def widen(buf: bytes, start: int, end: int) -> tuple[int, int]:
     low = max(0, start - WIDEN_BYTES)
-    while start > low and buf[start - 1] in _TOKEN_BYTES:
-        start -= 1
+    before = _TOKEN_RUN.match(buf[low:start][::-1])
     high = min(len(buf), end + WIDEN_BYTES)
-    while end < high and buf[end] in _TOKEN_BYTES:
-        end += 1
-    return start, end
+    after = _TOKEN_RUN.match(buf, end, high)
+    return start - (before.end() if before else 0), after.end() if after else end
 
 
 def _merge(buf: bytes, spans: Sequence[Span]) -> list[Span]:

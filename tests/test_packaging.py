@@ -34,7 +34,11 @@ def walk(node, prefix=""):
         else:
             yield prefix + child.name
 
-plugins = sorted((e.name, e.value) for e in md.entry_points(group="leakcheck.plugins"))
+plugins = sorted(
+    (e.name, e.value)
+    for group in ("leakcheck.plugins", "leakcheck.codecs")
+    for e in md.entry_points(group=group)
+)
 # found, not imported: an integration's own library is not installed here (--no-deps)
 specs = {name: iu.find_spec(value.split(":")[0]) for name, value in plugins}
 modules = {name: spec and spec.origin for name, spec in specs.items()}
@@ -165,7 +169,7 @@ def test_modules_import_from_the_venv(installed: dict) -> None:
 
 def test_plugin_entry_points_resolve_in_the_venv(installed: dict) -> None:
     modules = installed["plugin_modules"]
-    assert modules, "no leakcheck.plugins entry point in the installed wheel"
+    assert modules, "no leakcheck.plugins/leakcheck.codecs entry point in the installed wheel"
     purelib = Path(installed["purelib"]).resolve()
     assert "gzip" in modules
     for name, module_file in modules.items():
