@@ -152,7 +152,7 @@ _PUBLIC_STRUCTURE = re.compile(
     r"|^eyJ[A-Za-z0-9_-]*\.(?:eyJ[A-Za-z0-9_-]*\.)?",
     re.MULTILINE,
 )
-_ZXCVBN_WINDOW = 64
+_ZXCVBN_WINDOW = 32  # dictionary words are shorter; zxcvbn is quadratic in it
 
 
 def _class_alphabet(text: str) -> int:
@@ -191,7 +191,8 @@ def estimate_bits(value: str) -> list[float]:
     # Past 256 characters (a PEM body) only the head is judged: zxcvbn costs ~0.5 s per
     # kilobyte, and a long tail of random material gets its class-based bits.
     judged = len(value) if len(value) <= 256 else _ZXCVBN_WINDOW
-    for offset in range(0, judged, _ZXCVBN_WINDOW):
+    # overlapping windows, so a word across a window edge is still seen whole
+    for offset in range(0, max(judged - _ZXCVBN_WINDOW // 2, 1), _ZXCVBN_WINDOW // 2):
         for match in zxcvbn(value[offset : offset + _ZXCVBN_WINDOW])["sequence"]:
             if match["pattern"] == "bruteforce":
                 continue
