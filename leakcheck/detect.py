@@ -15,7 +15,7 @@ from .canaries import Secret
 from .decode import all_decoders, decode_runs
 from .engine import Engine, build_engine
 from .findings import CONTEXT_BYTES, WIDEN_BYTES, Finding, Span, mask_all, masked_excerpt
-from .forms import FORMS, FormFn, Needle, needles_for
+from .forms import FORMS, MASK_ONLY_FORMS, FormFn, Needle, needles_for
 
 __all__ = ["Scanner"]
 
@@ -60,10 +60,14 @@ class Scanner:
         decode_depth: int = 2,
         backend: str = "auto",
         forms: Sequence[FormFn] | None = None,
+        strict: bool = False,
     ) -> None:
         self.secrets: list[Secret] = list(secrets)
         self.decode = decode
         self.decode_depth = decode_depth
+        # strict: report mask-only windows too (for scanning our own output, where a
+        # 6-character piece of a secret is already too much)
+        self._mask_only = frozenset() if strict else MASK_ONLY_FORMS
         self._decoders = all_decoders() if decode else {}
         if forms is None:
             from .extensions import plugin_forms
@@ -140,7 +144,9 @@ class Scanner:
                     for d in whole
                 ):
                     hits.append(hit)
-        return _outermost(hits, buf), hits
+        # masking windows (MASKING_FORMS) mask our own output but are too short to report
+        reportable = [h for h in hits if h.needle.form not in self._mask_only]
+        return _outermost(reportable, buf), hits
 
     # --- public API -----------------------------------------------------------------------
 

@@ -510,3 +510,6 @@ def window_forms(s: Secret) -> Iterator[tuple[str, bytes]]:
 
 #: What ``Scanner.mask`` style maskers use: every form plus the short windows.
 MASKING_FORMS: tuple[FormFn, ...] = (*FORMS, window_forms)
+#: Forms that mask but never make a finding (a scanner built with MASKING_FORMS detects
+#: exactly what one built with FORMS does).
+MASK_ONLY_FORMS = frozenset({"fragment"})

@@ -113,17 +113,23 @@ class LeakCheck:
     @property
     def scanner(self) -> Scanner:
         if self._scanner is None:
-            self._scanner = Scanner(self._secrets, decode=self.decode, backend=self.backend)
+            if self.decode:  # one scanner both detects and masks (its windows mask only)
+                self._scanner = self._masker = self._build_masker()
+            else:
+                self._scanner = Scanner(self._secrets, decode=False, backend=self.backend)
         return self._scanner
+
+    def _build_masker(self) -> Scanner:
+        return Scanner(self._secrets, decode=True, forms=MASKING_FORMS, backend=self.backend)
 
     def mask(self, text: str) -> str:
         """``text`` with every form and every short piece of every secret masked."""
         if not self._secrets:
             return text
         if self._masker is None:
-            self._masker = Scanner(
-                self._secrets, decode=True, forms=MASKING_FORMS, backend=self.backend
-            )
+            self._masker = self._build_masker()
+            if self.decode:
+                self._scanner = self._masker
         return self._masker.mask(text)
 
     # --- what the agent sees -----------------------------------------------------------------

@@ -189,7 +189,7 @@ def canaries() -> list[Secret]:
 
 
 SECRETS = canaries()
-STRICT = Scanner(SECRETS, decode=True, forms=leakcheck.forms.MASKING_FORMS)
+STRICT = Scanner(SECRETS, decode=True, forms=leakcheck.forms.MASKING_FORMS, strict=True)
 
 
 def assert_no_echo(name: str, text: str | bytes) -> None:
