@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-CONFTEST = '''
+CONFTEST = """
 import os, secrets
 import pytest
 
@@ -44,9 +44,9 @@ else:
     @pytest.fixture
     def lc(leakcheck):
         return leakcheck
-'''
+"""
 
-SUITE = '''
+SUITE = """
 import logging, os
 import httpx
 import pytest
@@ -87,13 +87,22 @@ def test_gateway(n, lc):
     result = Gateway(token).call("create_deployment", {"repo": "web"})
     lc.expose(result)
     assert result["code"] == "AUTH_FAILED"
-'''
+"""
 
 
 def run(suite: Path, mode: str) -> float:
     env = {**os.environ, "LEAKCHECK_BENCH_MODE": mode, "PYTHONDONTWRITEBYTECODE": "1"}
-    args = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider",
-            "-x"]
+    args = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:randomly",
+        "-p",
+        "no:cacheprovider",
+        "-x",
+    ]
     if mode == "off":
         args += ["-p", "no:leakcheck"]
     args.append(str(suite))
@@ -101,7 +110,9 @@ def run(suite: Path, mode: str) -> float:
     result = subprocess.run(args, cwd=suite.parent, env=env, capture_output=True, text=True)
     elapsed = time.perf_counter() - start
     if result.returncode != 0:
-        sys.exit(f"bench suite failed in mode {mode}:\n{result.stdout[-2000:]}{result.stderr[-2000:]}")
+        sys.exit(
+            f"bench suite failed in mode {mode}:\n{result.stdout[-2000:]}{result.stderr[-2000:]}"
+        )
     return elapsed
 
 
@@ -126,13 +137,18 @@ def main() -> int:
         print(f"  {mode:<8}{seconds:>9.2f}{seconds / off:>7.2f}x{added:>15.2f}")
     three = times["three"]
     ratio, added = three / off, (three - off) / args.tests * 1000
-    print(f"  target <= 1.10x: {'PASS' if ratio <= 1.10 else 'MISS'} ({ratio:.2f}x); "
-          f"<= 2 ms/test: {'PASS' if added <= 2 else 'MISS'} ({added:.2f} ms)")
+    print(
+        f"  target <= 1.10x: {'PASS' if ratio <= 1.10 else 'MISS'} ({ratio:.2f}x); "
+        f"<= 2 ms/test: {'PASS' if added <= 2 else 'MISS'} ({added:.2f} ms)"
+    )
     out = Path(__file__).parent / "out"
     out.mkdir(exist_ok=True)
-    (out / "plugin_overhead.json").write_text(json.dumps(
-        {"tests": args.tests, "seconds": times, "ratio_three": ratio, "ms_added_three": added},
-        indent=2))
+    (out / "plugin_overhead.json").write_text(
+        json.dumps(
+            {"tests": args.tests, "seconds": times, "ratio_three": ratio, "ms_added_three": added},
+            indent=2,
+        )
+    )
     return 0
 
 

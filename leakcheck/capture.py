@@ -100,8 +100,9 @@ def describe(
     prefix = f"{label} " if label != sink else ""
     if isinstance(obj, BaseException):
         for field, text in exception_texts(obj):
-            yield Captured(sink, sink_class, f"{prefix}{type(obj).__name__}.{field}", text,
-                           group=group)
+            yield Captured(
+                sink, sink_class, f"{prefix}{type(obj).__name__}.{field}", text, group=group
+            )
     jsonable = to_jsonable(obj)
     for path, text in leaves(jsonable):
         yield Captured(sink, sink_class, f"{prefix}{path}", text, group=group)
@@ -128,8 +129,9 @@ class ExceptionSink(_Passive):
         for n, exc in enumerate(self._exceptions):
             group = f"{self.name}#{n}"
             for field, text in exception_texts(exc):
-                yield Captured(self.name, SinkClass.CALLER, f"{type(exc).__name__}.{field}",
-                               text, group=group)
+                yield Captured(
+                    self.name, SinkClass.CALLER, f"{type(exc).__name__}.{field}", text, group=group
+                )
 
 
 class TextSink(_Passive):
@@ -151,7 +153,9 @@ class TextSink(_Passive):
 
 # Attributes every LogRecord has; anything else on a record came from ``extra``.
 _RECORD_ATTRIBUTES = frozenset(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {
-    "message", "asctime", "taskName",
+    "message",
+    "asctime",
+    "taskName",
 }
 
 
@@ -209,10 +213,12 @@ class LoggingSink:
             where = f"{record.name} {record.levelname}"
             group = f"{self.name}#{n}"
 
-            def item(field: str, text: str, *, group: str = group, where: str = where,
-                     note: str = note) -> Captured:
-                return Captured(self.name, SinkClass.OPERATOR, f"{where} {field}", text,
-                                note=note, group=group)
+            def item(
+                field: str, text: str, *, group: str = group, where: str = where, note: str = note
+            ) -> Captured:
+                return Captured(
+                    self.name, SinkClass.OPERATOR, f"{where} {field}", text, note=note, group=group
+                )
 
             for field, text in texts:
                 yield item(field, text)
@@ -296,21 +302,30 @@ class CrashHookSink:
             saved[0](kind, value, tb)
 
         def thread_hook(args: Any) -> None:
-            texts.append((
-                "threading.excepthook",
-                "".join(traceback.format_exception(args.exc_type, args.exc_value,
-                                                   args.exc_traceback)),
-            ))
+            texts.append(
+                (
+                    "threading.excepthook",
+                    "".join(
+                        traceback.format_exception(
+                            args.exc_type, args.exc_value, args.exc_traceback
+                        )
+                    ),
+                )
+            )
             saved[1](args)
 
         def unraisable_hook(args: Any) -> None:
-            text = "".join(traceback.format_exception(args.exc_type, args.exc_value,
-                                                      args.exc_traceback))
+            text = "".join(
+                traceback.format_exception(args.exc_type, args.exc_value, args.exc_traceback)
+            )
             texts.append(("sys.unraisablehook", f"{args.err_msg or ''}\n{text}"))
             saved[2](args)
 
         sys.excepthook, threading.excepthook, sys.unraisablehook = (
-            excepthook, thread_hook, unraisable_hook)
+            excepthook,
+            thread_hook,
+            unraisable_hook,
+        )
 
     def stop(self) -> None:
         if self._saved is None:
@@ -359,8 +374,12 @@ class WarningsSink:
 
     def collect(self) -> Iterator[Captured]:
         for w in self._log:
-            yield Captured(self.name, SinkClass.OPERATOR,
-                           f"{w.category.__name__} {w.filename}:{w.lineno}", str(w.message))
+            yield Captured(
+                self.name,
+                SinkClass.OPERATOR,
+                f"{w.category.__name__} {w.filename}:{w.lineno}",
+                str(w.message),
+            )
 
 
 SinkFactory = Callable[[], Sink]

@@ -251,9 +251,7 @@ class Scanner:
                 near = [s for s in spans[low:high] if s.end > hit.start - reach]
                 yield hit, buf, near
 
-    def _finding(
-        self, buf: bytes, hit: _Hit, spans: list[Span], base: int, source: str
-    ) -> Finding:
+    def _finding(self, buf: bytes, hit: _Hit, spans: list[Span], base: int, source: str) -> Finding:
         return Finding(
             secret_id=hit.secret.id,
             kind=hit.secret.kind,

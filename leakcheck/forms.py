@@ -246,9 +246,12 @@ def client_url_forms(value: str) -> Iterator[tuple[str, str]]:
                 for requoted in _requote_uri(text):
                     yield "pct-requests", requoted
         for safe_sets in (_HTTPX_SETS, _HTTPX_027_SETS):
-            yield "pct-httpx", "".join(
-                _httpx_quote(text, safe_sets[component]) + separator
-                for component, text, separator in pieces
+            yield (
+                "pct-httpx",
+                "".join(
+                    _httpx_quote(text, safe_sets[component]) + separator
+                    for component, text, separator in pieces
+                ),
             )
     yield from (("pct-requests", requoted) for requoted in _requote_uri(value))
     # userinfo: "https://bob:SECRET@host" (urllib3, httpx) and httpx.URL(password=SECRET)
@@ -288,8 +291,9 @@ def base64_core(data: bytes, offset: int, *, urlsafe: bool = False) -> bytes:
 def _base64_variants(data: bytes, label: str) -> Iterator[tuple[str, bytes]]:
     for offset in range(3):
         yield f"{label}@{offset}", base64_core(data, offset)
-        yield f"{label.replace('base64', 'base64url')}@{offset}", base64_core(
-            data, offset, urlsafe=True
+        yield (
+            f"{label.replace('base64', 'base64url')}@{offset}",
+            base64_core(data, offset, urlsafe=True),
         )
 
 
@@ -397,12 +401,19 @@ def html_forms(s: Secret) -> Iterator[tuple[str, bytes]]:
     yield "html", _utf8(html.escape(v, quote=True))
     yield "html-noquote", _utf8(html.escape(v, quote=False))
     # markupsafe / Jinja2 spelling of the quotes
-    yield "html-markupsafe", _utf8(
-        v.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-        .replace("'", "&#39;").replace('"', "&#34;")
+    yield (
+        "html-markupsafe",
+        _utf8(
+            v.replace("&", "&amp;")
+            .replace("<", "&lt;")
+            .replace(">", "&gt;")
+            .replace("'", "&#39;")
+            .replace('"', "&#34;")
+        ),
     )
-    yield "html-numeric", _utf8(
-        "".join(c if c.isalnum() and c.isascii() else f"&#{ord(c)};" for c in v)
+    yield (
+        "html-numeric",
+        _utf8("".join(c if c.isalnum() and c.isascii() else f"&#{ord(c)};" for c in v)),
     )
 
 
@@ -422,9 +433,24 @@ def _shortest(bits: Iterable[float], need: float) -> int | None:
 # Text that precedes a masked tail ("****7KQ2", "credential ending in 7KQ2") or follows a
 # visible head ("ghp_ab12****"). Each is rare in ordinary text; see the module docstring.
 TAIL_CONTEXTS = (
-    "**", "\u2022", "\u2026", "...", "xxxx", "XXXX", "####",
-    "ending in ", "ending with ", "ends in ", "ends with ", "last 4: ", "last four: ",
-    "ending in '", 'ending in "', "ending in `", "suffix ", "suffix: ",
+    "**",
+    "\u2022",
+    "\u2026",
+    "...",
+    "xxxx",
+    "XXXX",
+    "####",
+    "ending in ",
+    "ending with ",
+    "ends in ",
+    "ends with ",
+    "last 4: ",
+    "last four: ",
+    "ending in '",
+    'ending in "',
+    "ending in `",
+    "suffix ",
+    "suffix: ",
 )
 MASKED_SIZES = (4, 6, 8)
 HEAD_CONTEXTS = ("**", "\u2022", "\u2026", "...", "xxxx", "XXXX", "####")
@@ -496,8 +522,12 @@ def window_forms(s: Secret) -> Iterator[tuple[str, bytes]]:
     our own output, where a false hit costs nothing and a truncated repr such as pytest's
     ``'lck_gAGC@<+u...\\p=é f:€g1NCE'`` must not show its pieces."""
     bits = _bits(s)
-    spellings = {s.value, _py_escape(s.value, "'"), _py_escape(s.value, '"'),
-                 _json_escape(s.value, ascii_only=True)}
+    spellings = {
+        s.value,
+        _py_escape(s.value, "'"),
+        _py_escape(s.value, '"'),
+        _json_escape(s.value, ascii_only=True),
+    }
     for spelling in spellings:
         for i in range(len(spelling) - WINDOW_CHARS + 1):
             window = spelling[i : i + WINDOW_CHARS]

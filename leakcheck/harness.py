@@ -1,10 +1,10 @@
 """``LeakCheck``: plant canaries, capture every sink, judge. Works with or without pytest.
 
-    with LeakCheck(seed=1) as lc:
-        token = lc.secret("bearer")
-        result = gateway(token).call("create_deployment", {"repo": "web"})
-        lc.expose(result)
-    lc.check()                    # raises LeakError with masked evidence on a forbidden hit
+with LeakCheck(seed=1) as lc:
+    token = lc.secret("bearer")
+    result = gateway(token).call("create_deployment", {"repo": "web"})
+    lc.expose(result)
+lc.check()                    # raises LeakError with masked evidence on a forbidden hit
 """
 
 from __future__ import annotations
@@ -76,8 +76,15 @@ class LeakCheck:
         if sinks is None:
             sinks = [*builtin_sinks(), *(f() for f in plugin_sink_factories().values())]
         self.sinks: list[Sink] = [
-            s for s in [self._exposed, self._exceptions, self.stdout, self.stderr,
-                        self.warnings, *sinks]
+            s
+            for s in [
+                self._exposed,
+                self._exceptions,
+                self.stdout,
+                self.stderr,
+                self.warnings,
+                *sinks,
+            ]
             if s.name not in self.skip_sinks
         ]
         self._started: list[Sink] = []

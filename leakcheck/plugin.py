@@ -108,16 +108,36 @@ def _options(item: pytest.Item, base: Policy) -> tuple[LeakcheckOptions, Policy]
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("leakcheck", "secret leak checking")
-    group.addoption("--no-leakcheck", action="store_true", default=False,
-                    help="disable leak checking (canaries are still generated)")
-    group.addoption("--leakcheck-report", metavar="PATH", default=None,
-                    help="write a JSON report of every finding of the session")
-    group.addoption("--leakcheck-seed", metavar="SEED", default=None,
-                    help="canary seed (printed on failure) to replay a run")
-    parser.addini("leakcheck_allow", type="linelist", default=[],
-                  help="extra allowed pairs, e.g. 'context: caller'")
-    parser.addini("leakcheck_forbid", type="linelist", default=[],
-                  help="pairs to forbid, e.g. 'context: operator'")
+    group.addoption(
+        "--no-leakcheck",
+        action="store_true",
+        default=False,
+        help="disable leak checking (canaries are still generated)",
+    )
+    group.addoption(
+        "--leakcheck-report",
+        metavar="PATH",
+        default=None,
+        help="write a JSON report of every finding of the session",
+    )
+    group.addoption(
+        "--leakcheck-seed",
+        metavar="SEED",
+        default=None,
+        help="canary seed (printed on failure) to replay a run",
+    )
+    parser.addini(
+        "leakcheck_allow",
+        type="linelist",
+        default=[],
+        help="extra allowed pairs, e.g. 'context: caller'",
+    )
+    parser.addini(
+        "leakcheck_forbid",
+        type="linelist",
+        default=[],
+        help="pairs to forbid, e.g. 'context: operator'",
+    )
     parser.addini("leakcheck_report", default="", help="JSON report path")
 
 
@@ -325,12 +345,14 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         forbidden = [leak for leak in leaks if not leak.allowed]
         # Masked here, with every piece of this test's secrets: under xdist the controller
         # that writes the report never sees the secrets.
-        state.records.append({
-            "test": item.nodeid,
-            "forbidden": len(forbidden),
-            "findings": [_masked(leak.to_dict(), check.mask) for leak in leaks],
-            "inactive_sinks": check.inactive_sinks(),
-        })
+        state.records.append(
+            {
+                "test": item.nodeid,
+                "forbidden": len(forbidden),
+                "findings": [_masked(leak.to_dict(), check.mask) for leak in leaks],
+                "inactive_sinks": check.inactive_sinks(),
+            }
+        )
         if forbidden:
             original = report.longreprtext if report.failed else ""
             text = check.report(leaks)
@@ -369,8 +391,12 @@ def _hand_over_output(item: pytest.Item, check: LeakCheck) -> None:
 def _mask_report(report: pytest.TestReport, check: LeakCheck) -> None:
     """No route to pytest's output may carry a secret: failure text, locals, sections,
     skip and xfail reasons, ``record_property`` values (JUnit properties)."""
-    if (report.longrepr is None and not report.sections and not report.user_properties
-            and not hasattr(report, "wasxfail")):
+    if (
+        report.longrepr is None
+        and not report.sections
+        and not report.user_properties
+        and not hasattr(report, "wasxfail")
+    ):
         return
     if isinstance(report.longrepr, tuple):
         # A skip: (path, lineno, reason); pytest's terminal and JUnit writers need the tuple.

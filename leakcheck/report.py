@@ -50,8 +50,7 @@ def render_text(summary: ScanSummary) -> str:
     for secret_id, group in by_secret.items():
         lines.append("")
         lines.append(
-            f"{secret_id} ({group[0].kind}, {group[0].secret_class}): "
-            f"{_plural(len(group), 'hit')}"
+            f"{secret_id} ({group[0].kind}, {group[0].secret_class}): {_plural(len(group), 'hit')}"
         )
         width = max(len(f.location) for f in group)
         form_width = max(len(f.form) for f in group)
@@ -113,9 +112,7 @@ def render_sarif(summary: ScanSummary) -> str:
                 "ruleId": rule_id,
                 "ruleIndex": index[rule_id],
                 "level": "error",
-                "message": {
-                    "text": f"{f.secret_id} ({f.kind}) found as {f.form}: {f.excerpt}"
-                },
+                "message": {"text": f"{f.secret_id} ({f.kind}) found as {f.form}: {f.excerpt}"},
                 "locations": [
                     {
                         "physicalLocation": {
@@ -168,4 +165,3 @@ RENDERERS = {"text": render_text, "json": render_json, "sarif": render_sarif}
 
 def render(summary: ScanSummary, fmt: str) -> str:
     return RENDERERS[fmt](summary)
-

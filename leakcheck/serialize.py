@@ -15,14 +15,32 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 __all__ = [
-    "to_jsonable", "leaves", "safe_repr", "exception_texts", "exception_args", "TEXT_ATTRIBUTES",
+    "to_jsonable",
+    "leaves",
+    "safe_repr",
+    "exception_texts",
+    "exception_args",
+    "TEXT_ATTRIBUTES",
 ]
 
 #: Exception attributes that carry text a careless wrapper forwards (httpx ``.request``,
 #: ``json.JSONDecodeError.doc``, ``subprocess.CalledProcessError.cmd``/``.stderr``, ...).
 TEXT_ATTRIBUTES = (
-    "request", "response", "doc", "cmd", "stderr", "stdout", "output", "filename",
-    "filename2", "url", "headers", "body", "reason", "text", "detail",
+    "request",
+    "response",
+    "doc",
+    "cmd",
+    "stderr",
+    "stdout",
+    "output",
+    "filename",
+    "filename2",
+    "url",
+    "headers",
+    "body",
+    "reason",
+    "text",
+    "detail",
 )
 _MAX_DEPTH = 32
 
@@ -77,8 +95,9 @@ def _jsonable(obj: Any, seen: frozenset[int], nxt: int) -> Any:
             "args": to_jsonable(exception_args(obj), seen, nxt),
         }
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: to_jsonable(_field(obj, f.name), seen, nxt)
-                for f in dataclasses.fields(obj)}
+        return {
+            f.name: to_jsonable(_field(obj, f.name), seen, nxt) for f in dataclasses.fields(obj)
+        }
     for method in ("model_dump", "dict", "to_dict", "_asdict"):  # pydantic v2/v1, attrs-ish
         try:
             dump = getattr(obj, method, None)
@@ -163,12 +182,17 @@ def _chain(exc: BaseException) -> Iterator[tuple[str, BaseException]]:
         # Pushed in reverse so that they come out in order: the cause before the context
         # (``raise ... from exc`` sets both to ``exc``, which Python prints as the cause),
         # then the members of a group.
-        members = [(f"{label}__cause__.", member.__cause__),
-                   (f"{label}__context__.", member.__context__)]
-        members += [(f"{label}exceptions[{i}].", sub)
-                    for i, sub in enumerate(_attribute_list(member, "exceptions"))]
-        stack.extend((name, sub) for name, sub in reversed(members)
-                     if isinstance(sub, BaseException))
+        members = [
+            (f"{label}__cause__.", member.__cause__),
+            (f"{label}__context__.", member.__context__),
+        ]
+        members += [
+            (f"{label}exceptions[{i}].", sub)
+            for i, sub in enumerate(_attribute_list(member, "exceptions"))
+        ]
+        stack.extend(
+            (name, sub) for name, sub in reversed(members) if isinstance(sub, BaseException)
+        )
 
 
 def _attribute_list(obj: object, name: str) -> list[Any]:

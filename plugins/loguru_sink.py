@@ -145,10 +145,12 @@ class LoguruSink:
             lowest = min(getattr(h, "_levelno", 0) for h in others)
             return (
                 f"not emitted in production: {level.name} ({level.no}) is below the level of "
-                f"every other loguru handler (lowest {lowest})", ""
+                f"every other loguru handler (lowest {lowest})",
+                "",
             )
         diagnosing = [
-            h for h in emitting
+            h
+            for h in emitting
             if getattr(getattr(h, "_exception_formatter", None), "_diagnose", True)
         ]
         if not diagnosing:
@@ -163,16 +165,19 @@ class LoguruSink:
             where = f"{record['name'] or '<unknown>'} {record['level'].name}"
             group = f"{self.name}#{n}"
 
-            def item(field: str, text: str, note: str = note, where: str = where,
-                     group: str = group) -> Captured:
-                return Captured(self.name, SinkClass.OPERATOR, f"{where} {field}", text,
-                                note=note, group=group)
+            def item(
+                field: str, text: str, note: str = note, where: str = where, group: str = group
+            ) -> Captured:
+                return Captured(
+                    self.name, SinkClass.OPERATOR, f"{where} {field}", text, note=note, group=group
+                )
 
             message = record["message"]
             yield item("message", message)
             if traceback_text.strip() and traceback_text != message:
-                yield item("traceback", traceback_text,
-                           "; ".join(x for x in (note, traceback_note) if x))
+                yield item(
+                    "traceback", traceback_text, "; ".join(x for x in (note, traceback_note) if x)
+                )
             for key, value in record["extra"].items():
                 text = value if isinstance(value, str) else safe_repr(value) + "\n" + _str(value)
                 yield item(f"extra.{key}", text)

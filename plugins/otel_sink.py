@@ -79,16 +79,28 @@ _SIMPLE_KEY = re.compile(r"[A-Za-z_][\w.\-/:]*\Z")
 
 
 def _delta_everywhere() -> dict[type, AggregationTemporality]:
-    kinds = [getattr(sdk_metrics, name, None) for name in (
-        "Counter", "UpDownCounter", "Histogram", "ObservableCounter",
-        "ObservableUpDownCounter", "ObservableGauge", "_Gauge")]
+    kinds = [
+        getattr(sdk_metrics, name, None)
+        for name in (
+            "Counter",
+            "UpDownCounter",
+            "Histogram",
+            "ObservableCounter",
+            "ObservableUpDownCounter",
+            "ObservableGauge",
+            "_Gauge",
+        )
+    ]
     return {kind: AggregationTemporality.DELTA for kind in kinds if isinstance(kind, type)}
 
 
 def _is_unset(provider: Any) -> bool:
     """The API hands out a proxy until a provider is set."""
     return type(provider).__name__ in (
-        "ProxyTracerProvider", "_ProxyMeterProvider", "ProxyLoggerProvider")
+        "ProxyTracerProvider",
+        "_ProxyMeterProvider",
+        "ProxyLoggerProvider",
+    )
 
 
 class _Pipeline:
@@ -226,9 +238,9 @@ class _Pipeline:
     def snapshot(self, offsets: tuple[int, int, int]) -> tuple[list[Any], list[Any], list[Any]]:
         with self.lock:
             self.read_metrics()
-            spans = list(self.spans.get_finished_spans())[offsets[0]:]
-            batches = list(self.metric_batches)[offsets[1]:]
-            logs = list(self.logs.get_finished_logs())[offsets[2]:] if self.logs else []
+            spans = list(self.spans.get_finished_spans())[offsets[0] :]
+            batches = list(self.metric_batches)[offsets[1] :]
+            logs = list(self.logs.get_finished_logs())[offsets[2] :] if self.logs else []
             return spans, batches, logs
 
     def end(self) -> None:
@@ -282,7 +294,8 @@ class OpenTelemetrySink:
         with pipeline.lock:
             self.inactive_reason = "; ".join(
                 f"{signal}: {pipeline.inactive[signal]}"
-                for signal in _SIGNALS if signal in pipeline.inactive
+                for signal in _SIGNALS
+                if signal in pipeline.inactive
             )
 
     def stop(self) -> None:
@@ -314,10 +327,8 @@ class OpenTelemetrySink:
 
     # --- texts ------------------------------------------------------------------------------
 
-    def _item(self, group: str, path: str, text: str | bytes,
-              fallback: bool = False) -> Captured:
-        return Captured(self.name, SinkClass.OPERATOR, path, text, group=group,
-                        fallback=fallback)
+    def _item(self, group: str, path: str, text: str | bytes, fallback: bool = False) -> Captured:
+        return Captured(self.name, SinkClass.OPERATOR, path, text, group=group, fallback=fallback)
 
     def _span(self, span: Any, group: str) -> Iterator[Captured]:
         name = str(span.name)
@@ -348,8 +359,10 @@ class OpenTelemetrySink:
             for path, text in _attributes(point.attributes, "attributes"):
                 yield self._item(group, f"{prefix} {path}", text)
             for i, exemplar in enumerate(getattr(point, "exemplars", ()) or ()):
-                for path, text in _attributes(getattr(exemplar, "filtered_attributes", None),
-                                              f"exemplars[{i}].filtered_attributes"):
+                for path, text in _attributes(
+                    getattr(exemplar, "filtered_attributes", None),
+                    f"exemplars[{i}].filtered_attributes",
+                ):
                     yield self._item(group, f"{prefix} {path}", text)
         yield self._item(group, f"{prefix} json", _to_json(metric), fallback=True)
 

@@ -111,8 +111,15 @@ def _snapshot(registry: Any) -> tuple[list[_Key], str]:
                 histogram = getattr(sample, "native_histogram", None)
                 exemplars += list(getattr(histogram, "nh_exemplars", None) or ())
                 for exemplar in exemplars:
-                    keys.append(("exemplar", str(metric.name), str(sample.name), labels,
-                                 _labels(exemplar.labels)))
+                    keys.append(
+                        (
+                            "exemplar",
+                            str(metric.name),
+                            str(sample.name),
+                            labels,
+                            _labels(exemplar.labels),
+                        )
+                    )
     except Exception as exc:  # noqa: BLE001 - the app's collector failed, not us
         return keys, f"collecting this registry raised {type(exc).__name__}"
     return keys, ""
@@ -153,8 +160,10 @@ class PrometheusSink:
         return current
 
     def collect(self) -> Iterator[Captured]:
-        state = self._final if self._final is not None else (
-            self._current() if self._baseline is not None else []
+        state = (
+            self._final
+            if self._final is not None
+            else (self._current() if self._baseline is not None else [])
         )
         for registry_name, had_baseline, new, error in state:
             notes = []
@@ -164,8 +173,10 @@ class PrometheusSink:
                 notes.append("registered during the test: every sample counts as new")
             note = "; ".join(notes)
             if error:
-                _warn(f"leakcheck prometheus sink: {error} (registry {registry_name!r}); "
-                      "its samples were not all checked")
+                _warn(
+                    f"leakcheck prometheus sink: {error} (registry {registry_name!r}); "
+                    "its samples were not all checked"
+                )
             yield from self._texts(new, note)
 
     def _texts(self, new: list[_Key], note: str) -> Iterator[Captured]:

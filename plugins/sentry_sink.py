@@ -223,8 +223,15 @@ class SentrySink:
                     data = bytes(item.get_bytes())
                 except Exception:  # noqa: BLE001 - keep the item's headers at least
                     data = b""
-                recorded.append(_Recorded(number, index, str(item.type or "unknown"),
-                                          _jsonable(dict(item.headers)), data))
+                recorded.append(
+                    _Recorded(
+                        number,
+                        index,
+                        str(item.type or "unknown"),
+                        _jsonable(dict(item.headers)),
+                        data,
+                    )
+                )
         except Exception:  # noqa: BLE001 - a malformed envelope: keep what we can read
             try:
                 recorded.append(_Recorded(number, 0, "envelope", {}, envelope.serialize()))
@@ -245,8 +252,9 @@ class SentrySink:
 
     def _texts(self, rec: _Recorded, group: str) -> Iterator[Captured]:
         def item(path: str, text: str | bytes, fallback: bool = False) -> Captured:
-            return Captured(self.name, SinkClass.OPERATOR, path, text, group=group,
-                            fallback=fallback)
+            return Captured(
+                self.name, SinkClass.OPERATOR, path, text, group=group, fallback=fallback
+            )
 
         if rec.index == -1:
             for path, text in _leaves(rec.headers, "envelope headers"):

@@ -93,8 +93,9 @@ class StructlogSink:
         for n, (path, output, note) in enumerate(self._events):
             group = f"{self.name}#{n}"
             for field, text in _texts(output):
-                yield Captured(self.name, SinkClass.OPERATOR, f"{path}{field}", text,
-                               note=note, group=group)
+                yield Captured(
+                    self.name, SinkClass.OPERATOR, f"{path}{field}", text, note=note, group=group
+                )
 
 
 def _texts(output: Any) -> Iterator[tuple[str, str | bytes]]:
@@ -121,8 +122,11 @@ def _is_for_formatter(args: Any, kwargs: Mapping[str, Any]) -> bool:
     """``ProcessorFormatter.wrap_for_formatter`` output: rendered later, by a handler."""
     extra = kwargs.get("extra") if isinstance(kwargs, Mapping) else None
     return (
-        isinstance(extra, Mapping) and "_logger" in extra and "_name" in extra
-        and len(args) == 1 and isinstance(args[0], dict)
+        isinstance(extra, Mapping)
+        and "_logger" in extra
+        and "_name" in extra
+        and len(args) == 1
+        and isinstance(args[0], dict)
     )
 
 
@@ -130,8 +134,9 @@ def _logger_name(bound: Any, event_kw: Mapping[str, Any]) -> str:
     name = getattr(getattr(bound, "_logger", None), "name", None)
     if not isinstance(name, str):
         context = getattr(bound, "_context", None) or {}
-        name = event_kw.get("logger", context.get("logger") if isinstance(context, Mapping)
-                            else None)
+        name = event_kw.get(
+            "logger", context.get("logger") if isinstance(context, Mapping) else None
+        )
     return name if isinstance(name, str) and name else ""
 
 
@@ -170,7 +175,9 @@ def _install() -> None:
                 name = _logger_name(self, event_kw)
                 path = f"event {name} {method_name}" if name else f"event {method_name}"
                 output: Any = (
-                    args[0] if not kwargs and len(args) == 1
+                    args[0]
+                    if not kwargs
+                    and len(args) == 1
                     and isinstance(args[0], (str, bytes, bytearray))
                     else (tuple(args), dict(kwargs))
                 )

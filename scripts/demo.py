@@ -20,9 +20,19 @@ LEAKCHECK = shutil.which("leakcheck", path=str(Path(sys.executable).parent)) or 
 
 def scan(log: str, *extra: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [LEAKCHECK, "scan", "--secrets-file", str(DEMO / "secrets.json"), "--decode", *extra,
-         str((DEMO / log).relative_to(ROOT))],
-        cwd=ROOT, capture_output=True, text=True, check=False,
+        [
+            LEAKCHECK,
+            "scan",
+            "--secrets-file",
+            str(DEMO / "secrets.json"),
+            "--decode",
+            *extra,
+            str((DEMO / log).relative_to(ROOT)),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
     )
 
 

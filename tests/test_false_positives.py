@@ -10,9 +10,9 @@ Families: 20 canaries of every kind (4 seeds), and 20 random tokens per real tok
 registered with ``Secret.from_user`` (GitHub, AWS, Slack, Stripe, JWT, 32-hex; 4 PEM
 certificates). All families are searched by one ``Scanner`` per mode (one pass over the
 corpus, one test per mode); a failure groups the findings by family. Families in
-KNOWN_FALSE_POSITIVES are strict xfails, each checked on its own. A failure names secret ids, kinds, forms and corpus
-offsets, never a value nor an excerpt. ``test_planted_secrets_in_a_corpus_slice_are_found``
-shows that the check can fail.
+KNOWN_FALSE_POSITIVES are strict xfails, each checked on its own. A failure names secret
+ids, kinds, forms and corpus offsets, never a value nor an excerpt.
+``test_planted_secrets_in_a_corpus_slice_are_found`` shows that the check can fail.
 """
 
 from __future__ import annotations

@@ -28,8 +28,19 @@ pytest_plugins = ["pytester"]
 SEED = "leakcheck-plugin-loguru"
 # the leakcheck plugin loads through its entry point; unrelated plugins stay out (speed)
 INNER_ARGS = (
-    "-p", "no:randomly", "-p", "no:cacheprovider", "-p", "no:hypothesispytest",
-    "-p", "no:xdist", "-p", "no:anyio", "-p", "no:respx", "--assert=plain",
+    "-p",
+    "no:randomly",
+    "-p",
+    "no:cacheprovider",
+    "-p",
+    "no:hypothesispytest",
+    "-p",
+    "no:xdist",
+    "-p",
+    "no:anyio",
+    "-p",
+    "no:respx",
+    "--assert=plain",
     f"--leakcheck-seed={SEED}",
 )
 ORIGINAL_REMOVE = loguru._logger.Logger.remove
@@ -100,7 +111,7 @@ class Gateway:
         return {"ok": False, "code": "UPSTREAM_UNREACHABLE"}
 '''
 
-LEAKY = '''
+LEAKY = """
 def test_careless(request, leakcheck):
     token = leakcheck.secret("bearer")
     proof(request, token)
@@ -119,14 +130,14 @@ def test_reconfigured_during_the_test(request, leakcheck):
         leakcheck.expose(gateway.careless_call())
     finally:
         logger.remove(handler_id)
-'''
+"""
 
-CLEAN = '''
+CLEAN = """
 def test_careful(request, leakcheck):
     gateway = Gateway(leakcheck.secret("bearer"))
     proof(request, gateway._credential.token)
     leakcheck.expose(gateway.careful_call())
-'''
+"""
 
 
 def _secrets(nodeid: str, *kinds: str) -> list[Secret]:
@@ -203,8 +214,10 @@ def test_texts_notes_and_extra(loguru_state) -> None:
     paths = [c.path for c in items]
     me = __name__
     assert paths == [
-        f"{me} INFO message", f"{me} INFO extra.api_token",
-        f"{me} INFO message", f"{me} INFO extra.attempt",
+        f"{me} INFO message",
+        f"{me} INFO extra.api_token",
+        f"{me} INFO message",
+        f"{me} INFO extra.attempt",
     ]
     assert items[3].text == "3\n3"
     leaks = lc.violations()

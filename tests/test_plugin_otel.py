@@ -30,13 +30,25 @@ pytest_plugins = ["pytester"]
 SEED = "leakcheck-plugin-otel"
 # the leakcheck plugin loads through its entry point; unrelated plugins stay out (speed)
 INNER_ARGS = (
-    "-p", "no:randomly", "-p", "no:cacheprovider", "-p", "no:hypothesispytest",
-    "-p", "no:xdist", "-p", "no:anyio", "-p", "no:respx", f"--leakcheck-seed={SEED}",
-    "-v", "-rA",
+    "-p",
+    "no:randomly",
+    "-p",
+    "no:cacheprovider",
+    "-p",
+    "no:hypothesispytest",
+    "-p",
+    "no:xdist",
+    "-p",
+    "no:anyio",
+    "-p",
+    "no:respx",
+    f"--leakcheck-seed={SEED}",
+    "-v",
+    "-rA",
 )
 
 # The app, as each inner module starts: SETUP is what the app configured, if anything.
-APP = r'''
+APP = r"""
 import hashlib
 from pathlib import Path
 
@@ -114,7 +126,7 @@ def test_clean(request, leakcheck):
     assert EXPECT_LOG ('log[0] body' in paths)
     assert sink_of(leakcheck).inactive_reason == INACTIVE
     CHECKS
-'''
+"""
 
 UNSET = dict(
     SETUP="",
@@ -126,7 +138,7 @@ UNSET = dict(
 )
 
 OWN = dict(
-    SETUP='''
+    SETUP="""
 from opentelemetry._logs import NoOpLoggerProvider
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
@@ -141,23 +153,23 @@ trace.set_tracer_provider(PROVIDER)
 APP_READER = InMemoryMetricReader()
 metrics.set_meter_provider(MeterProvider(metric_readers=[APP_READER]))
 _logs.set_logger_provider(NoOpLoggerProvider())
-''',
+""",
     LEAKY='["attribute", "metric", "log"]',
     EXPECT_METRIC="",
     EXPECT_LOG="not",
     INACTIVE="LOGS_INACTIVE",
-    CHECKS='''assert pipeline_state()["installed"] == {"traces": "added to the app's",
+    CHECKS="""assert pipeline_state()["installed"] == {"traces": "added to the app's",
                                                "metrics": "added to the app's"}
     # the app's own pipeline still receives everything; ours was added once
     assert {s.name for s in APP_SPANS.get_finished_spans()} == {"POST /deployments"}
     assert len(PROVIDER._active_span_processor._span_processors) == 2
     names = [m.name for rm in APP_READER.get_metrics_data().resource_metrics
              for sm in rm.scope_metrics for m in sm.metrics]
-    assert names == ["http.client.errors"]''',
+    assert names == ["http.client.errors"]""",
 )
 LOGS_INACTIVE = (
     '"logs: the global LoggerProvider is a opentelemetry._logs._internal.NoOpLoggerProvider, '
-    'not the OpenTelemetry SDK\'s: what it sends cannot be read"'
+    "not the OpenTelemetry SDK's: what it sends cannot be read\""
 )
 
 
@@ -251,12 +263,16 @@ def test_app_with_its_own_providers(pytester: pytest.Pytester) -> None:
 def test_values_and_paths() -> None:
     leaves = dict(otel_sink._values({"a": [b"x\x00", "y"], "odd key": {"k": "z"}}, "body"))
     assert leaves == {
-        "body.a<key>": "a", "body.a[0]": b"x\x00", "body.a[1]": "y",
-        'body["odd key"]<key>': "odd key", 'body["odd key"].k<key>': "k",
+        "body.a<key>": "a",
+        "body.a[0]": b"x\x00",
+        "body.a[1]": "y",
+        'body["odd key"]<key>': "odd key",
+        'body["odd key"].k<key>': "k",
         'body["odd key"].k': "z",
     }
     assert dict(otel_sink._attributes({"http.url": "u", "n": 3}, "attributes")) == {
-        "attributes.http.url<key>": "http.url", "attributes.http.url": "u",
+        "attributes.http.url<key>": "http.url",
+        "attributes.http.url": "u",
         "attributes.n<key>": "n",
     }
 

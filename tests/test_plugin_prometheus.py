@@ -26,8 +26,19 @@ SEED = "leakcheck-plugin-prometheus"
 STATIC = "pk_9fQ2xLr7TzW4mVb8KcN3hY6dJs1"
 # the leakcheck plugin loads through its entry point; unrelated plugins stay out (speed)
 INNER_ARGS = (
-    "-p", "no:randomly", "-p", "no:cacheprovider", "-p", "no:hypothesispytest",
-    "-p", "no:xdist", "-p", "no:anyio", "-p", "no:respx", "--assert=plain",
+    "-p",
+    "no:randomly",
+    "-p",
+    "no:cacheprovider",
+    "-p",
+    "no:hypothesispytest",
+    "-p",
+    "no:xdist",
+    "-p",
+    "no:anyio",
+    "-p",
+    "no:respx",
+    "--assert=plain",
     f"--leakcheck-seed={SEED}",
 )
 
@@ -121,9 +132,7 @@ def _digest(secret: Secret) -> str:
 
 def _run(pytester: pytest.Pytester, name: str, tests: str, secrets: list[Secret]):
     pytester.makepyfile(**{name: textwrap.dedent(APP) + textwrap.dedent(tests)})
-    result = pytester.runpytest(
-        *INNER_ARGS, "-rA"
-    )
+    result = pytester.runpytest(*INNER_ARGS, "-rA")
     # every secret the inner tests planted, reconstructed: nothing of them in any output
     self_scan("\n".join(result.outlines + result.errlines), secrets, "inner pytest output")
     return result

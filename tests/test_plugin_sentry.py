@@ -32,9 +32,21 @@ SEED = "leakcheck-plugin-sentry"
 MODULE = "test_sentry_app"
 # the leakcheck plugin loads through its entry point; unrelated plugins stay out (speed)
 INNER_ARGS = (
-    "-p", "no:randomly", "-p", "no:cacheprovider", "-p", "no:hypothesispytest",
-    "-p", "no:xdist", "-p", "no:anyio", "-p", "no:respx", f"--leakcheck-seed={SEED}",
-    "-v", "-rA",
+    "-p",
+    "no:randomly",
+    "-p",
+    "no:cacheprovider",
+    "-p",
+    "no:hypothesispytest",
+    "-p",
+    "no:xdist",
+    "-p",
+    "no:anyio",
+    "-p",
+    "no:respx",
+    f"--leakcheck-seed={SEED}",
+    "-v",
+    "-rA",
 )
 
 APP = r'''
@@ -263,8 +275,11 @@ def test_sentry_sink_end_to_end(run: pytest.RunResult) -> None:
     # a local variable of the raising function, at its frame's vars
     frame_vars = leaks("test_frame_vars")
     assert any(
-        re.match(r"\[LEAK\] operator: sentry event exception\.values\[0\]\.stacktrace"
-                 r"\.frames\[\d+\]\.vars\.url  form ", line)
+        re.match(
+            r"\[LEAK\] operator: sentry event exception\.values\[0\]\.stacktrace"
+            r"\.frames\[\d+\]\.vars\.url  form ",
+            line,
+        )
         for line in frame_vars
     ), frame_vars
     # the SDK's default scrubber filtered the variables named ``token``: no leak there
@@ -272,15 +287,20 @@ def test_sentry_sink_end_to_end(run: pytest.RunResult) -> None:
     assert "DeployError" in failures["test_frame_vars"]  # the test's own failure is kept
 
     assert any(
-        re.match(r"\[LEAK\] operator: sentry event breadcrumbs\.values\[\d+\]\.message  form raw",
-                 line)
+        re.match(
+            r"\[LEAK\] operator: sentry event breadcrumbs\.values\[\d+\]\.message  form raw", line
+        )
         for line in leaks("test_breadcrumb")
     ), leaks("test_breadcrumb")
     log_leaks = leaks("test_sentry_log")
-    assert any(line.startswith("[LEAK] operator: sentry event logs[0].body  form raw")
-               for line in log_leaks), log_leaks
-    assert any(" sentry event logs[0].attributes.sentry.message.parameter.url.value " in line
-               for line in log_leaks), log_leaks
+    assert any(
+        line.startswith("[LEAK] operator: sentry event logs[0].body  form raw")
+        for line in log_leaks
+    ), log_leaks
+    assert any(
+        " sentry event logs[0].attributes.sentry.message.parameter.url.value " in line
+        for line in log_leaks
+    ), log_leaks
     assert any(
         line.startswith('[LEAK] operator: sentry event attachment "request.txt"  form raw')
         for line in leaks("test_attachment")
@@ -310,8 +330,9 @@ def test_paths_of_an_envelope() -> None:
     sink = SentrySink()
     envelope = Envelope(headers={"trace": {"transaction": "POST /deploy"}})
     envelope.add_event({"extra": {"odd key": "v1", "url": "v2"}, "tags": {"a": ["v3"]}})
-    envelope.add_item(Item(payload=PayloadRef(json={"version": 2, "items": [{"body": "v4"}]}),
-                           type="log"))
+    envelope.add_item(
+        Item(payload=PayloadRef(json={"version": 2, "items": [{"body": "v4"}]}), type="log")
+    )
     envelope.add_item(Item(payload=b"\x00v5", type="attachment", filename="x.bin"))
     sink._record(envelope)
     items = list(sink.collect())

@@ -31,8 +31,19 @@ pytest_plugins = ["pytester"]
 SEED = "leakcheck-plugin-structlog"
 # the leakcheck plugin loads through its entry point; unrelated plugins stay out (speed)
 INNER_ARGS = (
-    "-p", "no:randomly", "-p", "no:cacheprovider", "-p", "no:hypothesispytest",
-    "-p", "no:xdist", "-p", "no:anyio", "-p", "no:respx", "--assert=plain",
+    "-p",
+    "no:randomly",
+    "-p",
+    "no:cacheprovider",
+    "-p",
+    "no:hypothesispytest",
+    "-p",
+    "no:xdist",
+    "-p",
+    "no:anyio",
+    "-p",
+    "no:respx",
+    "--assert=plain",
     f"--leakcheck-seed={SEED}",
 )
 ORIGINAL_PROCESS_EVENT = BoundLoggerBase._process_event
@@ -127,7 +138,7 @@ def app(request):
     logging.getLogger("gateway.http").handlers[:] = []
 '''
 
-TESTS = '''
+TESTS = """
 @pytest.mark.parametrize("app", [(REDACTING, False)], indirect=True, ids=["write"])
 def test_write_logger(request, app, leakcheck):
     token = leakcheck.secret("bearer")
@@ -140,7 +151,7 @@ def test_stdlib_logger(request, app, leakcheck):
     token = leakcheck.secret("bearer")
     proof(request, token)
     leakcheck.expose(Gateway(token, app).call())
-'''
+"""
 
 IDS = ("test_write_logger[write]", "test_stdlib_logger[stdlib]")
 
@@ -199,9 +210,15 @@ def test_processor_formatter_output_is_captured_not_the_wrapped_dict() -> None:
     saved = _config()
     std = logging.getLogger("lc.structlog.formatter")
     handler = logging.StreamHandler(stream=_Null())
-    handler.setFormatter(structlog.stdlib.ProcessorFormatter(
-        processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta,
-                    _drop("authorization"), structlog.processors.KeyValueRenderer()]))
+    handler.setFormatter(
+        structlog.stdlib.ProcessorFormatter(
+            processors=[
+                structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+                _drop("authorization"),
+                structlog.processors.KeyValueRenderer(),
+            ]
+        )
+    )
     std.handlers[:] = [handler]
     std.propagate = False
     std.setLevel(logging.INFO)
@@ -236,8 +253,7 @@ def test_outputs_of_every_shape_and_nesting() -> None:
     try:
         outer, inner = StructlogSink(), StructlogSink()
         outer.start()
-        bound = _wrap(lambda _l, _m, ed: ((ed["event"],), {"extra": ed})).bind(
-            logger="ctx.name")
+        bound = _wrap(lambda _l, _m, ed: ((ed["event"],), {"extra": ed})).bind(logger="ctx.name")
         inner.start()
         bound.msg("tuple", user="alice")
         inner.stop()
@@ -262,8 +278,11 @@ def test_not_emitted_note_for_a_stdlib_logger_below_level() -> None:
     std = logging.getLogger("lc.structlog.quiet")
     std.setLevel(logging.ERROR)
     sink = StructlogSink()
-    bound = structlog.wrap_logger(std, processors=[structlog.processors.KeyValueRenderer()],
-                                  wrapper_class=structlog.stdlib.BoundLogger)
+    bound = structlog.wrap_logger(
+        std,
+        processors=[structlog.processors.KeyValueRenderer()],
+        wrapper_class=structlog.stdlib.BoundLogger,
+    )
     with LeakCheck(seed=SEED, sinks=[sink]):
         bound.info("quiet")
     std.setLevel(logging.NOTSET)
@@ -304,14 +323,16 @@ def _restore(saved: tuple[dict, bool]) -> None:
 
 
 def _wrap(renderer):
-    return structlog.wrap_logger(_Null(), processors=[renderer],
-                                 wrapper_class=structlog.BoundLogger)
+    return structlog.wrap_logger(
+        _Null(), processors=[renderer], wrapper_class=structlog.BoundLogger
+    )
 
 
 def _drop(key: str):
     def processor(_logger, _method, event_dict):
         event_dict.pop(key, None)
         return event_dict
+
     return processor
 
 
@@ -325,11 +346,15 @@ def _formatter_app(redacting: bool) -> tuple[logging.Logger, logging.Handler]:
         return event_dict
 
     handler = logging.StreamHandler(io.StringIO())
-    handler.setFormatter(structlog.stdlib.ProcessorFormatter(processors=[
-        redact,
-        structlog.stdlib.ProcessorFormatter.remove_processors_meta,
-        structlog.processors.JSONRenderer(),
-    ]))
+    handler.setFormatter(
+        structlog.stdlib.ProcessorFormatter(
+            processors=[
+                redact,
+                structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+                structlog.processors.JSONRenderer(),
+            ]
+        )
+    )
     stdlib_logger = logging.getLogger("gateway.formatter-app")
     stdlib_logger.handlers = [handler]
     stdlib_logger.setLevel(logging.INFO)
