@@ -79,7 +79,9 @@ def test_thread(leakcheck):
     token = leakcheck.secret("bearer")
     def worker():
         raise RuntimeError(token)
-    thread = threading.Thread(target=worker)
+    # named: the default "Thread-N" counts up across runs in one process, which would
+    # shift the offsets the seed-replay test compares
+    thread = threading.Thread(target=worker, name="gateway-worker")
     thread.start()
     thread.join()
 
