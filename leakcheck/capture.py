@@ -9,6 +9,7 @@ found through the ``leakcheck.plugins`` entry-point group (a module's ``SINKS``)
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import sys
@@ -389,6 +390,7 @@ def builtin_sinks() -> list[Sink]:
     return [LoggingSink(), CrashHookSink()]
 
 
+@functools.lru_cache(maxsize=1)
 def plugin_sink_factories() -> dict[str, SinkFactory]:
     """``{sink name: factory}`` from installed plugins whose library is importable."""
     from .extensions import load_plugins

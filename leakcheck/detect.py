@@ -265,6 +265,12 @@ class Scanner:
             excerpt=masked_excerpt(buf, hit.start, hit.end, spans),
         )
 
+    def hit_starts(self, data: bytes) -> list[int]:
+        """Start offsets of every reportable hit in ``data`` (first pass and decoded), for
+        triage: which parts of a joined buffer need a full scan."""
+        report, _ = self._hits(data)
+        return sorted(h.start for h in report)
+
     def contains_any(self, data: str | bytes) -> bool:
         if isinstance(data, str):
             data = data.encode("utf-8", "surrogatepass")
