@@ -32,7 +32,6 @@ import json
 import math
 import re
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from urllib.parse import quote, quote_plus
 
 from .canaries import Secret
@@ -54,11 +53,26 @@ WRAP_WIDTH = 64
 FormFn = Callable[[Secret], Iterable[tuple[str, bytes]]]
 
 
-@dataclass(frozen=True, repr=False)
 class Needle:
-    pattern: bytes
-    secret: Secret
-    form: str
+    """One encoded form of one secret. A plain slotted class: a test builds a few hundred
+    of these, and a frozen dataclass costs several times more to create."""
+
+    __slots__ = ("pattern", "secret", "form")
+
+    def __init__(self, pattern: bytes, secret: Secret, form: str) -> None:
+        self.pattern = pattern
+        self.secret = secret
+        self.form = form
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Needle) and (self.pattern, self.secret, self.form) == (
+            other.pattern,
+            other.secret,
+            other.form,
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.pattern, self.form))
 
     def __repr__(self) -> str:  # the pattern is the secret, encoded: never shown
         return f"Needle(form={self.form!r}, secret={self.secret!r}, bytes={len(self.pattern)})"
