@@ -74,8 +74,17 @@ def test_nul_and_non_utf8_bytes(backend: str) -> None:
     assert Counter(engine.scan(data)) == expected
 
 
+@pytest.fixture(params=["plain", "anchored"])
+def anchoring(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The fallback searches large pattern sets through short anchors and verifies each
+    hit: force either path whatever the pattern count."""
+    threshold = 10**9 if request.param == "plain" else 1
+    monkeypatch.setattr(engine_module, "ANCHOR_FROM_PATTERNS", threshold)
+    return request.param
+
+
 @pytest.mark.parametrize("seed", range(6))
-def test_random_patterns_match_brute_force(backend: str, seed: int) -> None:
+def test_random_patterns_match_brute_force(backend: str, seed: int, anchoring: str) -> None:
     rng = random.Random(seed)
     alphabet = b"ab\x00\xff\n\x80"  # few symbols: plenty of overlaps and nesting
     patterns = list(
@@ -89,7 +98,7 @@ def test_random_patterns_match_brute_force(backend: str, seed: int) -> None:
 
 @pytest.mark.parametrize("slice_bytes", [1, 2, 5, 64])
 def test_matches_across_internal_slices(
-    backend: str, slice_bytes: int, monkeypatch: pytest.MonkeyPatch
+    backend: str, slice_bytes: int, monkeypatch: pytest.MonkeyPatch, anchoring: str
 ) -> None:
     # pyahocorasick searches in slices to bound its memory: shrink them to put an edge
     # inside every occurrence
@@ -105,7 +114,7 @@ def test_matches_across_internal_slices(
     assert Counter(build_engine(patterns, backend).scan(data)) == brute_force(patterns, data)
 
 
-def test_match_across_a_real_slice_edge(backend: str) -> None:
+def test_match_across_a_real_slice_edge(backend: str, anchoring: str) -> None:
     pattern = b"\x00needle\xff"
     edge = 1 << 20
     # one occurrence per slice edge, split after k bytes for every k
@@ -119,7 +128,7 @@ def test_match_across_a_real_slice_edge(backend: str) -> None:
     )
 
 
-def test_real_needles_agree_between_backends(canaries) -> None:
+def test_real_needles_agree_between_backends(canaries, anchoring: str) -> None:
     if set(available_backends()) != set(BACKENDS):
         pytest.skip("needs both backends")
     patterns = list(dict.fromkeys(n.pattern for s in canaries.all_kinds() for n in needles_for(s)))
