@@ -1,4 +1,4 @@
-"""Shared fixtures: reproducible canaries and the self-scan check.
+"""Shared fixtures: reproducible canaries, the self-scan check, inner pytest runs.
 
 ``self_scan(text, secrets)`` asserts that no form of any secret appears in ``text`` (str or
 bytes): the raw values by plain substring search, every other form with a decoding scanner.
@@ -8,12 +8,45 @@ Its failure message names secret ids, forms and locations, never a value.
 from __future__ import annotations
 
 import functools
+import logging
 import os
 from collections.abc import Iterable
+from typing import Any
 
 import pytest
 
 from leakcheck import CanaryFactory, Scanner, Secret
+from leakcheck.extensions import load_plugins
+
+# pytester restores sys.modules after each in-process run: load the integrations (and their
+# libraries) here, once, rather than in every inner run.
+load_plugins()
+
+#: Inner pytest runs load the leakcheck plugin through its entry point; unrelated plugins
+#: stay out (speed, and no outer state such as random order leaks in).
+QUIET_INNER_ARGS = (
+    "-p", "no:randomly", "-p", "no:cacheprovider", "-p", "no:hypothesispytest",
+    "-p", "no:xdist", "-p", "no:anyio", "-p", "no:respx",
+)  # fmt: skip
+
+
+@pytest.fixture
+def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """``pytester`` whose in-process runs keep their log records to themselves: the outer
+    test's log capture would otherwise show the inner canaries, unmasked, if it failed."""
+    inline_run = pytester.inline_run
+
+    def isolated(*args: Any, **kwargs: Any) -> Any:
+        outer = logging.root.handlers[:]
+        logging.root.handlers[:] = []
+        try:
+            return inline_run(*args, **kwargs)
+        finally:
+            logging.root.handlers[:] = outer
+
+    monkeypatch.setattr(pytester, "inline_run", isolated)
+    return pytester
+
 
 #: Every canary is derived from this seed and the test's node id; set LEAKCHECK_SEED to vary.
 SEED = os.environ.get("LEAKCHECK_SEED", "leakcheck-tests-1")

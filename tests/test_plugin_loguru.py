@@ -15,7 +15,7 @@ import textwrap
 
 import loguru._logger
 import pytest
-from conftest import self_scan
+from conftest import QUIET_INNER_ARGS, self_scan
 from leakcheck.plugins import loguru_sink
 from leakcheck.plugins.loguru_sink import LoguruSink
 from loguru import logger
@@ -26,20 +26,8 @@ from leakcheck.harness import LeakCheck
 pytest_plugins = ["pytester"]
 
 SEED = "leakcheck-plugin-loguru"
-# the leakcheck plugin loads through its entry point; unrelated plugins stay out (speed)
 INNER_ARGS = (
-    "-p",
-    "no:randomly",
-    "-p",
-    "no:cacheprovider",
-    "-p",
-    "no:hypothesispytest",
-    "-p",
-    "no:xdist",
-    "-p",
-    "no:anyio",
-    "-p",
-    "no:respx",
+    *QUIET_INNER_ARGS,
     "--assert=plain",
     f"--leakcheck-seed={SEED}",
 )

@@ -13,31 +13,7 @@ from typing import Any
 
 import pytest
 
-from leakcheck.extensions import load_plugins
-
 pytest_plugins = ["pytester"]
-
-# pytester restores sys.modules after each in-process run: load the integrations (and their
-# libraries) here, once, rather than in every inner run.
-load_plugins()
-
-
-@pytest.fixture
-def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
-    """``pytester`` whose in-process runs keep their log records to themselves: the outer
-    test's log capture would otherwise show the inner canaries, unmasked, if it failed."""
-    inline_run = pytester.inline_run
-
-    def isolated(*args: Any, **kwargs: Any) -> Any:
-        outer = logging.root.handlers[:]
-        logging.root.handlers[:] = []
-        try:
-            return inline_run(*args, **kwargs)
-        finally:
-            logging.root.handlers[:] = outer
-
-    monkeypatch.setattr(pytester, "inline_run", isolated)
-    return pytester
 
 
 SEED = "options-5"

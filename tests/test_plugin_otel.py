@@ -19,7 +19,7 @@ import re
 import textwrap
 
 import pytest
-from conftest import self_scan
+from conftest import QUIET_INNER_ARGS, self_scan
 from leakcheck.plugins import otel_sink
 from leakcheck.plugins.otel_sink import OpenTelemetrySink
 
@@ -28,20 +28,8 @@ from leakcheck import CanaryFactory, Secret
 pytest_plugins = ["pytester"]
 
 SEED = "leakcheck-plugin-otel"
-# the leakcheck plugin loads through its entry point; unrelated plugins stay out (speed)
 INNER_ARGS = (
-    "-p",
-    "no:randomly",
-    "-p",
-    "no:cacheprovider",
-    "-p",
-    "no:hypothesispytest",
-    "-p",
-    "no:xdist",
-    "-p",
-    "no:anyio",
-    "-p",
-    "no:respx",
+    *QUIET_INNER_ARGS,
     f"--leakcheck-seed={SEED}",
     "-v",
     "-rA",

@@ -13,7 +13,7 @@ import textwrap
 
 import prometheus_client
 import pytest
-from conftest import self_scan
+from conftest import QUIET_INNER_ARGS, self_scan
 from leakcheck.plugins import prometheus_sink
 from leakcheck.plugins.prometheus_sink import PrometheusSink
 
@@ -24,20 +24,8 @@ pytest_plugins = ["pytester"]
 SEED = "leakcheck-plugin-prometheus"
 # A user-supplied secret (not a canary) that a label held before the test started.
 STATIC = "pk_9fQ2xLr7TzW4mVb8KcN3hY6dJs1"
-# the leakcheck plugin loads through its entry point; unrelated plugins stay out (speed)
 INNER_ARGS = (
-    "-p",
-    "no:randomly",
-    "-p",
-    "no:cacheprovider",
-    "-p",
-    "no:hypothesispytest",
-    "-p",
-    "no:xdist",
-    "-p",
-    "no:anyio",
-    "-p",
-    "no:respx",
+    *QUIET_INNER_ARGS,
     "--assert=plain",
     f"--leakcheck-seed={SEED}",
 )

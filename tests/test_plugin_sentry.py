@@ -19,7 +19,7 @@ import textwrap
 import pytest
 import sentry_sdk
 import sentry_sdk.client
-from conftest import self_scan
+from conftest import QUIET_INNER_ARGS, self_scan
 from leakcheck.plugins import sentry_sink
 from leakcheck.plugins.sentry_sink import NO_CLIENT, SentrySink
 from sentry_sdk.envelope import Envelope, Item, PayloadRef
@@ -30,20 +30,8 @@ pytest_plugins = ["pytester"]
 
 SEED = "leakcheck-plugin-sentry"
 MODULE = "test_sentry_app"
-# the leakcheck plugin loads through its entry point; unrelated plugins stay out (speed)
 INNER_ARGS = (
-    "-p",
-    "no:randomly",
-    "-p",
-    "no:cacheprovider",
-    "-p",
-    "no:hypothesispytest",
-    "-p",
-    "no:xdist",
-    "-p",
-    "no:anyio",
-    "-p",
-    "no:respx",
+    *QUIET_INNER_ARGS,
     f"--leakcheck-seed={SEED}",
     "-v",
     "-rA",

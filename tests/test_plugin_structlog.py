@@ -18,7 +18,7 @@ import textwrap
 import pytest
 import structlog
 import structlog.stdlib
-from conftest import self_scan
+from conftest import QUIET_INNER_ARGS, self_scan
 from leakcheck.plugins import structlog_sink
 from leakcheck.plugins.structlog_sink import StructlogSink
 from structlog._base import BoundLoggerBase
@@ -29,20 +29,8 @@ from leakcheck.harness import LeakCheck
 pytest_plugins = ["pytester"]
 
 SEED = "leakcheck-plugin-structlog"
-# the leakcheck plugin loads through its entry point; unrelated plugins stay out (speed)
 INNER_ARGS = (
-    "-p",
-    "no:randomly",
-    "-p",
-    "no:cacheprovider",
-    "-p",
-    "no:hypothesispytest",
-    "-p",
-    "no:xdist",
-    "-p",
-    "no:anyio",
-    "-p",
-    "no:respx",
+    *QUIET_INNER_ARGS,
     "--assert=plain",
     f"--leakcheck-seed={SEED}",
 )
