@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import traceback
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 __all__ = [
@@ -133,19 +133,34 @@ def _safe_str(obj: object) -> str:
         return safe_repr(obj)
 
 
-def leaves(value: Any, path: str = "$") -> Iterator[tuple[str, str]]:
-    """``(json path, text)`` for every key and string leaf of a jsonable value."""
+def child_path(path: str, key: str) -> str:
+    """``path.key``, or ``path["odd key"]``; ``key`` alone at an empty root."""
+    if key.isidentifier():
+        return f"{path}.{key}" if path else key
+    return f"{path}[{json.dumps(key, ensure_ascii=False)}]"
+
+
+def leaves(
+    value: Any,
+    path: str = "$",
+    *,
+    scalars: bool = True,
+    child: Callable[[str, str], str] = child_path,
+) -> Iterator[tuple[str, str]]:
+    """``(json path, text)`` for every key and string leaf of a jsonable value (numbers
+    too, as text, with ``scalars``); ``child`` names a key's path."""
     if isinstance(value, dict):
         for key, item in value.items():
-            child = f"{path}.{key}" if key.isidentifier() else f"{path}[{json.dumps(key)}]"
-            yield f"{child}<key>", key
-            yield from leaves(item, child)
+            key = str(key)
+            sub = child(path, key)
+            yield f"{sub}<key>", key
+            yield from leaves(item, sub, scalars=scalars, child=child)
     elif isinstance(value, list):
         for i, item in enumerate(value):
-            yield from leaves(item, f"{path}[{i}]")
+            yield from leaves(item, f"{path}[{i}]", scalars=scalars, child=child)
     elif isinstance(value, str):
         yield path, value
-    elif value is not None and not isinstance(value, bool):
+    elif scalars and value is not None and not isinstance(value, bool):
         yield path, str(value)
 
 

@@ -50,6 +50,7 @@ from sentry_sdk.transport import HttpTransport, Transport
 
 from leakcheck.capture import Captured
 from leakcheck.policy import SinkClass
+from leakcheck.serialize import leaves
 
 try:  # the base class of the sync and async HTTP transports in recent 2.x releases
     from sentry_sdk.transport import HttpTransportCore as _NetworkTransport
@@ -321,17 +322,7 @@ def _child(path: str, key: str) -> str:
 
 def _leaves(value: Any, path: str) -> Iterator[tuple[str, str]]:
     """``(path, text)`` for every key and string leaf of a JSON value."""
-    if isinstance(value, dict):
-        for key, child in value.items():
-            key = str(key)
-            sub = _child(path, key)
-            yield f"{sub}<key>", key
-            yield from _leaves(child, sub)
-    elif isinstance(value, list):
-        for i, child in enumerate(value):
-            yield from _leaves(child, f"{path}[{i}]")
-    elif isinstance(value, str):
-        yield path, value
+    return leaves(value, path, scalars=False, child=_child)
 
 
 SINKS = [SentrySink]
