@@ -51,6 +51,12 @@ class Captured:
     group: str = ""
     fallback: bool = False
 
+    def __repr__(self) -> str:  # the text is what leaked: never shown (-l, tracebacks)
+        return f"Captured(sink={self.sink!r}, path={self.path!r}, chars={len(self.text)})"
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(repr(self))
+
 
 @runtime_checkable
 class Sink(Protocol):

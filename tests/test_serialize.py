@@ -378,3 +378,13 @@ def test_hostile_exceptions_never_raise() -> None:
 def test_safe_repr() -> None:
     assert safe_repr("x") == "'x'"
     assert safe_repr(RaisingRepr()) == "<RaisingRepr object; repr raised RuntimeError>"
+
+
+def test_captured_repr_never_shows_its_text() -> None:
+    """A ``Captured`` holds what leaked; ``-l`` or a traceback may print it."""
+    from leakcheck.capture import Captured
+    from leakcheck.policy import SinkClass
+
+    item = Captured("log record", SinkClass.OPERATOR, "gw WARNING message", "tok=S3cr3t-V4lue")
+    assert "S3cr3t" not in repr(item)
+    assert "gw WARNING message" in repr(item)
