@@ -8,6 +8,8 @@ Its failure message names secret ids, forms and locations, never a value.
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
 import logging
 import os
 from collections.abc import Iterable
@@ -75,3 +77,45 @@ def self_scan(text: str | bytes, secrets: Iterable[Secret], what: str = "output"
     assert not findings, f"{what} leaks: " + "; ".join(
         f"{f.secret_id} as {f.form} at {f.line}:{f.column}" for f in findings
     )
+
+
+# --- inner pytest runs ------------------------------------------------------------------------
+
+
+def run_with_report(
+    pytester: pytest.Pytester, seed: str, *args: str, report: str = "leakcheck-report.json"
+) -> tuple[pytest.RunResult, dict[str, Any]]:
+    """Run the inner suite in process (``-rA``, the given canary seed) and read its JSON
+    report; an INTERNALERROR is a failure of ours, never a verdict."""
+    path = pytester.path / report
+    result = pytester.runpytest(
+        "-p", "no:randomly", "-p", "no:hypothesispytest", "-rA",
+        f"--leakcheck-seed={seed}", f"--leakcheck-report={path}", *args,
+    )  # fmt: skip
+    assert "INTERNALERROR" not in "\n".join(result.outlines + result.errlines)
+    return result, json.loads(path.read_text(encoding="utf-8"))
+
+
+def inner_outcomes(result: pytest.RunResult) -> dict[str, str]:
+    """``{test name: PASSED|FAILED|ERROR}`` from an inner run's ``-rA`` summary."""
+    found = {}
+    for line in result.outlines:
+        word, _, rest = line.partition(" ")
+        if word in ("PASSED", "FAILED", "ERROR") and "::" in rest:
+            found[rest.split(" ")[0].split("::")[-1]] = word
+    return found
+
+
+def assert_inner_run_safe(
+    pytester: pytest.Pytester,
+    result: pytest.RunResult,
+    secrets: list[Secret],
+    ids: Iterable[str] = (),
+) -> None:
+    """No form of the inner run's secrets in its output; and, for each test in ``ids``, the
+    sha256 proof it wrote matches the rebuilt canary (so the scan looked for the right one)."""
+    self_scan("\n".join(result.outlines + result.errlines), secrets, "inner pytest output")
+    for secret, test in zip(secrets, ids, strict=False):
+        proof = pytester.path / f"proof-{test}.txt"
+        digest = hashlib.sha256(secret.value.encode()).hexdigest()
+        assert proof.read_text() == digest, "canary reconstruction differs"

@@ -10,12 +10,11 @@ loguru during the test, and every inner run's output is scanned for every secret
 
 from __future__ import annotations
 
-import hashlib
 import textwrap
 
 import loguru._logger
 import pytest
-from conftest import QUIET_INNER_ARGS, self_scan
+from conftest import QUIET_INNER_ARGS, assert_inner_run_safe
 from leakcheck.plugins import loguru_sink
 from leakcheck.plugins.loguru_sink import LoguruSink
 from loguru import logger
@@ -158,11 +157,8 @@ def _run(pytester: pytest.Pytester, name: str, tests: str, ids: list[str]):
     pytester.makepyfile(**{name: textwrap.dedent(APP) + textwrap.dedent(tests)})
     secrets = [s for test in ids for s in _secrets(f"{name}.py::{test}", "bearer")]
     result = pytester.runpytest(*INNER_ARGS, "-rA")
-    self_scan("\n".join(result.outlines + result.errlines), secrets, "inner pytest output")
-    for secret, test in zip(secrets, ids, strict=True):
-        proof = pytester.path / f"proof-{test}.txt"
-        digest = hashlib.sha256(secret.value.encode()).hexdigest()
-        assert proof.read_text() == digest, "canary reconstruction differs"
+    assert len(secrets) == len(ids)
+    assert_inner_run_safe(pytester, result, secrets, ids)
     return result
 
 

@@ -12,6 +12,7 @@ import warnings
 from typing import Any
 
 import pytest
+from conftest import inner_outcomes
 
 pytest_plugins = ["pytester"]
 
@@ -95,15 +96,6 @@ EXPECTED = {
 }
 
 
-def outcomes(result: pytest.RunResult) -> dict[str, str]:
-    found = {}
-    for line in result.outlines:
-        word, _, rest = line.partition(" ")
-        if word in ("PASSED", "FAILED", "ERROR") and "::" in rest:
-            found[rest.split(" ")[0].split("::")[-1]] = word
-    return found
-
-
 def verdicts(data: dict[str, Any]) -> dict[str, tuple[int, frozenset[tuple[str, ...]]]]:
     """test -> (forbidden count, findings by secret id, sink, path, form, allowed)."""
     return {
@@ -149,7 +141,7 @@ def serial(pytester: pytest.Pytester) -> tuple[pytest.RunResult, dict[str, Any]]
 
 def test_serial_run_verdicts(serial: tuple[pytest.RunResult, dict[str, Any]]) -> None:
     result, data = serial
-    got = outcomes(result)
+    got = inner_outcomes(result)
     assert got == {test: outcome for test, (outcome, _) in EXPECTED.items()}, got
     records = verdicts(data)
     for test, (_, leaky) in EXPECTED.items():
@@ -223,7 +215,7 @@ def test_ini_report_path(pytester: pytest.Pytester) -> None:
 def test_no_leakcheck(pytester: pytest.Pytester) -> None:
     result, data = run_suite(pytester, "--no-leakcheck")
     result.stdout.fnmatch_lines([f"leakcheck: OFF (--no-leakcheck), canary seed {SEED}"])
-    got = outcomes(result)
+    got = inner_outcomes(result)
     # only the test that raises on its own still fails; the thread's warning is no failure
     assert got == {test: "FAILED" if test == "test_exception" else "PASSED" for test in EXPECTED}, (
         got
@@ -294,7 +286,7 @@ def test_xdist_merges_worker_findings(pytester: pytest.Pytester) -> None:
     rerun = {line.rsplit("=", 1)[-1] for line in result.outlines if line.startswith("rerun: ")}
     assert rerun == {seed}, "a worker drew canaries from another seed"
     serial_result, serial_data = run_suite(pytester, f"--leakcheck-seed={seed}", seed=False)
-    assert outcomes(result) == outcomes(serial_result)
+    assert inner_outcomes(result) == inner_outcomes(serial_result)
     assert len(data["tests"]) == len(serial_data["tests"]) == 9
     assert sum(len(r["findings"]) for r in data["tests"]) == sum(
         len(r["findings"]) for r in serial_data["tests"]
@@ -319,7 +311,7 @@ def test_random_order_same_verdicts(
     for seed in (1, 2, 3):
         shuffle = ("-p", "randomly", "-p", "no:cacheprovider", f"--randomly-seed={seed}", "-v")
         result, data = run_suite(pytester, *shuffle, randomly=True)
-        assert outcomes(result) == outcomes(serial_result), seed
+        assert inner_outcomes(result) == inner_outcomes(serial_result), seed
         assert verdicts(data) == verdicts(serial_data), seed
         ran = [line.split(" ")[0] for line in result.outlines if line.startswith("test_suite.py::")]
         orders.add(tuple(ran))

@@ -13,7 +13,7 @@ import textwrap
 
 import prometheus_client
 import pytest
-from conftest import QUIET_INNER_ARGS, self_scan
+from conftest import QUIET_INNER_ARGS, assert_inner_run_safe
 from leakcheck.plugins import prometheus_sink
 from leakcheck.plugins.prometheus_sink import PrometheusSink
 
@@ -122,7 +122,7 @@ def _run(pytester: pytest.Pytester, name: str, tests: str, secrets: list[Secret]
     pytester.makepyfile(**{name: textwrap.dedent(APP) + textwrap.dedent(tests)})
     result = pytester.runpytest(*INNER_ARGS, "-rA")
     # every secret the inner tests planted, reconstructed: nothing of them in any output
-    self_scan("\n".join(result.outlines + result.errlines), secrets, "inner pytest output")
+    assert_inner_run_safe(pytester, result, secrets)
     return result
 
 

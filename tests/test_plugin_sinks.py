@@ -8,13 +8,13 @@ text can be checked to show the same line. Assertion messages carry only those n
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from conftest import run_with_report
 
 pytest_plugins = ["pytester"]
 
@@ -105,19 +105,7 @@ class Inner:
 
 def run_inner(pytester: pytest.Pytester, source: str, *args: str) -> Inner:
     pytester.makepyfile(test_inner=source)
-    path = pytester.path / "leakcheck-report.json"
-    result = pytester.runpytest(
-        "-p",
-        "no:randomly",
-        "-p",
-        "no:hypothesispytest",
-        "-rA",
-        f"--leakcheck-seed={SEED}",
-        f"--leakcheck-report={path}",
-        *args,
-    )
-    assert "INTERNALERROR" not in "\n".join(result.outlines + result.errlines)
-    return Inner(result, json.loads(path.read_text(encoding="utf-8")))
+    return Inner(*run_with_report(pytester, SEED, *args))
 
 
 # --- tool response: whatever the test exposes ---------------------------------------------

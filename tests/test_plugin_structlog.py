@@ -10,7 +10,6 @@ seen, and every inner run's output is scanned for every form of every secret.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import logging
 import textwrap
@@ -18,7 +17,7 @@ import textwrap
 import pytest
 import structlog
 import structlog.stdlib
-from conftest import QUIET_INNER_ARGS, self_scan
+from conftest import QUIET_INNER_ARGS, assert_inner_run_safe
 from leakcheck.plugins import structlog_sink
 from leakcheck.plugins.structlog_sink import StructlogSink
 from structlog._base import BoundLoggerBase
@@ -154,11 +153,8 @@ def _run(pytester: pytest.Pytester, name: str, redacting: bool):
     pytester.makepyfile(**{name: source})
     secrets = [s for test in IDS for s in _secrets(f"{name}.py::{test}", "bearer")]
     result = pytester.runpytest(*INNER_ARGS, "-rA")
-    self_scan("\n".join(result.outlines + result.errlines), secrets, "inner pytest output")
-    for secret, test in zip(secrets, IDS, strict=True):
-        proof = pytester.path / f"proof-{test}.txt"
-        digest = hashlib.sha256(secret.value.encode()).hexdigest()
-        assert proof.read_text() == digest, "canary reconstruction differs"
+    assert len(secrets) == len(IDS)
+    assert_inner_run_safe(pytester, result, secrets, IDS)
     return result
 
 

@@ -7,9 +7,8 @@ usage errors for values written wrong.
 
 from __future__ import annotations
 
-import json
-
 import pytest
+from conftest import inner_outcomes, run_with_report
 
 from leakcheck import SecretClass
 from leakcheck.policy import DEFAULT_POLICY, Policy, PolicyError, SinkClass
@@ -140,33 +139,13 @@ def test_direct_still_forbidden(leakcheck):
 
 def run(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict[str, dict]]:
     pytester.makepyfile(test_context=CONTEXT_TESTS)
-    report = pytester.path / "policy-report.json"
-    result = pytester.runpytest(
-        "-p",
-        "no:randomly",
-        "-p",
-        "no:hypothesispytest",
-        "-rA",
-        f"--leakcheck-seed={SEED}",
-        f"--leakcheck-report={report}",
-        *args,
-    )
-    records = json.loads(report.read_text(encoding="utf-8"))["tests"]
-    return result, {r["test"].split("::")[-1]: r for r in records}
-
-
-def outcomes(result: pytest.RunResult) -> dict[str, str]:
-    found = {}
-    for line in result.outlines:
-        word, _, rest = line.partition(" ")
-        if word in ("PASSED", "FAILED", "ERROR") and "::" in rest:
-            found[rest.split(" ")[0].split("::")[-1]] = word
-    return found
+    result, data = run_with_report(pytester, SEED, *args, report="policy-report.json")
+    return result, {r["test"].split("::")[-1]: r for r in data["tests"]}
 
 
 def test_default_policy_through_the_plugin(pytester: pytest.Pytester) -> None:
     result, records = run(pytester)
-    got = outcomes(result)
+    got = inner_outcomes(result)
     assert got == {
         "test_context_in_log": "PASSED",
         "test_context_in_response": "FAILED",
@@ -212,7 +191,7 @@ def test_ini_forbid_makes_the_log_case_fail(pytester: pytest.Pytester, config: s
     else:
         args = ("-o", "leakcheck_forbid=context: operator")
     result, records = run(pytester, *args)
-    got = outcomes(result)
+    got = inner_outcomes(result)
     assert got["test_context_in_log"] == "FAILED", got
     assert records["test_context_in_log"]["forbidden"] >= 1
     result.stdout.fnmatch_lines(["  ?LEAK? operator: log record gateway.dns WARNING message *"])
@@ -223,7 +202,7 @@ def test_ini_forbid_makes_the_log_case_fail(pytester: pytest.Pytester, config: s
 def test_ini_allow(pytester: pytest.Pytester) -> None:
     pytester.makeini("[pytest]\nleakcheck_allow = context: caller\n")
     result, _ = run(pytester)
-    got = outcomes(result)
+    got = inner_outcomes(result)
     assert got["test_context_in_response"] == "PASSED", got
     assert got["test_direct_still_forbidden"] == "FAILED", got
 
