@@ -23,7 +23,7 @@ __all__ = ["Scanner"]
 CHUNK_BYTES = 8 * 1024 * 1024
 # Decoded runs are joined with this between them, so one search covers them all; no needle
 # can span it (base64, hex and percent runs all stop at a newline or NUL).
-_RUN_SEPARATOR = b"\n\x00\x00\n"
+JOIN_SEPARATOR = b"\n\x00\x00\n"
 
 
 @dataclass(frozen=True)
@@ -110,8 +110,8 @@ class Scanner:
         starts, position = [], 0
         for _name, _start, _end, decoded in runs:
             starts.append(position)
-            position += len(decoded) + len(_RUN_SEPARATOR)
-        joined = _RUN_SEPARATOR.join(decoded for *_, decoded in runs)
+            position += len(decoded) + len(JOIN_SEPARATOR)
+        joined = JOIN_SEPARATOR.join(decoded for *_, decoded in runs)
         inner = self._first_pass(joined)
         if depth > 1:
             inner += self._decoded(joined, depth - 1)

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 
 from .capture import Captured
-from .detect import Scanner
+from .detect import JOIN_SEPARATOR, Scanner
 from .findings import Finding
 from .policy import Policy, SinkClass
 
@@ -36,11 +36,6 @@ class Leak:
         return data
 
 
-# Between captured texts joined for one triage pass: no needle, decoder run or base64 join
-# crosses a NUL between line breaks.
-_SEPARATOR = b"\n\x00\n"
-
-
 def _suspects(scanner: Scanner, items: list[Captured]) -> set[int]:
     """Indexes of the items that hold a hit, from one search over all of them joined: a
     test captures dozens of small texts, and most hold nothing."""
@@ -51,10 +46,10 @@ def _suspects(scanner: Scanner, items: list[Captured]) -> set[int]:
     starts, position = [], 0
     for text in texts:
         starts.append(position)
-        position += len(text) + len(_SEPARATOR)
+        position += len(text) + len(JOIN_SEPARATOR)
     return {
         bisect.bisect_right(starts, start) - 1
-        for start in scanner.hit_starts(_SEPARATOR.join(texts))
+        for start in scanner.hit_starts(JOIN_SEPARATOR.join(texts))
     }
 
 
