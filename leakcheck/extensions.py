@@ -58,4 +58,5 @@ def plugin_decoders() -> dict[str, Any]:
 def skipped_plugins() -> dict[str, str]:
     load_plugins(CODECS_GROUP)
     load_plugins(GROUP)
+    load_plugins("leakcheck.faults")
     return dict(_skipped)

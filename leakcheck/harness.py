@@ -26,6 +26,9 @@ from .capture import (
 )
 from .detect import Scanner
 from .engine import available_backends
+from .faults import Fault, StageNotReached, make_fault
+from .placements import Placed, Placement, place
+from .stages import Stage
 from .forms import MASKING_FORMS
 from .policy import DEFAULT_POLICY, Policy, SinkClass
 from .verdict import Leak, format_leaks, judge
@@ -88,6 +91,8 @@ class LeakCheck:
             if s.name not in self.skip_sinks
         ]
         self._started: list[Sink] = []
+        self.faults: list[Fault] = []
+        self._armed: list[Fault] = []
 
     @property
     def seed(self) -> int | str:
@@ -139,6 +144,44 @@ class LeakCheck:
                 self._scanner = self._masker
         return self._masker.mask(text)
 
+    # --- placements and faults -------------------------------------------------------------
+
+    def place(self, placement: str | Placement) -> Placed:
+        """Render a hostile placement with fresh canaries (registered for this check)."""
+        return place(placement, self.secret)
+
+    def force(
+        self,
+        stage: str | Stage,
+        *,
+        via: str | None = None,
+        placement: str | Placement | Placed | None = None,
+        **options: Any,
+    ) -> Fault:
+        """Arm a fault that forces ``stage`` over transport ``via`` ("respx", "responses",
+        "loopback", "ssh"; None for a gateway-side stage). It is disarmed when the check
+        stops, and a fault that never fired fails the check as a harness error."""
+        placed = self.place(placement) if isinstance(placement, str | Placement) else placement
+        fault = make_fault(stage, via=via, placed=placed, secret=self.secret, **options)
+        fault.start()
+        self.faults.append(fault)
+        self._armed.append(fault)
+        return fault
+
+    def unreached(self) -> list[Fault]:
+        """Faults that never fired: each one is a harness error."""
+        return [fault for fault in self.faults if not fault.fired]
+
+    def harness_errors(self) -> str:
+        """One line per forced stage that was never reached ("" when all fired)."""
+        lines = []
+        for fault in self.unreached():
+            try:
+                fault.assert_fired()
+            except StageNotReached as exc:
+                lines.append(str(exc))
+        return self.mask("\n".join(lines))
+
     # --- what the agent sees -----------------------------------------------------------------
 
     def expose(self, obj: T, name: str = "tool response") -> T:
@@ -166,6 +209,12 @@ class LeakCheck:
     def stop(self) -> None:
         """Restore every global, in reverse order, even if one sink fails to."""
         errors = []
+        while self._armed:
+            fault = self._armed.pop()
+            try:
+                fault.stop()
+            except Exception as exc:  # noqa: BLE001
+                errors.append(f"{fault.describe()}: {type(exc).__name__}")
         while self._started:
             sink = self._started.pop()
             try:
@@ -226,6 +275,11 @@ class LeakCheck:
         return self.mask(text)
 
     def check(self) -> None:
+        """Raise ``StageNotReached`` if a forced stage never fired, else ``LeakError`` on a
+        forbidden hit."""
+        harness = self.harness_errors()
+        if harness:
+            raise StageNotReached(harness)
         leaks = self.findings()
         if any(not leak.allowed for leak in leaks):
             raise LeakError(self.report(leaks))

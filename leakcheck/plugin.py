@@ -334,7 +334,17 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     outcome = yield
     report: pytest.TestReport = outcome.get_result()
     check = item.stash.get(_LEAKCHECK, None)
-    if check is None or not check.secrets:
+    if check is None:
+        return
+    if call.when == "call" and check.unreached() and not report.skipped:
+        # a forced stage that never fired proved nothing: never a pass
+        harness = check.harness_errors()
+        original = report.longreprtext if report.failed else ""
+        report.outcome = "failed"
+        report.longrepr = "\n\n".join(p for p in (harness, original) if p)
+        if hasattr(report, "wasxfail"):
+            del report.wasxfail
+    if not check.secrets:
         return
     state = item.config.stash[_STATE]
     if call.when == "call" and state.enabled:

@@ -1,0 +1,186 @@
+"""Placements: where a canary sits when a tool call fails.
+
+The placements are data (``corpora/placements.json``): templates that name canary kinds in
+braces. ``place(name, secret)`` renders one with fresh canaries into a ``Placed``: the
+credential config a gateway is given (request headers, query, userinfo), agent input, what
+the upstream answers with (headers, body, whether it reflects the request), an injected
+exception cause, and the SSH pieces (command arguments, environment, password, paths).
+"""
+
+from __future__ import annotations
+
+import json
+import string
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from typing import Any, Literal
+
+from .canaries import KINDS
+
+__all__ = [
+    "PLACEMENTS",
+    "Placed",
+    "Placement",
+    "SSHPlacement",
+    "UnknownPlacementError",
+    "get_placement",
+    "place",
+    "placements_for",
+]
+
+Where = Literal["credential", "agent_input", "upstream", "exception", "ssh"]
+Pairs = tuple[tuple[str, str], ...]
+
+
+class UnknownPlacementError(ValueError):
+    """A placement name that is not in the corpus (the message lists the known ones)."""
+
+
+@dataclass(frozen=True)
+class Placement:
+    name: str
+    where: Where
+    description: str
+    spec: Mapping[str, Any] = field(repr=False, compare=False, hash=False)
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """The canary kinds this placement (with the base credential) plants."""
+        return tuple(sorted(_template_kinds(_corpus()["base"]) | _template_kinds(self.spec)))
+
+
+@dataclass(frozen=True)
+class SSHPlacement:
+    command_args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    password: str | None = None
+    identity_file: str | None = None
+    known_hosts: str | None = None
+    username: str | None = None
+    host_alias: str | None = None
+
+
+@dataclass(frozen=True)
+class Placed:
+    """One placement rendered with canaries. ``secrets`` maps each kind used to its value
+    (they are registered with the check that made them)."""
+
+    placement: Placement
+    secrets: Mapping[str, str] = field(repr=False)
+    request_headers: Pairs = field(default=(), repr=False)
+    query: Pairs = field(default=(), repr=False)
+    userinfo: tuple[str, str] | None = field(default=None, repr=False)
+    agent_input: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    reply_headers: Pairs = field(default=(), repr=False)
+    reply_body: str = field(default="", repr=False)
+    reflect_request: bool = False
+    cause: str | None = field(default=None, repr=False)
+    ssh: SSHPlacement = field(default_factory=SSHPlacement, repr=False)
+
+    @property
+    def name(self) -> str:
+        return self.placement.name
+
+    def cause_exception(self) -> ConnectionError | None:
+        """The exception a careless transport wrapper would chain (``raise ... from``)."""
+        return ConnectionError(self.cause) if self.cause is not None else None
+
+
+@cache
+def _corpus() -> dict[str, Any]:
+    text = resources.files("leakcheck.corpora").joinpath("placements.json").read_text("utf-8")
+    data: dict[str, Any] = json.loads(text)
+    unknown = _template_kinds(data) - set(KINDS)
+    if unknown:  # a corpus edit that names no canary kind is our bug, not the user's
+        raise ValueError(f"placements.json names unknown canary kinds: {sorted(unknown)}")
+    return data
+
+
+def _template_kinds(value: Any) -> set[str]:
+    if isinstance(value, str):
+        return {f for _, f, _, _ in string.Formatter().parse(value) if f}
+    if isinstance(value, Mapping):
+        return set().union(*(_template_kinds(v) for v in value.values()), set())
+    if isinstance(value, list | tuple):
+        return set().union(*(_template_kinds(v) for v in value), set())
+    return set()
+
+
+def _load() -> dict[str, Placement]:
+    out = {}
+    for entry in _corpus()["placements"]:
+        spec = {k: v for k, v in entry.items() if k not in ("name", "where", "description")}
+        out[entry["name"]] = Placement(entry["name"], entry["where"], entry["description"], spec)
+    return out
+
+
+#: every placement by name, in corpus order
+PLACEMENTS: dict[str, Placement] = _load()
+
+
+def get_placement(name: str | Placement) -> Placement:
+    if isinstance(name, Placement):
+        return name
+    try:
+        return PLACEMENTS[name]
+    except KeyError:
+        known = ", ".join(PLACEMENTS)
+        raise UnknownPlacementError(
+            f"unknown placement {name!r}; known placements: {known}"
+        ) from None
+
+
+def placements_for(transport: str) -> list[Placement]:
+    """Placements that make sense for ``transport`` ("http" or "ssh")."""
+    if transport == "ssh":
+        keep = {"ssh", "agent_input", "exception"}
+    else:
+        keep = {"credential", "agent_input", "upstream", "exception"}
+    return [p for p in PLACEMENTS.values() if p.where in keep]
+
+
+def _render(value: Any, values: Mapping[str, str]) -> Any:
+    if isinstance(value, str):
+        return value.format_map(values)
+    if isinstance(value, Mapping):
+        return {k: _render(v, values) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_render(v, values) for v in value]
+    return value
+
+
+def _pairs(value: Any) -> Pairs:
+    return tuple((str(k), str(v)) for k, v in value or ())
+
+
+def place(name: str | Placement, secret: Callable[[str], str]) -> Placed:
+    """Render a placement, asking ``secret(kind)`` (``LeakCheck.secret``) once per kind."""
+    placement = get_placement(name)
+    values = {kind: secret(kind) for kind in placement.kinds}
+    base = _render(_corpus()["base"], values)
+    spec = _render(dict(placement.spec), values)
+    ssh = spec.get("ssh", {})
+    userinfo = spec.get("userinfo")
+    return Placed(
+        placement=placement,
+        secrets=values,
+        request_headers=_pairs(base.get("request_headers")) + _pairs(spec.get("request_headers")),
+        query=_pairs(spec.get("query")),
+        userinfo=(userinfo[0], userinfo[1]) if userinfo else None,
+        agent_input=spec.get("agent_input", {}),
+        reply_headers=_pairs(spec.get("reply_headers")),
+        reply_body=spec.get("reply_body", ""),
+        reflect_request=bool(spec.get("reflect_request", False)),
+        cause=spec.get("cause"),
+        ssh=SSHPlacement(
+            command_args=tuple(ssh.get("command_args", ())),
+            env=dict(ssh.get("env", {})),
+            password=ssh.get("password"),
+            identity_file=ssh.get("identity_file"),
+            known_hosts=ssh.get("known_hosts"),
+            username=ssh.get("username"),
+            host_alias=ssh.get("host_alias"),
+        ),
+    )
