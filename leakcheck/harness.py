@@ -27,10 +27,10 @@ from .capture import (
 from .detect import Scanner
 from .engine import available_backends
 from .faults import Fault, StageNotReached, make_fault
-from .placements import Placed, Placement, place
-from .stages import Stage
 from .forms import MASKING_FORMS
+from .placements import Placed, Placement, place
 from .policy import DEFAULT_POLICY, Policy, SinkClass
+from .stages import Stage
 from .verdict import Leak, format_leaks, judge
 
 __all__ = ["LeakCheck", "LeakError"]

@@ -21,6 +21,7 @@ from .canaries import KINDS
 
 __all__ = [
     "PLACEMENTS",
+    "AuthTemplate",
     "Placed",
     "Placement",
     "SSHPlacement",
@@ -52,6 +53,30 @@ class Placement:
 
 
 @dataclass(frozen=True)
+class AuthTemplate:
+    """Where a gateway puts its credentials, as templates naming vault kinds
+    (``"Bearer {bearer}"``): the gateway fills them from its vault, so the vault is
+    consulted (credential selection) before anything leaves."""
+
+    headers: Pairs = ()
+    query: Pairs = ()
+    userinfo: tuple[str, str] | None = None
+
+    def kinds(self) -> tuple[str, ...]:
+        return tuple(sorted(_template_kinds([self.headers, self.query, self.userinfo or ()])))
+
+    def render(self, lookup: Callable[[str], str]) -> tuple[Pairs, Pairs, tuple[str, str] | None]:
+        """``(headers, query, userinfo)`` with each ``{kind}`` replaced by ``lookup(kind)``."""
+        values = {kind: lookup(kind) for kind in self.kinds()}
+        headers = tuple((k, v.format_map(values)) for k, v in self.headers)
+        query = tuple((k, v.format_map(values)) for k, v in self.query)
+        userinfo = None
+        if self.userinfo is not None:
+            userinfo = (self.userinfo[0].format_map(values), self.userinfo[1].format_map(values))
+        return headers, query, userinfo
+
+
+@dataclass(frozen=True, repr=False)
 class SSHPlacement:
     command_args: tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
@@ -60,6 +85,10 @@ class SSHPlacement:
     known_hosts: str | None = None
     username: str | None = None
     host_alias: str | None = None
+
+    def __repr__(self) -> str:  # names what is set, never a value
+        set_ = [name for name, value in vars(self).items() if value]
+        return f"SSHPlacement(set={set_})"
 
 
 @dataclass(frozen=True)
@@ -78,6 +107,8 @@ class Placed:
     reflect_request: bool = False
     cause: str | None = field(default=None, repr=False)
     ssh: SSHPlacement = field(default_factory=SSHPlacement, repr=False)
+    #: the credential pieces as templates, for a gateway that reads its vault itself
+    auth: AuthTemplate = field(default_factory=AuthTemplate)
 
     @property
     def name(self) -> str:
@@ -163,6 +194,13 @@ def place(name: str | Placement, secret: Callable[[str], str]) -> Placed:
     spec = _render(dict(placement.spec), values)
     ssh = spec.get("ssh", {})
     userinfo = spec.get("userinfo")
+    raw_base, raw = _corpus()["base"], placement.spec
+    raw_userinfo = raw.get("userinfo")
+    auth = AuthTemplate(
+        headers=_pairs(raw_base.get("request_headers")) + _pairs(raw.get("request_headers")),
+        query=_pairs(raw.get("query")),
+        userinfo=(raw_userinfo[0], raw_userinfo[1]) if raw_userinfo else None,
+    )
     return Placed(
         placement=placement,
         secrets=values,
@@ -183,4 +221,5 @@ def place(name: str | Placement, secret: Callable[[str], str]) -> Placed:
             username=ssh.get("username"),
             host_alias=ssh.get("host_alias"),
         ),
+        auth=auth,
     )

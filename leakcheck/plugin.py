@@ -336,7 +336,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     check = item.stash.get(_LEAKCHECK, None)
     if check is None:
         return
-    if call.when == "call" and check.unreached() and not report.skipped:
+    skipped = report.skipped and not hasattr(report, "wasxfail")
+    if call.when == "call" and check.unreached() and not skipped:
         # a forced stage that never fired proved nothing: never a pass
         harness = check.harness_errors()
         original = report.longreprtext if report.failed else ""
