@@ -126,9 +126,16 @@ class Boom:
     """Call it where the gateway's own code could fail: raises ``InternalError`` whose
     message carries a bearer token and an internal host, like a careless f-string."""
 
-    def __init__(self, secret: Callable[[str], str], *, on_raise: Recorder | None = None) -> None:
+    def __init__(
+        self,
+        secret: Callable[[str], str],
+        *,
+        on_raise: Recorder | None = None,
+        cause: BaseException | None = None,
+    ) -> None:
         self._secret = secret
         self._on_raise = on_raise
+        self._cause = cause
         self.armed = on_raise is not None
 
     def __call__(self, *args: Any, **kwargs: Any) -> None:
@@ -140,7 +147,7 @@ class Boom:
         raise InternalError(
             f"KeyError while building request for https://{host}/v1: "
             f"headers={{'Authorization': 'Bearer {token}'}}"
-        )
+        ) from self._cause
 
     def __repr__(self) -> str:
         return f"Boom(armed={self.armed})"

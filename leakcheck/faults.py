@@ -211,7 +211,11 @@ class GatewayFault(Fault):
         self.agent_input = ObservedInput(
             base_input, on_read=self.record if name == "invalid_input" else None
         )
-        self.boom = Boom(secret, on_raise=self.record if name == "gateway_exception" else None)
+        self.boom = Boom(
+            secret,
+            on_raise=self.record if name == "gateway_exception" else None,
+            cause=placed.cause_exception() if placed is not None else None,
+        )
 
     def not_reached_reason(self) -> str:
         return {

@@ -45,6 +45,8 @@ SMALL_INPUT_BACKEND = "ahocorasick" if "ahocorasick" in available_backends() els
 class LeakError(AssertionError):
     """A forbidden hit. The message carries masked evidence only."""
 
+    leakcheck_verdict = True  # ours, not the gateway's: never scanned as caller output
+
 
 class LeakCheck:
     """One test's canaries, sinks and verdict.
@@ -93,6 +95,8 @@ class LeakCheck:
         self._started: list[Sink] = []
         self.faults: list[Fault] = []
         self._armed: list[Fault] = []
+        #: set by a stage-matrix case: what it was and which assertions failed
+        self.matrix: dict[str, Any] | None = None
 
     @property
     def seed(self) -> int | str:

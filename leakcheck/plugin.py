@@ -176,6 +176,7 @@ class _State:
         self.running: dict[str, LeakCheck] = {}
         self.records: list[dict[str, Any]] = []
         self.opt_outs: list[dict[str, str]] = []
+        self.request_id_problems: list[dict[str, Any]] = []
         self._scanner: Scanner | None = None
 
     def mask(self, text: str) -> str:
@@ -241,6 +242,9 @@ class _State:
                 {"records": self.records, "opt_outs": self.opt_outs}
             )
             return
+        self.request_id_problems = _request_id_problems(self.records)
+        if self.request_id_problems and session.exitstatus == 0:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
         if self.report_path:
             document = {
                 "tool": "leakcheck",
@@ -249,6 +253,8 @@ class _State:
                 "tests": self.records,
                 "opt_outs": self.opt_outs,
             }
+            if any("matrix" in r for r in self.records):
+                document["request_ids"] = self.request_id_problems
             path = Path(self.report_path)
             path.parent.mkdir(parents=True, exist_ok=True)
             # Mask every string, then dump: masking the dumped text could swallow the
@@ -285,6 +291,17 @@ class _State:
                 inactive.setdefault(f"{sink} ({reason})", set()).add(record["test"])
         for what, tests in sorted(inactive.items()):
             terminalreporter.write_line(f"sink inactive in {len(tests)} test(s): {what}")
+        matrix = [r for r in self.records if "matrix" in r]
+        if matrix:
+            from .matrix import format_grid
+
+            for line in format_grid(matrix).splitlines():
+                terminalreporter.write_line(line)
+            problems = getattr(self, "request_id_problems", [])
+            verdict = "FAILED" if problems else "ok"
+            terminalreporter.write_line(f"request ids across {len(matrix)} case(s): {verdict}")
+            for problem in problems:
+                terminalreporter.write_line(f"  - {problem['rule']}: {problem['message']}")
         for name, why in sorted(skipped_plugins().items()):
             terminalreporter.write_line(f"plugin not loaded: {name} ({why})")
         if self.report_path:
@@ -349,32 +366,49 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         return
     state = item.config.stash[_STATE]
     if call.when == "call" and state.enabled:
-        if call.excinfo is not None and not isinstance(call.excinfo.value, pytest.skip.Exception):
-            check.exception_reached_caller(call.excinfo.value)
+        raised = call.excinfo.value if call.excinfo is not None else None
+        # our own verdicts (a matrix failure, already masked) are not the gateway's output
+        if raised is not None and not isinstance(raised, pytest.skip.Exception):
+            if not getattr(raised, "leakcheck_verdict", False):
+                check.exception_reached_caller(raised)
         _hand_over_output(item, check)
         leaks = check.findings()
         forbidden = [leak for leak in leaks if not leak.allowed]
         # Masked here, with every piece of this test's secrets: under xdist the controller
         # that writes the report never sees the secrets.
-        state.records.append(
-            {
-                "test": item.nodeid,
-                "forbidden": len(forbidden),
-                "findings": [_masked(leak.to_dict(), check.mask) for leak in leaks],
-                "inactive_sinks": check.inactive_sinks(),
-            }
-        )
+        record: dict[str, Any] = {
+            "test": item.nodeid,
+            "forbidden": len(forbidden),
+            "findings": [_masked(leak.to_dict(), check.mask) for leak in leaks],
+            "inactive_sinks": check.inactive_sinks(),
+            **({"matrix": _masked(check.matrix, check.mask)} if check.matrix else {}),
+        }
+        state.records.append(record)
         if forbidden:
             original = report.longreprtext if report.failed else ""
             text = check.report(leaks)
             rerun = f"rerun: pytest {item.nodeid!r} --leakcheck-seed={check.seed}"
+            if "\nrerun: pytest " in original:
+                rerun = ""  # the matrix's own failure already says how
             report.outcome = "failed"
             report.longrepr = "\n\n".join(p for p in (text, rerun, original) if p)
             # A leak is a failure even in an xfail test: pytest counts a report that
             # carries ``wasxfail`` as xfailed/xpassed, never as failed.
             if hasattr(report, "wasxfail"):
                 del report.wasxfail
+        record["outcome"] = report.outcome
     _mask_report(report, check)
+
+
+def _request_id_problems(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The across-matrix request-id rules (unique, not sequential, random enough), over the
+    ids every matrix case returned, in collection order (xdist workers merged)."""
+    ids = [r["matrix"]["request_id"] for r in records if (r.get("matrix") or {}).get("request_id")]
+    if len(ids) < 2:
+        return []
+    from .contract import check_request_ids  # jsonschema: only when a matrix ran
+
+    return [v.to_dict() for v in check_request_ids(ids)]
 
 
 def _masked(value: Any, mask: Any) -> Any:
