@@ -116,7 +116,31 @@ def _build_parser() -> argparse.ArgumentParser:
     scan.add_argument("--engine", choices=("auto", *BACKENDS), default="auto")
     scan.add_argument("paths", nargs="+", metavar="PATH", help="file, directory or '-'")
     commands.add_parser("kinds", help="list the kinds of canary leakcheck generates")
+    schema = commands.add_parser(
+        "schema",
+        help="print the agent error envelope's JSON Schema",
+        description="Print the default agent error envelope schema (JSON Schema 2020-12) "
+        "that the contract checks validate against, for a gateway's own tests or docs.",
+    )
+    schema.add_argument(
+        "--version",
+        default="v1",
+        metavar="VERSION",
+        help="schema version (default: v1)",
+    )
     return parser
+
+
+def _schema(version: str) -> int:
+    # imported here: the scanner commands need none of the contract module
+    from .contract import SCHEMA_VERSIONS, load_schema
+
+    if version not in SCHEMA_VERSIONS:
+        raise UsageError(
+            f"unknown schema version {version!r}; known versions: {', '.join(SCHEMA_VERSIONS)}"
+        )
+    sys.stdout.write(json.dumps(load_schema(version), indent=2, ensure_ascii=False) + "\n")
+    return EXIT_CLEAN
 
 
 def _scan(args: argparse.Namespace, out: Path | None) -> int:
@@ -187,6 +211,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             for kind in KINDS.values():
                 print(f"{kind.name:<16} {kind.secret_class.value:<8} {kind.description}")
             return EXIT_CLEAN
+        if args.command == "schema":
+            return _schema(args.version)
         parser.print_help()
         return EXIT_ERROR
     except UsageError as exc:
