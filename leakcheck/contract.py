@@ -1221,7 +1221,7 @@ def check_record(
 ) -> list[Violation]:
     """Every way the gateway's protected record of a failed call falls short: it exists,
     carries ``request_id``, and holds each of ``BOUNDARIES`` as a boolean (at the top level
-    or under ``"boundaries"``), consistent with ``stage`` (a timeout before send has
+    or under ``"boundaries"`` or ``"states"``), consistent with ``stage`` (a timeout before send has
     ``bytes_sent`` false; a 5xx has it true) and with their order. Whether the record holds
     a direct secret is the scanner's job (the protected record is a sink)."""
     stage = get_stage(stage)
@@ -1236,10 +1236,8 @@ def check_record(
         found.append(
             Violation("record-request-id", "request_id", "differs from the envelope's request id")
         )
-    states = record.get("boundaries")
-    where = "boundaries."
-    if not isinstance(states, Mapping):
-        states, where = record, ""
+    nested = next((k for k in ("boundaries", "states") if isinstance(record.get(k), Mapping)), "")
+    states, where = (record[nested], nested + ".") if nested else (record, "")
     known: dict[str, bool] = {}
     for name in BOUNDARIES:
         if name not in states:

@@ -1,0 +1,239 @@
+"""The stage matrix on a toy gateway (gateway-side stages only, so no transport is needed):
+collection, ids, the four assertions, failure text, the request-id check, the grid."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import inner_outcomes, self_scan
+
+from leakcheck import CanaryFactory
+from leakcheck.matrix import CaseSpec, Operation, Target, cases_for, format_grid
+
+pytest_plugins = ["pytester"]
+
+TOY = '''
+import secrets
+import itertools
+from leakcheck.matrix import Operation, Target, stage_matrix
+
+COUNTER = itertools.count(1)
+
+
+class Toy:
+    """A gateway with a switch per mistake."""
+
+    def __init__(self, case, mistakes):
+        self.case, self.mistakes, self.records = case, mistakes, {}
+
+    def request_id(self):
+        if "sequential" in self.mistakes:
+            return f"req_{next(COUNTER):020d}"
+        return "req_" + secrets.token_urlsafe(16)
+
+    def call(self):
+        case, rid = self.case, self.request_id()
+        states = dict.fromkeys(
+            ["validated", "credential_selected", "authorized", "connection_started",
+             "bytes_sent", "response_received", "result_returned"], False)
+        self.records[rid] = {"request_id": rid, "states": states}
+        def fail(code, action, **extra):
+            return {"ok": False, "code": code, "action": action, "message": extra.pop("message", "failed"),
+                    "retryable": action == "retry_after_delay", "request_id": rid,
+                    "operation": case.operation.name, **extra}
+        data = case.agent_input
+        bad = sorted(k for k in ("repo", "replicas") if k in data and not isinstance(data[k], str))
+        if bad:
+            msg = f"bad input {dict(data)!r}" if "echo" in self.mistakes else "input is invalid"
+            return fail("INVALID_INPUT", "repair_input", invalid_fields=bad, message=msg)
+        states["validated"] = True
+        try:
+            token = case.vault.get("bearer")
+        except Exception:
+            return fail("VAULT_LOCKED", "stop_and_report")
+        states["credential_selected"] = True
+        if "record_token" in self.mistakes:
+            self.records[rid]["credential"] = token
+        if not case.approver.approve(case.operation.name, ""):
+            code = "AUTH_FAILED" if "denial_as_auth" in self.mistakes else "USER_DENIED"
+            return fail(code, "stop_and_report")
+        states["authorized"] = True
+        try:
+            case.boom()
+        except Exception as exc:
+            msg = str(exc) if "raw" in self.mistakes else "internal error"
+            return fail("INTERNAL_ERROR", "stop_and_report", message=msg)
+        return {"ok": True, "request_id": rid}
+
+
+class ToyTarget(Target):
+    operations = [
+        Operation("create_deployment", "http", repeatable=False, input={"repo": "web"}),
+        Operation("get_deployment", "http", repeatable=True, input={"repo": "web"}),
+    ]
+    stages = ["invalid_input", "vault_locked", "approval_declined", "gateway_exception"]
+    placements = ["authorization-header", "agent-input-json"]
+
+    def __init__(self, *mistakes):
+        self.mistakes = mistakes
+
+    def call(self, case):
+        case.context["gateway"] = gateway = Toy(case, self.mistakes)
+        return gateway.call()
+
+    def record(self, case, request_id):
+        return case.context["gateway"].records.get(request_id)
+'''
+
+
+def _inner(pytester: pytest.Pytester, *mistakes: str, args: tuple[str, ...] = ()) -> tuple:
+    pytester.makepyfile(toy=TOY)
+    quoted = ", ".join(repr(m) for m in mistakes)
+    pytester.makepyfile(
+        test_toy=f"from toy import ToyTarget\nfrom leakcheck.matrix import stage_matrix\n"
+        f"test_gateway = stage_matrix(ToyTarget({quoted}))\n"
+    )
+    report = pytester.path / "report.json"
+    result = pytester.runpytest(
+        "-p", "no:randomly", "-rA", "--leakcheck-seed=matrix-1",
+        f"--leakcheck-report={report}", *args,
+    )  # fmt: skip
+    return result, json.loads(report.read_text()) if report.exists() else {}
+
+
+def test_cases_are_operation_by_stage_by_placement() -> None:
+    class Two(Target):
+        operations = [
+            Operation("create_deployment", "http", repeatable=False),
+            Operation("run_command", "ssh", repeatable=False),
+        ]
+
+    specs = cases_for(Two())
+    ids = [s.id for s in specs]
+    assert len(ids) == len(set(ids))
+    assert "create_deployment-http_401-upstream-prose" in ids
+    # an upstream header cannot show when nothing answered; SSH has no HTTP placements
+    assert "create_deployment-dns_failure-upstream-set-cookie" not in ids
+    assert not any(i.startswith("run_command-http_") for i in ids)
+    assert "run_command-ssh_command_failed-ssh-env" in ids
+    assert "create_deployment-vault_locked-exception-chain" not in ids
+    assert "create_deployment-gateway_exception-exception-chain" in ids
+
+
+def test_bad_targets_are_clear_errors() -> None:
+    class Empty(Target):
+        pass
+
+    with pytest.raises(ValueError, match="operations is empty"):
+        cases_for(Empty())
+
+    class Typo(Target):
+        operations = [Operation("a", "http", repeatable=True)]
+        stages = ["http_418"]
+
+    with pytest.raises(ValueError, match=r"unknown stages \['http_418'\]"):
+        cases_for(Typo())
+    with pytest.raises(ValueError, match="transport must be"):
+        Operation("a", "ftp", repeatable=True)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="generic action class"):
+        Operation("POST /v1/deployments", "http", repeatable=True)
+
+
+def test_careful_toy_passes_every_case(pytester: pytest.Pytester) -> None:
+    result, report = _inner(pytester)
+    outcomes = inner_outcomes(result)
+    assert len(outcomes) == 2 * 4 * 2
+    assert set(outcomes.values()) == {"PASSED"}, result.stdout.str()
+    assert report["request_ids"] == []
+    assert "request ids across 16 case(s): ok" in result.stdout.str()
+    assert all(not r["matrix"]["failed"] for r in report["tests"])
+
+
+def test_collection_is_eager_and_selectable(pytester: pytest.Pytester) -> None:
+    result, _ = _inner(pytester, args=("--collect-only", "-q", "-k", "vault_locked"))
+    lines = [line for line in result.outlines if "::" in line]
+    assert len(lines) == 4
+    assert all("vault_locked" in line for line in lines)
+
+
+def test_each_mistake_fails_its_assertion_only(pytester: pytest.Pytester) -> None:
+    result, report = _inner(pytester, "denial_as_auth", "echo", "raw", "record_token")
+
+    def expected(stage: str, placement: str) -> set[str]:
+        # the token is read from the vault before approval: from then on it is in the record
+        if stage == "approval_declined":
+            return {"contract", "record"}  # denial reported as AUTH_FAILED
+        if stage == "gateway_exception":  # str(exc): a token, a host, a header name
+            return {"leaks", "hygiene", "record"}
+        if stage == "invalid_input":  # the echoed input carries what the agent sent
+            return {"leaks"} if placement == "agent-input-json" else set()
+        return set()
+
+    for record in report["tests"]:
+        case = record["matrix"]
+        want = expected(case["stage"], case["placement"])
+        assert set(case["failed"]) == want, (case["stage"], case["placement"])
+        assert (record["outcome"] == "failed") == bool(want)
+    out = result.stdout.str()
+    assert "leakcheck matrix: operation create_deployment, stage approval_declined" in out
+    assert "[contract] expected code and permitted action" in out
+    assert "[hygiene] no raw headers" in out
+    assert "rerun: pytest 'test_toy.py::test_gateway[" in out
+    assert "[LEAK] operator: protected record $.credential" in out
+    _scan_inner(pytester, result)
+
+
+def test_sequential_request_ids_fail_the_session(pytester: pytest.Pytester) -> None:
+    result, report = _inner(pytester, "sequential")
+    assert set(inner_outcomes(result).values()) == {"PASSED"}
+    assert result.ret == 1
+    rules = {p["rule"] for p in report["request_ids"]}
+    assert "request_id.sequential" in rules or any("sequen" in r for r in rules), rules
+    assert "request ids across 16 case(s): FAILED" in result.stdout.str()
+
+
+def test_grid_reads_at_a_glance() -> None:
+    def record(op: str, stage: str, failed: list[str], forbidden: int = 0) -> dict:
+        return {
+            "matrix": {"operation": op, "stage": stage, "failed": failed},
+            "forbidden": forbidden,
+        }
+
+    grid = format_grid(
+        [
+            record("create_deployment", "vault_locked", []),
+            record("create_deployment", "vault_locked", ["contract"], 1),
+            record("create_deployment", "http_401", []),
+            record("get_deployment", "http_401", ["record"]),
+        ]
+    )
+    lines = grid.splitlines()
+    assert lines[1].split() == ["create_deployment", "get_deployment"]
+    vault = next(line for line in lines if line.startswith("vault_locked"))
+    assert "1/2 FAIL cl" in vault and vault.rstrip().endswith("-")
+    assert "c=contract" in lines[0] and "!=stage not reached" in lines[0]
+    http = next(line for line in lines if line.startswith("http_401"))
+    assert "1/1 ok" in http and "0/1 FAIL r" in http
+    # stages in the order of a call's life
+    assert lines.index(vault) < lines.index(http)
+
+
+def _scan_inner(pytester: pytest.Pytester, result: pytest.RunResult) -> None:
+    text = "\n".join(result.outlines + result.errlines)
+    report = (pytester.path / "report.json").read_text()
+    # every inner canary: rebuilt from the seed and each test's node id
+    secrets = []
+    for line in result.outlines:
+        if line.startswith(("PASSED ", "FAILED ")) and "::" in line:
+            nodeid = line.split(" ")[1]
+            factory = CanaryFactory("matrix-1", namespace=nodeid)
+            secrets += [factory.secret(k) for k in ("bearer", "hostname", "ssh_password")]
+    assert secrets
+    self_scan(text, secrets, "inner matrix output")
+    self_scan(report, secrets, "inner matrix report")
+
+
+def test_case_spec_ids_hold_names_only() -> None:
+    spec = CaseSpec("create_deployment", "http_401", "url-userinfo")
+    assert spec.id == "create_deployment-http_401-url-userinfo"
