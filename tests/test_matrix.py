@@ -39,7 +39,8 @@ class Toy:
              "bytes_sent", "response_received", "result_returned"], False)
         self.records[rid] = {"request_id": rid, "states": states}
         def fail(code, action, **extra):
-            return {"ok": False, "code": code, "action": action, "message": extra.pop("message", "failed"),
+            message = extra.pop("message", "failed")
+            return {"ok": False, "code": code, "action": action, "message": message,
                     "retryable": action == "retry_after_delay", "request_id": rid,
                     "operation": case.operation.name, **extra}
         data = case.agent_input
