@@ -53,7 +53,7 @@ class Watcher:
         elif event == "socket.getaddrinfo":
             name = args[0]
             if isinstance(name, bytes):
-                name = name.decode("idna", "replace")
+                name = name.decode("ascii", "replace")  # IDNA on the wire is ASCII punycode
             if self.lookup is None or str(name).lower().rstrip(".") != self.lookup.lower():
                 return
             self.lookups += 1
@@ -95,7 +95,7 @@ def failing_dns(suffix: str = ".invalid") -> Iterator[Callable[[], int]]:
 
     def getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
         nonlocal failed
-        name = host.decode("idna", "replace") if isinstance(host, bytes) else str(host or "")
+        name = host.decode("ascii", "replace") if isinstance(host, bytes) else str(host or "")
         if name.lower().rstrip(".").endswith(suffix):
             failed += 1
             raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")

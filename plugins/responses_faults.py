@@ -1,0 +1,436 @@
+"""The ``responses`` fault transport: force an HTTP stage on requests clients, no network.
+
+    fault = leakcheck.force("dns_failure", via="responses", placement="query-api-key")
+    requests.post(fault.url + "/v1/deployments", params=..., headers=...)  # raises
+
+The fault starts its own ``responses.RequestsMock`` and answers every request under
+``fault.url``:
+
+* answered stages (``http_401`` ... ``redirect_signed_url``) serve the stage's upstream
+  reply with the placement's headers (repeated ones stay repeated: two ``Set-Cookie`` make
+  two cookies) and body; a reflecting upstream echoes the request it actually received,
+  with the ``Host`` header the wire carries. requests follows a redirect by default: the
+  ``Location`` host is intercepted too and answers ``403`` with an S3-style "Request has
+  expired" body, so ``raise_for_status()`` carries the signed URL;
+* connection stages raise what ``HTTPAdapter.send`` raises, built from urllib3's and
+  requests' own classes along their own code path: the OS error, urllib3's wrapper
+  (``NameResolutionError``, ``NewConnectionError``, ``ConnectTimeoutError``,
+  ``ReadTimeoutError``, ``SSLError``, ``ProtocolError('Connection aborted.', ...)``), the
+  adapter's real ``Retry`` deciding between re-raising and ``MaxRetryError`` (so a mounted
+  ``HTTPAdapter(max_retries=3)`` gets what it would get, minus the back-off sleeps), then
+  requests' mapping with ``request=`` set. So ``str(exc)`` carries host, port and the path
+  *with its query* where the real one does (``Max retries exceeded with url:
+  /v1/deployments?api_key=...``), and the timeouts name the client's own values;
+* ``truncated_body`` serves a ``Content-Length`` larger than the body: urllib3 itself
+  raises ``IncompleteRead`` while reading and requests wraps it in
+  ``ChunkedEncodingError``, which, like the real one, carries no ``.request``.
+
+Proof: ``record()`` runs when the mock answers or raises (for ``truncated_body``: when the
+client reads past the cut). Evidence names the method and path, never the query or a
+header. A TLS stage asked with ``verify=False`` does not fire: a real client would have
+accepted the certificate, and the harness error says so.
+
+Requests to other URLs: if another ``responses`` mock was active when the fault started,
+they pass to it (start yours first); otherwise they fail with a
+``requests.exceptions.ConnectionError`` naming no URL, and the real network is never used.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import errno
+import io
+import re
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlsplit
+
+import requests
+import responses
+from requests.adapters import HTTPAdapter
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+from urllib3.exceptions import (
+    ConnectTimeoutError,
+    MaxRetryError,
+    NameResolutionError,
+    NewConnectionError,
+    ProtocolError,
+    ReadTimeoutError,
+    ResponseError,
+)
+from urllib3.exceptions import SSLError as Urllib3SSLError
+from urllib3.util.retry import Retry
+from urllib3.util.timeout import Timeout
+
+from leakcheck.faults import Fault, SecretFactory, reply_for
+from leakcheck.httpfaults import (
+    DEFAULT_URL,
+    RAISED,
+    SIGNED_URL_ANSWER,
+    TLS_STAGES,
+    cert_verify_error,
+    check_method,
+    check_options,
+    name_not_known,
+    os_error,
+    parse_base,
+    redirect_hosts,
+    safe_path,
+)
+from leakcheck.placements import Placed
+from leakcheck.stages import Stage
+
+__all__ = ["DEFAULT_URL", "FAULTS", "ResponsesFault"]
+
+#: the adapter sending the request being answered (for its retries)
+_ADAPTER: contextvars.ContextVar[HTTPAdapter | None] = contextvars.ContextVar(
+    "leakcheck_responses_adapter", default=None
+)
+_EVERY_URL = re.compile("")
+
+
+# --- responses --------------------------------------------------------------------------------
+
+
+def _is_requests_send(send: object) -> bool:
+    """Whether ``send`` is requests' own ``HTTPAdapter.send`` (no mock installed)."""
+    return (
+        getattr(send, "__module__", None) == "requests.adapters"
+        and getattr(send, "__qualname__", None) == "HTTPAdapter.send"
+    )
+
+
+def _timeout(value: Any) -> Timeout:
+    """The urllib3 ``Timeout`` that ``HTTPAdapter.send`` makes of ``timeout=``."""
+    if isinstance(value, Timeout):
+        return value
+    if isinstance(value, tuple) and len(value) == 2:
+        return Timeout(connect=value[0], read=value[1])
+    return Timeout(connect=value, read=value)
+
+
+def _seen_netloc(url: str) -> str:
+    """``host[:port]`` as the upstream sees it: userinfo never goes on the wire."""
+    return urlsplit(url).netloc.rpartition("@")[2]
+
+
+class _CutBody(io.RawIOBase):
+    """A body that ends before its ``Content-Length``; notes when the client reads past
+    the cut (urllib3 then raises ``IncompleteRead`` itself)."""
+
+    def __init__(self, body: bytes, on_cut: Callable[[], None]) -> None:
+        self._body = body
+        self._pos = 0
+        self._on_cut: Callable[[], None] | None = on_cut
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        size = min(len(buffer), len(self._body) - self._pos)
+        buffer[:size] = self._body[self._pos : self._pos + size]
+        self._pos += size
+        if size == 0 and self._on_cut is not None:
+            on_cut, self._on_cut = self._on_cut, None
+            on_cut()
+        return size
+
+
+class _Route(responses.CallbackResponse):
+    """One route for the fault's upstream (and redirect target), or for every URL when no
+    other mock is there to take the rest."""
+
+    def __init__(self, fault: ResponsesFault, *, every_url: bool) -> None:
+        super().__init__("GET", fault._base.origin, callback=fault._answer, content_type=None)
+        self._fault = fault
+        self._every_url = every_url
+
+    def matches(self, request: requests.PreparedRequest) -> tuple[bool, str]:
+        if self._every_url or self._fault._target(request) is not None:
+            return True, ""
+        return False, "not the fault's upstream"
+
+
+class _Mock(responses.RequestsMock):
+    """``RequestsMock`` that lets the fault see the adapter (its ``max_retries``)."""
+
+    def _on_request(
+        self, adapter: HTTPAdapter, request: requests.PreparedRequest, **kwargs: Any
+    ) -> requests.Response:
+        token = _ADAPTER.set(adapter)
+        try:
+            return super()._on_request(adapter, request, **kwargs)  # type: ignore[misc]
+        finally:
+            _ADAPTER.reset(token)
+
+    def pass_everything(self) -> None:
+        """Answer nothing from now on: if this mock's ``send`` is ever put back (someone
+        restored past it), it is transparent."""
+        self.reset()
+        self.passthru_prefixes = (_EVERY_URL,)
+
+
+class ResponsesFault(Fault):
+    """Force an HTTP ``stage`` on requests clients calling under ``url``.
+
+    ``method`` restricts the fault to one HTTP method. ``fault.url`` is the base URL to
+    give the gateway, ``fault.calls`` counts intercepted requests (each retry the adapter
+    makes is one more), ``fault.other_calls`` the requests to other URLs it refused.
+    """
+
+    transport = "responses"
+
+    def __init__(
+        self,
+        stage: str | Stage,
+        *,
+        placed: Placed | None = None,
+        secret: SecretFactory,
+        url: str = DEFAULT_URL,
+        method: str | None = None,
+        **options: Any,
+    ) -> None:
+        super().__init__(stage, placed=placed)
+        check_options(self.transport, self.stage, options)
+        self._base = parse_base(self.transport, url, self.stage)
+        self.url = url.strip().rstrip("/")
+        self.method = check_method(self.transport, method)
+        self.calls = 0
+        self.other_calls = 0
+        self.unverified_calls = 0
+        made: list[str] = []
+
+        def remember(kind: str) -> str:
+            made.append(secret(kind))
+            return made[-1]
+
+        self._reply = reply_for(self.stage, remember, placed)
+        self._redirect_hosts = redirect_hosts(self._reply)
+        self._known = [*(placed.secrets.values() if placed else ()), *made]
+        self._mock: _Mock | None = None
+        self._installed: object = None
+
+    def start(self) -> None:
+        if self._mock is not None:
+            return
+        previous = HTTPAdapter.send
+        chained = not _is_requests_send(previous)
+        mock = _Mock(
+            assert_all_requests_are_fired=False,
+            passthru_prefixes=(_EVERY_URL,) if chained else (),
+            real_adapter_send=previous,
+        )
+        mock.add(_Route(self, every_url=not chained))
+        mock.start()
+        self._mock, self._installed = mock, HTTPAdapter.send
+
+    def stop(self) -> None:
+        mock, self._mock = self._mock, None
+        if mock is None:
+            return
+        current = HTTPAdapter.send
+        mock.pass_everything()
+        mock.stop(allow_assert=False)
+        if current is not self._installed:
+            # Another mock was stopped out of order and already put back what it found
+            # (or stacked on ours): keep its choice rather than reinstating a stale one.
+            HTTPAdapter.send = current  # type: ignore[method-assign]
+
+    def not_reached_reason(self) -> str:
+        origin = self._base.origin
+        if self.unverified_calls:
+            return (
+                f"{self.unverified_calls} request(s) reached {origin} (responses) with "
+                "verify=False: certificate verification was off, so a real client would "
+                "have accepted the certificate and sent its credentials"
+            )
+        if self.calls and self.stage.name == "truncated_body":
+            return (
+                f"a request reached {origin} (responses) but its body was never read past "
+                "the cut: read the response (response.content, .json(), .text)"
+            )
+        reason = f"no request reached {origin} (responses)"
+        if self.method:
+            reason += f" with method {self.method}"
+        if self.other_calls:
+            reason += (
+                f"; the mock refused {self.other_calls} request(s) to other URLs: give the "
+                "gateway fault.url as its upstream"
+            )
+        return reason
+
+    # --- answering ----------------------------------------------------------------------------
+
+    def _target(self, request: requests.PreparedRequest) -> str | None:
+        parts = urlsplit(request.url or "")
+        host = parts.hostname or ""
+        if self.method is None or request.method == self.method:
+            if self._base.covers(parts.scheme, host, parts.port, parts.path):
+                return "upstream"
+        if host in self._redirect_hosts:
+            return "redirect"
+        return None
+
+    def _answer(
+        self, request: requests.PreparedRequest
+    ) -> tuple[int, list[tuple[str, str]], bytes | io.BufferedReader]:
+        target = self._target(request)
+        if target is None:
+            self.other_calls += 1
+            raise requests.exceptions.ConnectionError(
+                f"leakcheck: the responses fault for stage {self.stage.name} answers only "
+                f"{self._base.origin} and no other responses mock was active when it "
+                f"started; this {request.method} request went elsewhere and was not sent "
+                "(exc.request.url shows where)",
+                request=request,
+            )
+        self.calls += 1
+        path = safe_path(request.path_url, self._known)
+        where = f"responses intercepted {request.method} {path} (request {self.calls})"
+        if target == "redirect":
+            status, headers, body = SIGNED_URL_ANSWER
+            self.record(f"{where} on the redirect target: answered {status}")
+            return status, [*headers, ("Content-Length", str(len(body)))], body
+        name = self.stage.name
+        kwargs = getattr(request, "req_kwargs", {})
+        if name in TLS_STAGES and kwargs.get("verify", True) is False:
+            self.unverified_calls += 1
+            raise requests.exceptions.ConnectionError(
+                f"leakcheck: stage {name} cannot happen: this request was sent with "
+                "verify=False, so certificate verification is off",
+                request=request,
+            )
+        if name in RAISED:
+            attempts = self.calls
+            try:
+                self._raise_failure(request, kwargs.get("timeout"))
+            except requests.RequestException as exc:
+                attempts = self.calls - attempts + 1
+                retried = (
+                    f" after {attempts} attempts (the adapter's retries)" if attempts > 1 else ""
+                )
+                self.record(f"{where}: raised {type(exc).__name__}{retried}")
+                raise
+        reply = self._reply
+        assert reply is not None  # every answered stage has one in the corpus
+        headers = list(reply.headers)
+        if name == "truncated_body":
+            declared = reply.declared_length or len(reply.body) + 1
+            cut = f"{where}: the client read past the cut at {len(reply.body)} of {declared} bytes"
+            raw = _CutBody(reply.body, lambda: self.record(cut))
+            return (
+                reply.status,
+                [*headers, ("Content-Length", str(declared))],
+                io.BufferedReader(raw),
+            )
+        netloc = _seen_netloc(request.url or "")
+        seen_url = f"{urlsplit(request.url or '').scheme}://{netloc}{request.path_url}"
+        seen_headers = list(request.headers.items())
+        if not any(k.lower() == "host" for k, _ in seen_headers):
+            seen_headers.insert(0, ("Host", netloc))  # http.client adds it when sending
+        body = reply.reflected(request.method or "GET", seen_url, seen_headers)
+        self.record(f"{where}: answered {reply.status}")
+        return reply.status, [*headers, ("Content-Length", str(len(body)))], body
+
+    def _raise_failure(self, request: requests.PreparedRequest, timeout: Any) -> None:
+        """Raise what ``HTTPAdapter.send`` raises at this stage: the urllib3 error of one
+        attempt, through the adapter's ``Retry`` (each retry is another attempt), then
+        requests' own mapping."""
+        parts = urlsplit(request.url or "")
+        https = parts.scheme == "https"
+        host = parts.hostname or ""
+        port = parts.port or (443 if https else 80)
+        pool = (HTTPSConnectionPool if https else HTTPConnectionPool)(host, port)
+        url = request.path_url  # what the adapter hands to urlopen (no proxy)
+        limits = _timeout(timeout)
+        adapter = _ADAPTER.get()
+        retries = getattr(adapter, "max_retries", None)
+        if not isinstance(retries, Retry):
+            retries = Retry(0, read=False)  # HTTPAdapter's default
+        while True:
+            error = self._urllib3_error(pool, https, host, port, url, limits)
+            try:
+                retries = retries.increment(request.method, url, error=error, _pool=pool)
+            except Exception as final:  # noqa: BLE001 - MaxRetryError or the error itself
+                outcome = final
+                break
+            self.calls += 1  # urllib3 would open another connection
+        raise _as_requests_error(outcome, request)
+
+    def _urllib3_error(
+        self,
+        pool: HTTPConnectionPool,
+        https: bool,
+        host: str,
+        port: int,
+        url: str,
+        limits: Timeout,
+    ) -> Exception:
+        """One failed attempt, as urllib3's connection and pool raise it."""
+        name = self.stage.name
+        connect_timeout = Timeout.resolve_default_timeout(limits.connect_timeout)
+        conn = (HTTPSConnection if https else HTTPConnection)(host, port, timeout=connect_timeout)
+        error: Exception
+        if name == "dns_failure":
+            leaf: OSError = name_not_known()
+            error = NameResolutionError(host, conn, leaf)  # type: ignore[arg-type]
+            error.__cause__ = leaf
+        elif name == "connection_refused":
+            leaf = os_error(ConnectionRefusedError, errno.ECONNREFUSED)
+            error = NewConnectionError(conn, f"Failed to establish a new connection: {leaf}")
+            error.__cause__ = leaf
+        elif name in TLS_STAGES:
+            leaf = cert_verify_error(name, host)
+            error = Urllib3SSLError(leaf)
+            error.__context__ = leaf  # re-raised inside ``except``, not ``from``
+        elif name == "timeout_before_send":
+            leaf = TimeoutError("timed out")
+            error = ConnectTimeoutError(
+                conn, f"Connection to {host} timed out. (connect timeout={conn.timeout})"
+            )
+            error.__cause__ = leaf
+        elif name == "timeout_after_send":
+            leaf = TimeoutError("timed out")
+            error = ReadTimeoutError(
+                pool, url, f"Read timed out. (read timeout={limits.read_timeout})"
+            )
+            error.__cause__ = leaf
+        else:  # reset_after_send
+            leaf = os_error(ConnectionResetError, errno.ECONNRESET)
+            error = ProtocolError("Connection aborted.", leaf)
+            error.__context__ = leaf
+        cause = self.placed.cause_exception() if self.placed is not None else None
+        if cause is not None:  # the injected cause rides on the real chain
+            leaf.__cause__ = cause
+        return error
+
+
+def _as_requests_error(error: Exception, request: requests.PreparedRequest) -> Exception:
+    """``HTTPAdapter.send``'s mapping of a urllib3 error, clause for clause. requests
+    raises inside ``except``, which leaves the urllib3 error as ``__context__``."""
+    exceptions = requests.exceptions
+    mapped: Exception
+    if isinstance(error, ProtocolError | OSError):
+        mapped = exceptions.ConnectionError(error, request=request)
+    elif isinstance(error, MaxRetryError):
+        reason = error.reason
+        if isinstance(reason, ConnectTimeoutError) and not isinstance(reason, NewConnectionError):
+            mapped = exceptions.ConnectTimeout(error, request=request)
+        elif isinstance(reason, ResponseError):
+            mapped = exceptions.RetryError(error, request=request)
+        elif isinstance(reason, Urllib3SSLError):
+            mapped = exceptions.SSLError(error, request=request)
+        else:
+            mapped = exceptions.ConnectionError(error, request=request)
+    elif isinstance(error, Urllib3SSLError):
+        mapped = exceptions.SSLError(error, request=request)
+    elif isinstance(error, ReadTimeoutError):
+        mapped = exceptions.ReadTimeout(error, request=request)
+    else:
+        return error  # requests re-raises it as it is
+    mapped.__context__ = error
+    return mapped
+
+
+FAULTS = {"responses": ResponsesFault}
