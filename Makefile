@@ -23,8 +23,8 @@ bench: $(STAMP)
 	$(BIN)/python bench/run.py $(BENCH_ARGS)
 
 lint: $(STAMP)
-	$(BIN)/ruff check leakcheck plugins tests bench scripts
-	$(BIN)/ruff format --check leakcheck plugins tests bench scripts
+	$(BIN)/ruff check leakcheck plugins tests bench scripts examples
+	$(BIN)/ruff format --check leakcheck plugins tests bench scripts examples
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info

@@ -1,0 +1,242 @@
+"""The example gateways under the whole stage matrix (3 operations x every stage x every
+placement that can show there: 423 cases each), run as a user runs them.
+
+The careful gateway passes every case. The leaky one fails exactly the cases that carry
+one of its mistakes, each located where it shows (assertion, sink), and no other: the
+table below is the list of expected failures, one predicate per mistake."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CASES = 423
+SEED = "examples-1"
+
+HTTP_RAISING = {
+    "dns_failure",
+    "connection_refused",
+    "tls_hostname_mismatch",
+    "tls_untrusted_ca",
+    "timeout_before_send",
+    "timeout_after_send",
+    "reset_after_send",
+}
+URL_CREDENTIALS = {"query-api-key", "url-userinfo"}  # what an httpx URL carries
+
+
+@cache
+def _run(module: str, tmp: str) -> tuple[int, str, dict[str, Any]]:
+    report = Path(tmp) / f"{module}.json"
+    done = subprocess.run(
+        [
+            sys.executable, "-m", "pytest", f"examples/{module}.py", "-q",
+            "-p", "no:randomly", "-p", "no:xdist", "-p", "no:cacheprovider",
+            f"--leakcheck-seed={SEED}", f"--leakcheck-report={report}",
+        ],
+        cwd=ROOT, capture_output=True, text=True, timeout=240,
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+    )  # fmt: skip
+    return done.returncode, done.stdout + done.stderr, json.loads(report.read_text())
+
+
+@pytest.fixture(scope="module")
+def tmp_reports(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return str(tmp_path_factory.mktemp("example-reports"))
+
+
+def _by_case(report: dict[str, Any]) -> dict[tuple[str, str, str], dict[str, Any]]:
+    return {
+        (r["matrix"]["operation"], r["matrix"]["stage"], r["matrix"]["placement"]): r
+        for r in report["tests"]
+    }
+
+
+def test_careful_gateway_passes_every_case(tmp_reports: str) -> None:
+    code, out, report = _run("test_careful_matrix", tmp_reports)
+    cases = _by_case(report)
+    assert len(cases) == CASES
+    failing = sorted("-".join(k) for k, r in cases.items() if r["matrix"]["failed"])
+    assert failing == [], failing[:10]
+    assert code == 0, out[-2000:]
+    assert f"{CASES} passed" in out
+    assert report["request_ids"] == []
+
+
+# --- the leaky gateway: one predicate per mistake ----------------------------------------------
+
+
+@dataclass(frozen=True)
+class Mistake:
+    name: str
+    shows_as: frozenset[str]  # failed assertions and leak sinks ("response", "log:NAME")
+    applies: Callable[[str, str, str], bool]  # (operation, stage, placement)
+
+
+def _ssh(op: str) -> bool:
+    return op == "run_command"
+
+
+MISTAKES = [
+    Mistake(
+        "request headers logged at DEBUG (examples.leaky)",
+        frozenset({"leaks", "log:examples.leaky"}),
+        lambda op, stage, p: (
+            not _ssh(op)
+            and stage.startswith(
+                (
+                    "http_",
+                    "dns",
+                    "connection",
+                    "tls",
+                    "timeout",
+                    "reset",
+                    "truncated",
+                    "malformed",
+                    "html",
+                    "redirect",
+                )
+            )
+        ),
+    ),  # fmt: skip
+    Mistake(
+        "credential carried on the httpx.Request: httpx's INFO line shows the URL",
+        frozenset({"leaks", "log:httpx"}),
+        lambda op, stage, p: (
+            not _ssh(op)
+            and stage.startswith(("http_", "truncated", "malformed", "html", "redirect"))
+            and p in URL_CREDENTIALS
+        ),
+    ),
+    Mistake(
+        "asyncssh's own log records (command at INFO, env at DEBUG) not redacted",
+        frozenset({"leaks", "log:asyncssh"}),
+        lambda op, stage, p: (
+            stage in ("ssh_command_failed", "ssh_hang_after_command")
+            and p in ("ssh-command-args", "ssh-env")
+        ),
+    ),
+    Mistake(
+        "raw exception string with the request URL in the message",
+        frozenset({"leaks", "response"}),
+        lambda op, stage, p: (
+            not _ssh(op)
+            and (
+                stage in HTTP_RAISING
+                or stage in ("malformed_json", "html_login_page", "truncated_body")
+            )
+            and p in URL_CREDENTIALS
+        ),
+    ),
+    Mistake(
+        "the gateway's own exception text returned to the agent",
+        frozenset({"leaks", "response", "hygiene"}),
+        lambda op, stage, p: stage == "gateway_exception",
+    ),
+    Mistake(
+        "echoed agent input in INVALID_INPUT",
+        frozenset({"leaks", "response"}),
+        lambda op, stage, p: stage == "invalid_input" and p.startswith("agent-input"),
+    ),
+    Mistake(
+        "token tail on 401 ('credential ending in ...')",
+        frozenset({"leaks", "response"}),
+        lambda op, stage, p: stage == "http_401",
+    ),
+    Mistake(
+        "upstream text passed through on 403/429/5xx",
+        frozenset({"hygiene"}),
+        lambda op, stage, p: stage in ("http_403", "http_429", "http_5xx"),
+    ),
+    Mistake(
+        "upstream text passed through: the prose marker reaches the agent",
+        frozenset({"leaks", "response"}),
+        lambda op, stage, p: (
+            stage in ("http_403", "http_429", "http_5xx") and p == "upstream-prose"
+        ),
+    ),
+    Mistake(
+        "timeouts after send flattened into a retryable error",
+        frozenset({"contract"}),
+        lambda op, stage, p: (
+            (op == "create_deployment" and stage in ("timeout_after_send", "reset_after_send"))
+            or stage == "ssh_hang_after_command"
+        ),
+    ),
+    Mistake(
+        "approval denial mapped to AUTH_FAILED",
+        frozenset({"contract"}),
+        lambda op, stage, p: stage == "approval_declined",
+    ),
+    Mistake(
+        "SSH failure message carries stderr, the command line and user@host:port",
+        frozenset({"leaks", "response", "hygiene"}),
+        lambda op, stage, p: stage.startswith("ssh_"),
+    ),
+]
+
+
+def _observed(record: dict[str, Any]) -> set[str]:
+    shows = set(record["matrix"]["failed"])
+    for leak in record["findings"]:
+        if leak["allowed"]:
+            continue
+        if leak["sink"] == "tool response":
+            shows.add("response")
+        elif leak["sink"] == "log record":
+            shows.add("log:" + leak["path"].split(" ")[0])
+        else:
+            shows.add(leak["sink"])
+    return shows
+
+
+def test_leaky_gateway_fails_exactly_where_its_mistakes_are(tmp_reports: str) -> None:
+    code, out, report = _run("test_leaky_matrix", tmp_reports)
+    cases = _by_case(report)
+    assert len(cases) == CASES
+    wrong = []
+    for (op, stage, placement), record in sorted(cases.items()):
+        expected: set[str] = set()
+        for mistake in MISTAKES:
+            if mistake.applies(op, stage, placement):
+                expected |= mistake.shows_as
+        observed = _observed(record)
+        if observed != expected:
+            wrong.append(
+                f"{op}-{stage}-{placement}: missing {sorted(expected - observed)}, "
+                f"unexpected {sorted(observed - expected)}"
+            )
+        assert (record["outcome"] == "failed") == bool(expected), (op, stage, placement)
+    assert wrong == [], "\n".join(wrong[:20])
+    # every mistake is seen somewhere, and a few cases carry none
+    for mistake in MISTAKES:
+        assert any(mistake.applies(*case) for case in cases), mistake.name
+    assert any(r["outcome"] == "passed" for r in cases.values())
+    assert code == 1
+    # sequential ids are a matrix-level mistake: reported once, at the end of the session
+    rules = {p["rule"] for p in report["request_ids"]}
+    assert {"request-id-sequential", "request-id-entropy"} <= rules
+    assert "request ids across 423 case(s): FAILED" in out
+    _assert_reads_like_a_bug_report(out)
+
+
+def _assert_reads_like_a_bug_report(out: str) -> None:
+    # the operation, stage and placement; which assertion; masked evidence; a rerun line
+    assert "leakcheck matrix: operation create_deployment, stage approval_declined" in out
+    assert "[contract] expected code and permitted action" in out
+    assert "masked-tail" in out and "\u00abcanary:bearer:" in out
+    assert "rerun: pytest 'examples/test_leaky_matrix.py::test_leaky_gateway[" in out
+    assert f"--leakcheck-seed={SEED}" in out
+    # masked, never raw: no canary-shaped token survives (their prefixes are fixed)
+    assert not re.search(r"(lcb\.|lck_|lcs=|lc-repair )[A-Za-z0-9+/~._-]{6}", out)
