@@ -395,6 +395,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         if forbidden:
             original = report.longreprtext if report.failed else ""
             text = check.report(leaks)
+            if check.matrix is not None and "leakcheck matrix:" not in original:
+                case = check.matrix
+                text = (
+                    f"leakcheck matrix: operation {case['operation']}, stage {case['stage']}, "
+                    f"placement {case['placement']}\n{text}"
+                )
             rerun = f"rerun: pytest {item.nodeid!r} --leakcheck-seed={check.seed}"
             if "\nrerun: pytest " in original:
                 rerun = ""  # the matrix's own failure already says how
