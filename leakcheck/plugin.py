@@ -367,9 +367,13 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     state = item.config.stash[_STATE]
     if call.when == "call" and state.enabled:
         raised = call.excinfo.value if call.excinfo is not None else None
-        # our own verdicts (a matrix failure, already masked) are not the gateway's output
+        # our own verdicts (a matrix failure, already masked) are not the gateway's output,
+        # and read best without the harness's traceback around them
         if raised is not None and not isinstance(raised, pytest.skip.Exception):
-            if not getattr(raised, "leakcheck_verdict", False):
+            if getattr(raised, "leakcheck_verdict", False):
+                report.longrepr = check.harness_errors() + "\n\n" + str(raised)
+                report.longrepr = report.longrepr.strip()
+            else:
                 check.exception_reached_caller(raised)
         _hand_over_output(item, check)
         leaks = check.findings()
