@@ -171,10 +171,11 @@ class LoggingSink:
     ``propagate=False``, ``disabled`` or ``logging.disable``.
 
     ``Logger.isEnabledFor`` is patched to say yes so that records below level are made at
-    all, and ``Logger.handle`` to capture each record and then pass on only those that the
-    production configuration would have emitted, so the app's handlers see what they
-    would have seen. Each capture notes whether it would have been emitted, judged when
-    the record is made; its message, args and ``extra`` are rendered then too, as a
+    all, and ``Logger.handle`` to capture each record that passes the logger's own filters
+    (an app that drops or redacts a library's records there is honoured) and then pass on
+    only those that the production configuration would have emitted, so the app's handlers
+    see what they would have seen. Each capture notes whether it would have been emitted,
+    judged when the record is made; its message, args and ``extra`` are rendered then too, as a
     handler would have rendered them (the app may mutate or redact its objects later).
     """
 
@@ -196,11 +197,19 @@ class LoggingSink:
             return True
 
         def handle(logger: logging.Logger, record: logging.LogRecord) -> Any:
+            # The logger's own filters run first, as in ``Logger.handle``: a record the app
+            # drops there reaches no handler at any level, and one it redacts there is seen
+            # redacted. (3.12 filters may return a replacement record.)
+            kept = logger.filter(record)
+            if not kept:
+                return None
+            if isinstance(kept, logging.LogRecord):
+                record = kept
             would_emit = not logger.disabled and original_enabled(logger, record.levelno)
             note = "" if would_emit else _not_emitted_note(logger, record)
             records.append((record, note, _record_texts(record)))
             if would_emit:
-                return original_handle(logger, record)
+                logger.callHandlers(record)
             return None
 
         logging.Logger.isEnabledFor = is_enabled_for  # type: ignore[method-assign]

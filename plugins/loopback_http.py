@@ -1,0 +1,1283 @@
+"""Loopback fault transport: a real HTTP/HTTPS server on 127.0.0.1 that fails for real.
+
+Mocks (respx, responses) reproduce status codes and bodies, not the text a client library
+writes into its exceptions when a socket misbehaves: ``Max retries exceeded with url:
+/v1?api_key=...``, ``Connection timeout to host http://...``, ``peer closed connection
+without sending complete message body``. Those texts are what careless wrappers hand to an
+agent, so this transport makes each HTTP stage happen on a real socket, with every client
+library's own code path, and proves that it happened:
+
+=====================  ======================================================  ==================
+stage                  what the loopback side does                              proof (evidence)
+=====================  ======================================================  ==================
+answered stages        reads the request, answers ``reply_for(stage)`` (bodies  request head read
+(401, 403, 429, 5xx,   and repeated headers as the corpus has them; a
+malformed JSON, HTML,  ``reflect_request`` placement echoes the request the
+302 to a signed URL)   server parsed)
+timeout_before_send    a listening socket whose accept queue is full: the       ``socket.connect``
+                       kernel drops the client's SYN, ``connect()`` times out   audit event
+timeout_after_send     reads the whole request, never answers (until stop)      request read
+reset_after_send       reads the whole request, then RST (``SO_LINGER`` 0);     request read
+                       ``disconnect="close_without_response"``: FIN instead
+truncated_body         200 with ``Content-Length`` 4096 and a shorter body      request read
+                       (default, ``truncation="content-length"``), or
+                       ``truncation="chunked"``: a chunk cut in its middle
+connection_refused     a port bound without ``listen()``: the kernel answers    ``socket.connect``
+                       RST, ``ECONNREFUSED``                                    audit event
+dns_failure            ``fault.url`` names ``api-upstream.invalid``;             failed lookups
+                       ``netwatch.failing_dns()`` fails it like a resolver
+tls_hostname_mismatch  HTTPS; the certificate, from the CA of ``fault.ca_file``, a ClientHello read
+                       names ``upstream.other-host.example`` only
+tls_untrusted_ca       HTTPS; the certificate comes from another CA             a ClientHello read
+=====================  ======================================================  ==================
+
+Usage::
+
+    fault = leakcheck.force("timeout_after_send", via="loopback", scheme="https")
+    httpx.get(fault.url + "/v1/x", verify=fault.ssl_context(), timeout=fault.timeout)
+
+``fault.url`` is ``http(s)://127.0.0.1:PORT`` (TLS certificates carry the IP address
+127.0.0.1 as a subject alternative name, so no name lookup is involved; for DNS failure it
+is ``http(s)://api-upstream.invalid:PORT``). ``scheme`` defaults to ``https`` for the TLS
+stages and ``http`` otherwise. ``fault.ssl_context()`` trusts ``fault.ca_file`` (a PEM file
+in a temporary directory removed at stop); requests takes ``verify=fault.ca_file``.
+
+The full accept queue, as measured on Linux 6.18 (x86_64): ``listen(0)`` admits one
+completed connection (the queue is full when its length *exceeds* the backlog; with
+``listen(n)``, n + 1); every later SYN is dropped: a non-blocking connect is ``SYN_SENT``
+when ``connect_ex`` returns and still is 50 ms later; a connect with a 1.5 s timeout adds 2
+to ``ListenOverflows`` (its SYN and the retransmission after the 1 s initial RTO) and times
+out; with 0.3 s it raises ``TimeoutError`` after 0.30 s, every run, also with six test
+processes on two CPUs. So any client timeout below a second is a connect timeout.
+``start()`` does not assume the count: it adds fillers until the listener's ``TCP_INFO``
+reports its queue full (``tcpi_unacked`` > ``tcpi_sacked``), and the proof checks, in
+/proc/net/tcp, that the kernel holds no connection to the port but the fillers' (a client
+that got in did not time out). Without ``TCP_INFO`` on a listener (not Linux), fillers are
+added until one stays unconnected for 50 ms.
+
+A stage that did not really happen is not evidence: a TLS stage whose handshake the client
+completed (verification off) or, for ``tls_hostname_mismatch``, a client that rejected the
+issuer rather than the name (it does not trust ``fault.ca_file``) stays unreached, and the
+harness error says why. Evidence strings carry no secret: a method and a path without its
+query, counts, TLS alert names.
+
+Also here: the clients leakcheck knows (``CLIENTS``, ``call_client``) and
+``record_exception_texts()``, the corpus of the real exception text each client library
+produces at each stage on this machine (masked, normalized), which
+``scripts/record_http_exceptions.py`` writes to ``corpora/exceptions/http.json``: the
+baseline a dependency upgrade is reviewed against.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http
+import json
+import os
+import re
+import select
+import selectors
+import shutil
+import socket
+import ssl
+import struct
+import sys
+import tempfile
+import threading
+import time
+import traceback
+import urllib.parse
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from importlib import metadata
+from typing import TYPE_CHECKING, Any, Literal
+
+from leakcheck.faults import Fault, HarnessError, Reply, UnknownTransportError, reply_for
+from leakcheck.netwatch import Watcher, failing_dns, watch
+from leakcheck.placements import Placed
+from leakcheck.stages import HTTP, STAGES, Stage
+
+if TYPE_CHECKING:
+    from leakcheck.harness import LeakCheck
+
+__all__ = [
+    "CLIENTS",
+    "CORPUS_CASES",
+    "CORPUS_PATH",
+    "CORPUS_SEED",
+    "DNS_FAILURE_HOST",
+    "FAULTS",
+    "LOOPBACK",
+    "MISMATCH_HOSTNAME",
+    "CorpusCase",
+    "LoopbackFault",
+    "LoopbackOptionError",
+    "Outcome",
+    "call_client",
+    "client_versions",
+    "record_exception_texts",
+]
+
+LOOPBACK = "127.0.0.1"
+#: RFC 6761 reserves ``.invalid``: no resolver may answer it, and ``failing_dns`` makes
+#: sure none is asked.
+DNS_FAILURE_HOST = "api-upstream.invalid"
+#: the only name the ``tls_hostname_mismatch`` certificate carries
+MISMATCH_HOSTNAME = "upstream.other-host.example"
+
+Truncation = Literal["content-length", "chunked"]
+Disconnect = Literal["reset", "close_without_response"]
+
+#: stages the loopback server answers with ``reply_for(stage)``
+ANSWERED = frozenset(
+    name
+    for name, stage in STAGES.items()
+    if stage.transport == HTTP and stage.response_received and name != "truncated_body"
+)
+#: stages where a client reaches the loopback server and sends (or tries TLS)
+SERVED = ANSWERED | {
+    "timeout_after_send",
+    "reset_after_send",
+    "truncated_body",
+    "tls_hostname_mismatch",
+    "tls_untrusted_ca",
+}
+TLS_STAGES = frozenset({"tls_hostname_mismatch", "tls_untrusted_ca"})
+SUPPORTED = SERVED | {"timeout_before_send", "connection_refused", "dns_failure"}
+
+_MAX_HEAD = 64 * 1024
+_MAX_BODY = 16 * 1024 * 1024
+#: a socket operation of the server that takes this long means stop() was never called
+_IO_SAFETY = 30.0
+#: stop() waits this long, in all, for the server's threads
+_JOIN_TIMEOUT = 2.0
+#: how long ``fired`` waits for TLS handshakes in flight to finish (the client sends its
+#: alert before it raises, so the server has it within microseconds)
+_SETTLE_TIMEOUT = 0.5
+_TCP_LISTEN = 10
+_EVIDENCE_CAP = 20
+
+
+class LoopbackOptionError(UnknownTransportError):
+    """An option the loopback transport does not take for this stage."""
+
+
+@dataclass(frozen=True)
+class _Request:
+    method: str
+    target: str = field(repr=False)
+    headers: list[tuple[str, str]] = field(repr=False)
+    body_length: int
+
+    @property
+    def what(self) -> str:
+        """``POST /v1/deployments``: no query, no header (they may carry secrets)."""
+        path = self.target.split("?", 1)[0].split("#", 1)[0]
+        if "://" in path:  # absolute-form (a proxy request): keep the path only
+            path = "/" + path.split("://", 1)[1].partition("/")[2]
+        path = "".join(c if c.isprintable() else "?" for c in path)
+        if len(path) > 80:
+            path = path[:77] + "..."
+        method = "".join(c for c in self.method if c.isalpha())[:16] or "?"
+        return f"{method} {path}"
+
+
+class _Closed(Exception):
+    """The peer closed (or stop() shut) the connection."""
+
+
+class _Reader:
+    """Buffered reads from a (TLS or plain) socket."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.buf = b""
+
+    def _fill(self) -> None:
+        data = self.sock.recv(65536)
+        if not data:
+            raise _Closed
+        self.buf += data
+
+    def until(self, sep: bytes, limit: int) -> bytes:
+        while sep not in self.buf:
+            if len(self.buf) > limit:
+                raise _Closed
+            self._fill()
+        data, _, self.buf = self.buf.partition(sep)
+        return data
+
+    def exactly(self, n: int) -> bytes:
+        while len(self.buf) < n:
+            self._fill()
+        data, self.buf = self.buf[:n], self.buf[n:]
+        return data
+
+
+def _decode(raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw.decode("latin-1")
+
+
+def _read_request(sock: socket.socket) -> _Request:
+    """One HTTP/1.x request, body included (``Content-Length`` or chunked)."""
+    reader = _Reader(sock)
+    head = _decode(reader.until(b"\r\n\r\n", _MAX_HEAD))
+    lines = head.split("\r\n")
+    parts = lines[0].split(" ")
+    if len(parts) != 3:
+        raise _Closed
+    headers = []
+    for line in lines[1:]:
+        name, sep, value = line.partition(":")
+        if sep:
+            headers.append((name.strip(), value.strip()))
+    lowered = {k.lower(): v for k, v in headers}
+    length = 0
+    if "chunked" in lowered.get("transfer-encoding", "").lower():
+        while True:
+            size = int(reader.until(b"\r\n", 1024).split(b";")[0].strip() or b"0", 16)
+            if size == 0:
+                while reader.until(b"\r\n", _MAX_HEAD):  # trailer fields, up to a blank line
+                    pass
+                break
+            reader.exactly(size + 2)
+            length += size
+            if length > _MAX_BODY:
+                raise _Closed
+    elif lowered.get("content-length", "").strip().isdigit():
+        length = int(lowered["content-length"])
+        if length > _MAX_BODY:
+            raise _Closed
+        reader.exactly(length)
+    return _Request(parts[0], parts[1], headers, length)
+
+
+def _header_bytes(name: str, value: str) -> bytes:
+    line = f"{name}: {value}\r\n"
+    try:
+        return line.encode("latin-1")
+    except UnicodeEncodeError:
+        return line.encode("utf-8")
+
+
+def _response_head(status: int, headers: tuple[tuple[str, str], ...], extra: list[str]) -> bytes:
+    try:
+        phrase = http.HTTPStatus(status).phrase
+    except ValueError:
+        phrase = "Unknown"
+    out = [f"HTTP/1.1 {status} {phrase}\r\n".encode("ascii")]
+    out += [_header_bytes(k, v) for k, v in headers]
+    out += [_header_bytes(*h.split(": ", 1)) for h in extra]
+    return b"".join(out) + b"\r\n"
+
+
+def _accept_queue(listener: socket.socket) -> tuple[int, int] | None:
+    """(connections waiting in the accept queue, backlog) of a Linux listener, else None."""
+    tcp_info = getattr(socket, "TCP_INFO", None)
+    if tcp_info is None:
+        return None
+    try:
+        info = listener.getsockopt(socket.IPPROTO_TCP, tcp_info, 32)
+    except OSError:
+        return None
+    if len(info) < 32 or info[0] != _TCP_LISTEN:
+        return None
+    # struct tcp_info: 8 one-byte fields, then u32 rto, ato, snd_mss, rcv_mss, unacked,
+    # sacked; for a listener the kernel puts the queue length and the backlog there
+    unacked, sacked = struct.unpack_from("II", info, 24)
+    return unacked, sacked
+
+
+def _established_peers(port: int) -> set[int] | None:
+    """Remote ports of every connection to 127.0.0.1:``port`` the kernel holds (queued,
+    accepted or closing), from /proc/net/tcp; None where there is no such file."""
+    local = {f"0100007F:{port:04X}", f"7F000001:{port:04X}"}  # host byte order
+    try:
+        with open("/proc/net/tcp", encoding="ascii") as table:
+            rows = [line.split() for line in table.readlines()[1:]]
+    except OSError:
+        return None
+    # columns: sl, local address, remote address, state (0A: listening) ...
+    return {int(row[2].rsplit(":", 1)[1], 16) for row in rows if row[1] in local and row[3] != "0A"}
+
+
+def _is_established(sock: socket.socket, wait: float) -> bool:
+    _, writable, _ = select.select([], [sock], [], wait)
+    return bool(writable) and sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == 0
+
+
+def _check_choice(name: str, value: Any, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        choices = ", ".join(repr(a) for a in allowed)
+        raise LoopbackOptionError(f"loopback: {name} must be one of {choices}, not {value!r}")
+
+
+class LoopbackFault(Fault):
+    """Force an HTTP stage on a real socket on 127.0.0.1 (see the module docstring).
+
+    ``scheme``: "http" or "https" (default: https for the TLS stages, http otherwise);
+    ``timeout``: the client timeout tests should use (``fault.timeout``);
+    ``truncation`` (truncated_body): "content-length" (default) or "chunked";
+    ``disconnect`` (reset_after_send): "reset" (default, RST) or "close_without_response"
+    (an orderly close before any response byte).
+    """
+
+    transport = "loopback"
+
+    def __init__(
+        self,
+        stage: str | Stage,
+        *,
+        placed: Placed | None = None,
+        secret: Callable[[str], str],
+        scheme: str | None = None,
+        timeout: float = 0.3,
+        truncation: str | None = None,
+        disconnect: str | None = None,
+        **unknown: Any,
+    ) -> None:
+        super().__init__(stage, placed=placed)
+        name = self.stage.name
+        if unknown:
+            raise LoopbackOptionError(
+                f"loopback: unknown option(s) {', '.join(sorted(unknown))}; known: scheme, "
+                "timeout, truncation, disconnect"
+            )
+        if name not in SUPPORTED:
+            raise UnknownTransportError(
+                f"the loopback transport forces HTTP stages only, not {name} "
+                f"({self.stage.transport}); its stages: {', '.join(sorted(SUPPORTED))}"
+            )
+        if scheme is None:
+            scheme = "https" if name in TLS_STAGES else "http"
+        _check_choice("scheme", scheme, ("http", "https"))
+        if name in TLS_STAGES and scheme != "https":
+            raise LoopbackOptionError(f"loopback: stage {name} needs scheme='https'")
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
+            raise LoopbackOptionError(
+                f"loopback: timeout must be a positive number of seconds, not {timeout!r}"
+            )
+        if truncation is not None:
+            if name != "truncated_body":
+                raise LoopbackOptionError(
+                    f"loopback: truncation= applies to stage truncated_body, not {name}"
+                )
+            _check_choice("truncation", truncation, ("content-length", "chunked"))
+        if disconnect is not None:
+            if name != "reset_after_send":
+                raise LoopbackOptionError(
+                    f"loopback: disconnect= applies to stage reset_after_send, not {name}"
+                )
+            _check_choice("disconnect", disconnect, ("reset", "close_without_response"))
+        self.scheme = scheme
+        self.timeout = float(timeout)
+        self.truncation: str = truncation or "content-length"
+        self.disconnect: str = disconnect or "reset"
+        self.host = DNS_FAILURE_HOST if name == "dns_failure" else LOOPBACK
+        self.port = 0
+        self.reply: Reply | None = reply_for(self.stage, secret, placed)
+        if name == "truncated_body" and self.reply is None:  # pragma: no cover - corpus bug
+            raise HarnessError("upstream_replies.json has no truncated_body reply")
+
+        self._lock = threading.Lock()
+        self._settled = threading.Condition(self._lock)
+        self._stopping = threading.Event()
+        self._started = False
+        self._stopped = False
+        self._stack = ExitStack()
+        self._tmpdir: str | None = None
+        self._ca: Any = None
+        self._ca_file: str | None = None
+        self._listener: socket.socket | None = None
+        self._fillers: list[socket.socket] = []
+        self._closed_port: socket.socket | None = None
+        self._wake: tuple[socket.socket, socket.socket] | None = None
+        self._accept_thread: threading.Thread | None = None
+        self._threads: list[threading.Thread] = []
+        self._conns: set[socket.socket] = set()
+        self._watcher: Watcher | None = None
+        self._failed_lookups: Callable[[], int] = lambda: 0
+        self._redirect_lookups: list[Callable[[], int]] = []
+        self._final: dict[str, int] = {}
+        self._noted: set[str] = set()
+        self._errors: list[str] = []
+        self._tls: ssl.SSLContext | None = None
+        # what the server saw
+        self.requests = 0
+        self.client_hellos = 0
+        self.tls_alerts: list[str] = []
+        self.tls_completed = 0
+        self.plaintext_on_tls = 0
+        self._handshaking = 0
+        self._backlog_breached = False
+
+    # --- addresses and TLS material ------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        """The base URL to point the client at (no path, no secret)."""
+        return f"{self.scheme}://{self.host}:{self.port}"
+
+    @property
+    def ca_file(self) -> str:
+        """PEM path of the CA clients should trust (created on first use for http)."""
+        with self._lock:
+            self._ensure_ca()
+            assert self._ca_file is not None
+            return self._ca_file
+
+    def ssl_context(self) -> ssl.SSLContext:
+        """A client context that trusts ``ca_file`` (and nothing else)."""
+        if self._stopped:
+            raise HarnessError(f"{self.describe()} is stopped: its CA file is gone")
+        return ssl.create_default_context(cafile=self.ca_file)
+
+    def _ensure_ca(self) -> None:
+        if self._ca is not None:
+            return
+        if self._stopped:  # a directory made now would never be removed
+            raise HarnessError(f"{self.describe()} is stopped: its CA file is gone")
+        try:
+            import trustme
+        except ImportError as exc:
+            raise HarnessError(
+                "the loopback transport needs trustme for HTTPS (pip install trustme)"
+            ) from exc
+        if self._tmpdir is None:
+            self._tmpdir = tempfile.mkdtemp(prefix="leakcheck-loopback-")
+        self._ca = trustme.CA(organization_name="leakcheck loopback CA")
+        self._ca_file = os.path.join(self._tmpdir, "ca.pem")
+        self._ca.cert_pem.write_to_path(self._ca_file)
+
+    def _server_context(self) -> ssl.SSLContext:
+        import trustme
+
+        self._ensure_ca()
+        name = self.stage.name
+        if name == "tls_untrusted_ca":
+            cert = trustme.CA(organization_name="leakcheck untrusted CA").issue_cert(LOOPBACK)
+        elif name == "tls_hostname_mismatch":
+            cert = self._ca.issue_cert(MISMATCH_HOSTNAME)
+        else:
+            cert = self._ca.issue_cert(LOOPBACK)
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        cert.configure_cert(context)
+        return context
+
+    # --- lifecycle -----------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self._stopped:
+            raise HarnessError(f"{self.describe()}: a stopped fault cannot be started again")
+        if self._started:
+            return
+        self._started = True
+        try:
+            self._start()
+        except BaseException:
+            with contextlib.suppress(Exception):
+                self.stop()
+            raise
+
+    def _start(self) -> None:
+        name = self.stage.name
+        if name in ("connection_refused", "dns_failure"):
+            # bound, never listening: the kernel refuses every connect, and no other
+            # process can take the port while the fault holds it
+            self._closed_port = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            self._closed_port.bind((LOOPBACK, 0))
+            self.port = self._closed_port.getsockname()[1]
+            if name == "connection_refused":
+                self._watcher = self._stack.enter_context(watch(LOOPBACK, self.port))
+            else:
+                self._failed_lookups = self._stack.enter_context(failing_dns(".invalid"))
+                self._stack.enter_context(_aiohttp_threaded_resolver())
+            return
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._listener = listener
+        listener.bind((LOOPBACK, 0))
+        self.port = listener.getsockname()[1]
+        if name == "timeout_before_send":
+            listener.listen(0)
+            self._fill_accept_queue(listener)
+            self._watcher = self._stack.enter_context(watch(LOOPBACK, self.port))
+            return
+        listener.listen(16)
+        self._tls = self._server_context() if self.scheme == "https" else None
+        for location in self._locations():
+            # a client that follows the redirect must not ask a real resolver for the
+            # canary host name (that would send it off the machine)
+            self._redirect_lookups.append(self._stack.enter_context(failing_dns(location)))
+        self._wake = socket.socketpair()
+        self._accept_thread = threading.Thread(
+            target=self._accept_loop, name=f"leakcheck-loopback-{self.port}", daemon=True
+        )
+        self._accept_thread.start()
+
+    def _locations(self) -> list[str]:
+        if self.reply is None:
+            return []
+        hosts = []
+        for key, value in self.reply.headers:
+            if key.lower() == "location":
+                host = urllib.parse.urlsplit(value).hostname
+                if host and host not in (LOOPBACK, "localhost"):
+                    hosts.append(host.lower())
+        return hosts
+
+    def _fill_accept_queue(self, listener: socket.socket) -> None:
+        for _ in range(256):
+            queue = _accept_queue(listener)
+            if queue is not None and queue[0] > queue[1]:
+                return
+            filler = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            self._fillers.append(filler)
+            filler.setblocking(False)
+            filler.connect_ex((LOOPBACK, self.port))
+            if queue is not None:
+                # Linux: the queue has room, so this filler completes; wait for it
+                if not _is_established(filler, 1.0):
+                    break
+            elif not _is_established(filler, 0.05):
+                return  # dropped: the queue is full (the measurement, where no TCP_INFO)
+        raise HarnessError(
+            "loopback: could not fill the accept queue of a listening socket on this "
+            "kernel, so timeout_before_send cannot be forced (connects kept completing)"
+        )
+
+    def stop(self) -> None:
+        if self._stopped:
+            return
+        self._stopped = True
+        if not self._started:
+            self._remove_tmpdir()
+            return
+        self._stopping.set()
+        self._refresh()
+        if self._wake is not None:
+            with contextlib.suppress(OSError):
+                self._wake[1].send(b"x")
+        deadline = _Deadline(_JOIN_TIMEOUT)
+        if self._accept_thread is not None:
+            self._accept_thread.join(deadline.left())
+        with self._lock:
+            for conn in list(self._conns):
+                with contextlib.suppress(OSError):
+                    # the plain socket's shutdown (SSLSocket.shutdown would drop its TLS
+                    # state under the handler thread): wakes a blocked recv or handshake
+                    socket.socket.shutdown(conn, socket.SHUT_RDWR)
+        stuck = []
+        for thread in [t for t in (self._accept_thread,) if t] + self._threads:
+            thread.join(deadline.left())
+            if thread.is_alive():
+                stuck.append(thread.name)
+        self._final = {
+            "connects": self.connects,
+            "failed_lookups": self.failed_lookups,
+            "redirect_lookups": self.redirect_lookups,
+        }
+        sockets = [*self._fillers, self._listener, self._closed_port, *(self._wake or ())]
+        for sock in sockets:
+            if sock is not None:
+                sock.close()
+        try:
+            self._stack.close()
+        finally:
+            self._remove_tmpdir()
+        if stuck:
+            raise HarnessError(f"loopback server threads did not stop: {', '.join(stuck)}")
+        if self._errors:
+            raise HarnessError("loopback server failed: " + "; ".join(self._errors[:3]))
+
+    def _remove_tmpdir(self) -> None:
+        with self._lock:
+            if self._tmpdir is not None:
+                shutil.rmtree(self._tmpdir, ignore_errors=True)
+
+    # --- the server ----------------------------------------------------------------------
+
+    def _accept_loop(self) -> None:
+        assert self._listener is not None and self._wake is not None
+        selector = selectors.DefaultSelector()
+        selector.register(self._listener, selectors.EVENT_READ, "accept")
+        selector.register(self._wake[0], selectors.EVENT_READ, "wake")
+        try:
+            while not self._stopping.is_set():
+                for key, _ in selector.select():
+                    if key.data == "wake":
+                        return
+                    try:
+                        conn, _ = self._listener.accept()
+                    except OSError:
+                        continue
+                    with self._lock:
+                        if self._stopping.is_set():
+                            conn.close()
+                            return
+                        self._conns.add(conn)
+                        thread = threading.Thread(
+                            target=self._serve,
+                            args=(conn,),
+                            name=f"leakcheck-loopback-{self.port}-{len(self._threads) + 1}",
+                            daemon=True,
+                        )
+                        self._threads.append(thread)
+                    thread.start()
+        finally:
+            selector.close()
+
+    def _serve(self, conn: socket.socket) -> None:
+        sock = conn
+        try:
+            conn.settimeout(_IO_SAFETY)
+            if self._tls is not None:
+                wrapped = self._handshake(conn)
+                if wrapped is None:
+                    return
+                sock = wrapped
+            self._answer(sock, _read_request(sock))
+        except (OSError, _Closed, ValueError):
+            pass  # the client went away, or stop() shut the socket: nothing to answer
+        except Exception as exc:  # noqa: BLE001 - a bug of ours, reported at stop()
+            self._errors.append(f"{type(exc).__name__} in the server thread")
+        finally:
+            with self._lock:
+                self._conns.discard(conn)
+                self._conns.discard(sock)
+            sock.close()
+
+    def _handshake(self, conn: socket.socket) -> ssl.SSLSocket | None:
+        assert self._tls is not None
+        first = conn.recv(1, socket.MSG_PEEK)
+        if not first:
+            return None
+        if first[0] != 0x16:  # not a TLS handshake record: plain HTTP to the HTTPS port
+            self.plaintext_on_tls += 1
+            return None
+        with self._lock:
+            self.client_hellos += 1
+            self._handshaking += 1
+        if self.stage.name in TLS_STAGES:
+            # before the server sends its certificate: the client cannot fail earlier
+            self.record(f"loopback TLS server read a ClientHello on {self.url}")
+        try:
+            with self._lock:
+                if self._stopping.is_set():
+                    return None
+                sock = self._tls.wrap_socket(conn, server_side=True, do_handshake_on_connect=False)
+                self._conns.discard(conn)
+                self._conns.add(sock)
+            try:
+                sock.do_handshake()
+            except ssl.SSLError as exc:
+                self.tls_alerts.append(str(exc.reason or type(exc).__name__))
+                return None
+            if self.stage.name in TLS_STAGES:
+                self.tls_completed += 1
+                return None
+            return sock
+        finally:
+            with self._settled:
+                self._handshaking -= 1
+                self._settled.notify_all()
+
+    def _answer(self, sock: socket.socket, request: _Request) -> None:
+        with self._lock:
+            self.requests += 1
+        name = self.stage.name
+        read = f"loopback server read 1 request head ({request.what})"
+        if name == "timeout_after_send":
+            self.record(f"{read} and {request.body_length} body bytes; it never answers")
+            self._stopping.wait()
+            return
+        if name == "reset_after_send":
+            if self.disconnect == "reset":
+                self.record(f"{read}, then reset the connection (RST)")
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            else:
+                self.record(f"{read}, then closed it without a response")
+            return  # _serve closes the socket
+        if name in TLS_STAGES:  # pragma: no cover - a completed handshake returns before
+            return
+        reply = self.reply
+        assert reply is not None
+        body = reply.reflected(request.method, request.target, request.headers)
+        if name == "truncated_body":
+            declared = max(reply.declared_length or 0, len(body) + 1)
+            if self.truncation == "chunked":
+                self.record(
+                    f"{read}; answered 200 with a chunk of {declared} declared bytes cut "
+                    f"after {len(body)}"
+                )
+                head = _response_head(
+                    reply.status, reply.headers, ["Transfer-Encoding: chunked", "Connection: close"]
+                )
+                sock.sendall(head + f"{declared:x}\r\n".encode() + body)
+            else:
+                self.record(
+                    f"{read}; answered 200 with {len(body)} of {declared} declared body bytes"
+                )
+                head = _response_head(
+                    reply.status,
+                    reply.headers,
+                    [f"Content-Length: {declared}", "Connection: close"],
+                )
+                sock.sendall(head + body)
+            return
+        self.record(f"{read}; answered {reply.status}")
+        extra = [f"Content-Length: {len(body)}", "Connection: close"]
+        sock.sendall(_response_head(reply.status, reply.headers, extra) + body)
+
+    def record(self, evidence: str) -> None:
+        with self._lock:
+            if len(self.evidence) < _EVIDENCE_CAP:
+                self.evidence.append(evidence)
+
+    # --- evidence --------------------------------------------------------------------------
+
+    @property
+    def tls_failures(self) -> int:
+        """TLS handshakes that failed server-side (the alert names: ``tls_alerts``)."""
+        return len(self.tls_alerts)
+
+    @property
+    def connects(self) -> int:
+        """Connection attempts to the fault's port (timeout_before_send, refused)."""
+        if "connects" in self._final:
+            return self._final["connects"]
+        return self._watcher.connects if self._watcher is not None else 0
+
+    @property
+    def failed_lookups(self) -> int:
+        """Lookups of ``.invalid`` names that failed (dns_failure)."""
+        if "failed_lookups" in self._final:
+            return self._final["failed_lookups"]
+        return self._failed_lookups()
+
+    @property
+    def redirect_lookups(self) -> int:
+        """Lookups of a redirect target's host, failed on purpose (the client followed)."""
+        if "redirect_lookups" in self._final:
+            return self._final["redirect_lookups"]
+        return sum(count() for count in self._redirect_lookups)
+
+    def _note(self, key: str, evidence: str) -> None:
+        if key not in self._noted:
+            self._noted.add(key)
+            self.record(evidence)
+
+    def _refresh(self) -> None:
+        """Evidence that no server thread sees: counted socket events."""
+        name = self.stage.name
+        if name == "timeout_before_send" and self.connects:
+            listening = self._listener is not None and self._listener.fileno() != -1
+            if listening and self._intruders():
+                self._backlog_breached = True
+            self._note(
+                "connect",
+                f"a client tried to connect to {LOOPBACK}:{self.port}, whose accept queue "
+                "is full: its SYN was dropped",
+            )
+        elif name == "connection_refused" and self.connects:
+            self._note("connect", f"a client tried to connect to {LOOPBACK}:{self.port}: refused")
+        elif name == "dns_failure" and self.failed_lookups:
+            self._note("dns", f"a lookup of {DNS_FAILURE_HOST} failed (EAI_NONAME)")
+
+    def _intruders(self) -> set[int]:
+        """Client ports of connections the kernel established to the full listener
+        (Linux: from /proc/net/tcp); a connect that got in did not time out."""
+        peers = _established_peers(self.port)
+        if peers is None:
+            return set()
+        return peers - {filler.getsockname()[1] for filler in self._fillers}
+
+    def _settle(self) -> None:
+        with self._settled:
+            self._settled.wait_for(lambda: self._handshaking == 0, _SETTLE_TIMEOUT)
+
+    def _contradiction(self) -> str:
+        """Why the evidence does not prove the stage ("" when it does)."""
+        name = self.stage.name
+        if name in TLS_STAGES:
+            self._settle()
+            if self.tls_completed:
+                return (
+                    "the client completed the TLS handshake with a certificate it must "
+                    "reject: its certificate verification is off"
+                )
+            if (
+                name == "tls_hostname_mismatch"
+                and self.tls_alerts
+                and all("UNKNOWN_CA" in alert for alert in self.tls_alerts)
+            ):
+                return (
+                    "the client rejected the certificate's issuer, not its host name: it "
+                    "does not trust fault.ca_file (pass verify=fault.ssl_context(), or "
+                    "fault.ca_file to requests)"
+                )
+        if self._backlog_breached:
+            return (
+                "the kernel let the client's connection into the full accept queue, so "
+                "its connect did not time out"
+            )
+        return ""
+
+    @property
+    def fired(self) -> bool:
+        self._refresh()
+        return bool(self.evidence) and not self._contradiction()
+
+    def not_reached_reason(self) -> str:
+        self._refresh()
+        self._settle()
+        contradiction = self._contradiction()
+        if self.evidence and contradiction:
+            return contradiction
+        name = self.stage.name
+        if name == "dns_failure":
+            return f"no client looked up {DNS_FAILURE_HOST}: point the gateway at fault.url"
+        if name in ("connection_refused", "timeout_before_send"):
+            return f"no client connected to {LOOPBACK}:{self.port}: point the gateway at fault.url"
+        why = f"the loopback server at {self.url} read no request"
+        if name in TLS_STAGES:
+            why = f"no TLS ClientHello reached {self.url}"
+        if self.plaintext_on_tls:
+            why += " (a client spoke plain HTTP to it: use fault.url, which is https)"
+        elif self.tls_alerts and name not in TLS_STAGES:
+            why += (
+                f" (the client aborted the TLS handshake: {self.tls_alerts[0]}; pass "
+                "verify=fault.ssl_context(), or fault.ca_file to requests)"
+            )
+        return why + ": point the gateway at fault.url"
+
+    def describe(self) -> str:
+        return f"stage {self.stage.name} via loopback ({self.url})"
+
+
+class _Deadline:
+    def __init__(self, seconds: float) -> None:
+        self._end = time.monotonic() + seconds
+
+    def left(self) -> float:
+        return max(0.0, self._end - time.monotonic())
+
+
+@contextlib.contextmanager
+def _aiohttp_threaded_resolver() -> Iterator[None]:
+    """aiohttp with aiodns installed resolves through c-ares, not ``socket.getaddrinfo``:
+    connectors made while the fault is armed use the threaded resolver instead, so the
+    lookup fails here and never leaves the machine."""
+    connector = sys.modules.get("aiohttp.connector")
+    resolver = sys.modules.get("aiohttp.resolver")
+    threaded = getattr(resolver, "ThreadedResolver", None)
+    current = getattr(connector, "DefaultResolver", None)
+    if connector is None or threaded is None or current is threaded:
+        yield
+        return
+    connector.DefaultResolver = threaded  # type: ignore[attr-defined]
+    try:
+        yield
+    finally:
+        connector.DefaultResolver = current  # type: ignore[attr-defined]
+
+
+FAULTS = {"loopback": LoopbackFault}
+
+
+# --- clients and the exception-text corpus --------------------------------------------------
+
+#: the client libraries driven by the corpus and the tests
+CLIENTS = ("httpx", "httpx-async", "requests", "urllib3", "aiohttp")
+#: clients with a raise_for_status()
+_RAISES_FOR_STATUS = {"httpx", "httpx-async", "requests", "aiohttp"}
+CORPUS_SEED = "leakcheck-http-exceptions-1"
+CORPUS_PATH = "corpora/exceptions/http.json"
+#: the corpus request path and the timeout its faults use (every text is recorded with it)
+_CORPUS_TIMEOUT = 0.2
+_PATH = "/v1/deployments"
+_WAITING_STAGES = frozenset({"timeout_before_send", "timeout_after_send"})
+_VERSIONED = ("aiohttp", "h11", "httpcore", "httpx", "multidict", "requests", "urllib3", "yarl")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one client call saw. ``error``: the call failed before a full response
+    (transport, TLS, timeout, body read); otherwise ``status`` and ``body``, with what
+    ``raise_for_status()`` (where the client has one) and the JSON decoding raised."""
+
+    client: str
+    error: BaseException | None = field(default=None, repr=False)
+    status: int | None = None
+    headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+    body: bytes = field(default=b"", repr=False)
+    status_error: BaseException | None = field(default=None, repr=False)
+    json_error: BaseException | None = field(default=None, repr=False)
+
+    def header(self, name: str) -> str | None:
+        return next((v for k, v in self.headers if k.lower() == name.lower()), None)
+
+
+def _request_parts(
+    fault: LoopbackFault, placed: Placed | None
+) -> tuple[str, dict[str, str], list[tuple[str, str]]]:
+    """(URL with the placement's query, request headers, query pairs)."""
+    query = list(placed.query) if placed is not None else []
+    headers = dict(placed.request_headers) if placed is not None else {}
+    url = fault.url + _PATH
+    if placed is not None and placed.userinfo is not None:
+        user, password = (urllib.parse.quote(p, safe="") for p in placed.userinfo)
+        url = f"{fault.scheme}://{user}:{password}@{fault.host}:{fault.port}{_PATH}"
+    return url, headers, query
+
+
+def call_client(client: str, fault: LoopbackFault, placed: Placed | None = None) -> Outcome:
+    """``POST fault.url/v1/deployments`` with ``client`` as a gateway would: the
+    placement's query and headers, a JSON body, ``fault.timeout``, trust in
+    ``fault.ca_file``, no redirect following, no proxy from the environment, no retry."""
+    if client not in CLIENTS:
+        raise ValueError(f"unknown client {client!r}; known: {', '.join(CLIENTS)}")
+    url, headers, query = _request_parts(fault, placed)
+    call = {
+        "httpx": _httpx,
+        "httpx-async": _httpx_async,
+        "requests": _requests,
+        "urllib3": _urllib3,
+        "aiohttp": _aiohttp,
+    }[client]
+    return call(fault, url, headers, query)
+
+
+_BODY = {"repo": "web", "replicas": 2}
+
+
+def _httpx_verify(fault: LoopbackFault) -> ssl.SSLContext | bool:
+    # plain HTTP has no certificate to verify; False spares loading the system CA bundle,
+    # which httpx does for every client it builds (~20 ms)
+    return fault.ssl_context() if fault.scheme == "https" else False
+
+
+def _httpx(fault: LoopbackFault, url: str, headers: dict[str, str], query: Any) -> Outcome:
+    import httpx
+
+    verify = _httpx_verify(fault)
+    with httpx.Client(verify=verify, timeout=fault.timeout, trust_env=False) as client:
+        try:
+            response = client.post(url, params=query, headers=headers, json=_BODY)
+        except Exception as exc:  # noqa: BLE001 - the text is what we record
+            return Outcome("httpx", error=exc)
+        return _steps(
+            "httpx",
+            response.status_code,
+            response.headers.multi_items(),
+            response.content,
+            response.raise_for_status,
+            response.json,
+        )
+
+
+def _httpx_async(fault: LoopbackFault, url: str, headers: dict[str, str], query: Any) -> Outcome:
+    import asyncio
+
+    import httpx
+
+    async def go() -> Outcome:
+        verify = _httpx_verify(fault)
+        async with httpx.AsyncClient(verify=verify, timeout=fault.timeout, trust_env=False) as c:
+            try:
+                response = await c.post(url, params=query, headers=headers, json=_BODY)
+            except Exception as exc:  # noqa: BLE001
+                return Outcome("httpx-async", error=exc)
+            return _steps(
+                "httpx-async",
+                response.status_code,
+                response.headers.multi_items(),
+                response.content,
+                response.raise_for_status,
+                response.json,
+            )
+
+    return asyncio.run(go())
+
+
+def _requests(fault: LoopbackFault, url: str, headers: dict[str, str], query: Any) -> Outcome:
+    import requests
+
+    with requests.Session() as session:
+        session.trust_env = False
+        try:
+            response = session.post(
+                url,
+                params=query,
+                headers=headers,
+                json=_BODY,
+                timeout=fault.timeout,
+                verify=fault.ca_file if fault.scheme == "https" else True,
+                allow_redirects=False,
+            )
+        except Exception as exc:  # noqa: BLE001
+            return Outcome("requests", error=exc)
+        return _steps(
+            "requests",
+            response.status_code,
+            list(response.headers.items()),
+            response.content,
+            response.raise_for_status,
+            response.json,
+        )
+
+
+def _urllib3(fault: LoopbackFault, url: str, headers: dict[str, str], query: Any) -> Outcome:
+    import urllib3
+
+    if query:
+        url += "?" + urllib.parse.urlencode(query)
+    context = fault.ssl_context() if fault.scheme == "https" else None
+    # Retry(0): one attempt, and the MaxRetryError wrapping real code meets (as requests
+    # does); a read error on a POST is raised as it is
+    with urllib3.PoolManager(ssl_context=context) as pool:
+        try:
+            response = pool.request(
+                "POST",
+                url,
+                headers=headers,
+                json=_BODY,
+                timeout=urllib3.Timeout(fault.timeout),
+                retries=urllib3.Retry(0, redirect=False),
+                redirect=False,
+            )
+        except Exception as exc:  # noqa: BLE001
+            return Outcome("urllib3", error=exc)
+        return _steps(
+            "urllib3",
+            response.status,
+            list(response.headers.iteritems()),
+            response.data,
+            None,
+            response.json,
+        )
+
+
+def _aiohttp(fault: LoopbackFault, url: str, headers: dict[str, str], query: Any) -> Outcome:
+    import asyncio
+
+    import aiohttp
+
+    async def go() -> Outcome:
+        # connect and read limits rather than ``total``: each stage then raises its own
+        # timeout (ConnectionTimeoutError, SocketTimeoutError)
+        timeout = aiohttp.ClientTimeout(sock_connect=fault.timeout, sock_read=fault.timeout)
+        ssl_arg: Any = fault.ssl_context() if fault.scheme == "https" else True
+        async with aiohttp.ClientSession(timeout=timeout, trust_env=False) as session:
+            try:
+                async with session.post(
+                    url,
+                    params=query,
+                    headers=headers,
+                    json=_BODY,
+                    ssl=ssl_arg,
+                    allow_redirects=False,
+                ) as response:
+                    body = await response.read()
+                    status_error = json_error = None
+                    try:
+                        response.raise_for_status()
+                    except Exception as exc:  # noqa: BLE001
+                        status_error = exc
+                    try:
+                        await response.json()
+                    except Exception as exc:  # noqa: BLE001
+                        json_error = exc
+                    return Outcome(
+                        "aiohttp",
+                        status=response.status,
+                        headers=tuple(response.headers.items()),
+                        body=body,
+                        status_error=status_error,
+                        json_error=json_error,
+                    )
+            except Exception as exc:  # noqa: BLE001
+                return Outcome("aiohttp", error=exc)
+
+    return asyncio.run(go())
+
+
+def _steps(
+    client: str,
+    status: int,
+    headers: Any,
+    body: bytes,
+    raise_for_status: Callable[[], Any] | None,
+    decode_json: Callable[[], Any],
+) -> Outcome:
+    status_error = json_error = None
+    if raise_for_status is not None:
+        try:
+            raise_for_status()
+        except Exception as exc:  # noqa: BLE001
+            status_error = exc
+    try:
+        decode_json()
+    except Exception as exc:  # noqa: BLE001
+        json_error = exc
+    return Outcome(
+        client,
+        status=status,
+        headers=tuple((str(k), str(v)) for k, v in headers),
+        body=body,
+        status_error=status_error,
+        json_error=json_error,
+    )
+
+
+@dataclass(frozen=True)
+class CorpusCase:
+    """One corpus entry: a stage, the fault options, and its key in the corpus."""
+
+    stage: str
+    options: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        tags = [v for k, v in sorted(self.options.items()) if k != "scheme"]
+        if self.options.get("scheme") == "https" and self.stage not in TLS_STAGES:
+            tags.append("https")
+        return self.stage + (f"[{','.join(tags)}]" if tags else "")
+
+
+#: every HTTP stage, the truncation and disconnect variants, and, where TLS changes what a
+#: client sees of a broken connection, the same over HTTPS
+CORPUS_CASES: tuple[CorpusCase, ...] = (
+    *(CorpusCase(name) for name, stage in STAGES.items() if stage.transport == HTTP),
+    CorpusCase("truncated_body", {"truncation": "chunked"}),
+    CorpusCase("reset_after_send", {"disconnect": "close_without_response"}),
+    CorpusCase("http_401", {"scheme": "https"}),
+    CorpusCase("timeout_after_send", {"scheme": "https"}),
+    CorpusCase("reset_after_send", {"scheme": "https"}),
+    CorpusCase("reset_after_send", {"scheme": "https", "disconnect": "close_without_response"}),
+    CorpusCase("truncated_body", {"scheme": "https"}),
+    CorpusCase("truncated_body", {"scheme": "https", "truncation": "chunked"}),
+)
+
+
+def exception_text(exc: BaseException) -> str:
+    return "".join(traceback.format_exception_only(type(exc), exc))
+
+
+def outcome_text(outcome: Outcome) -> str:
+    """The corpus text of one call (raw: mask before showing it anywhere)."""
+    if outcome.error is not None:
+        return exception_text(outcome.error)
+    lines = [f"status: {outcome.status}", "body: " + outcome.body.decode("utf-8", "replace")]
+    if outcome.client in _RAISES_FOR_STATUS:
+        raised = outcome.status_error
+        lines.append("raise_for_status: " + (exception_text(raised) if raised else "-\n"))
+    else:
+        lines.append(f"raise_for_status: ({outcome.client} has none)\n")
+    lines.append("json: " + (exception_text(outcome.json_error) if outcome.json_error else "-\n"))
+    return "\n".join(line.rstrip("\n") for line in lines) + "\n"
+
+
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]{4,}")
+_SSL_LINE = re.compile(r"\((_ssl\.c):\d+\)")
+_TIMEOUT = re.compile(r"\b(timeout)=\d+(?:\.\d+)?(?:e-?\d+)?")
+_DURATION = re.compile(r"\b\d+\.\d+ ?(?:ms|s|sec|seconds)\b")
+
+
+def normalize(text: str, fault: LoopbackFault, tmpdir: str | None = None) -> str:
+    """Volatile parts out: ports, temporary paths, memory addresses, durations and the C
+    source line numbers of the ssl module."""
+    if tmpdir:
+        text = text.replace(tmpdir, "TMP")
+    text = re.sub(rf"(?<!\d){fault.port}(?!\d)", "PORT", text)
+    text = _ADDRESS.sub("0xADDR", text)
+    text = _SSL_LINE.sub(r"(\1:LINE)", text)
+    text = _TIMEOUT.sub(r"\1=TIMEOUT", text)
+    return _DURATION.sub("DURATION", text)
+
+
+def client_versions() -> dict[str, str]:
+    """The versions the corpus texts depend on."""
+    import platform
+
+    versions = {}
+    for name in _VERSIONED:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "not installed"
+    versions["python"] = platform.python_version()
+    versions["openssl"] = ssl.OPENSSL_VERSION
+    return versions
+
+
+def record_exception_texts(check: LeakCheck | None = None) -> dict[str, Any]:
+    """Run every (client, corpus case) against a loopback fault and return the corpus
+    document: ``{"generated_by", "versions", "texts": {client: {case key: text}}}``, every
+    text masked with ``check.mask`` (a ``LeakCheck`` seeded with ``CORPUS_SEED`` unless
+    one is given; its secrets are those the request and the replies carried)."""
+    from leakcheck.harness import LeakCheck
+
+    if check is None:
+        check = LeakCheck(seed=CORPUS_SEED, sinks=[])
+    # bearer in Authorization, api_key in the query: the secrets real texts carry
+    placed = check.place("query-api-key")
+    # made in a fixed order, so that the canaries a reply draws are the same every run
+    faults = {
+        (client, case.key): LoopbackFault(
+            case.stage,
+            placed=placed,
+            secret=check.secret,
+            timeout=_CORPUS_TIMEOUT,
+            **dict(case.options),
+        )
+        for client in CLIENTS
+        for case in CORPUS_CASES
+    }
+
+    def record(client: str, fault: LoopbackFault) -> str:
+        with fault:
+            tmpdir = fault._tmpdir
+            outcome = call_client(client, fault, placed)
+        if not fault.fired:
+            raise HarnessError(
+                check.mask(
+                    f"corpus: {fault.describe()} with {client} never fired: "
+                    f"{fault.not_reached_reason()}"
+                )
+            )
+        return normalize(outcome_text(outcome), fault, tmpdir)
+
+    # The timeout stages only wait, and touch no global but the (thread-safe) socket
+    # watcher: they run side by side. The others patch socket.getaddrinfo (DNS failure, a
+    # redirect target) and run one after the other.
+    waiting = [job for job, fault in faults.items() if fault.stage.name in _WAITING_STAGES]
+    raw: dict[str, dict[str, str]] = {client: {} for client in CLIENTS}
+    with ThreadPoolExecutor(max_workers=max(1, len(waiting))) as pool:
+        futures = {job: pool.submit(record, job[0], faults[job]) for job in waiting}
+        for job, fault in faults.items():
+            if job not in futures:
+                raw[job[0]][job[1]] = record(job[0], fault)
+        for job, future in futures.items():
+            raw[job[0]][job[1]] = future.result()
+    texts = {c: {k: check.mask(t) for k, t in cases.items()} for c, cases in raw.items()}
+    return {
+        "generated_by": (
+            "python scripts/record_http_exceptions.py "
+            "(leakcheck.plugins.loopback_http.record_exception_texts, canary seed "
+            f"{CORPUS_SEED!r}): the real exception text each client library produces at "
+            "each stage against the loopback server, secrets masked, ports, temporary "
+            "paths, addresses, durations and the timeout normalized"
+        ),
+        "versions": client_versions(),
+        "texts": texts,
+    }
+
+
+def dump_corpus(document: Mapping[str, Any]) -> str:
+    """The corpus file's text: sorted keys, stable across runs."""
+    return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"

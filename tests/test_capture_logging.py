@@ -1,0 +1,91 @@
+"""The logging sink honours a logger's own filters (an app that drops or redacts a
+library's records there leaks nothing), runs each filter once, and still hands the app's
+handlers exactly the records production would emit."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+
+import pytest
+
+from leakcheck.capture import LoggingSink
+from leakcheck.harness import LeakCheck
+
+
+@pytest.fixture
+def logger() -> Iterator[logging.Logger]:
+    log = logging.getLogger("leakcheck.tests.filtered")
+    log.setLevel(logging.WARNING)
+    log.propagate = False
+    seen: list[logging.LogRecord] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append(record)
+
+    handler = Keep()
+    log.addHandler(handler)
+    log.seen = seen  # type: ignore[attr-defined]
+    try:
+        yield log
+    finally:
+        log.removeHandler(handler)
+        log.filters.clear()
+        log.setLevel(logging.NOTSET)
+        log.propagate = True
+
+
+def _check() -> LeakCheck:
+    return LeakCheck(seed="capture-logging", sinks=[LoggingSink()])
+
+
+def test_a_record_the_logger_drops_is_not_a_leak(logger: logging.Logger) -> None:
+    logger.addFilter(lambda record: "Authorization" not in record.getMessage())
+    with _check() as check:
+        token = check.secret("bearer")
+        logger.debug("headers {'Authorization': 'Bearer %s'}", token)
+        logger.warning("upstream answered 401")
+    assert check.violations() == []
+    assert [r.getMessage() for r in logger.seen] == ["upstream answered 401"]  # type: ignore[attr-defined]
+
+
+def test_a_record_the_logger_redacts_is_seen_redacted(logger: logging.Logger) -> None:
+    class Redact(logging.Filter):
+        calls = 0
+
+        def filter(self, record: logging.LogRecord) -> bool:
+            Redact.calls += 1
+            record.msg, record.args = "request failed (headers redacted)", ()
+            return True
+
+    logger.addFilter(Redact())
+    with _check() as check:
+        token = check.secret("bearer")
+        logger.warning("request failed: Bearer %s", token)
+    assert check.violations() == []
+    assert Redact.calls == 1  # once, not once for us and once for the app
+    assert len(logger.seen) == 1  # type: ignore[attr-defined]
+
+
+def test_without_a_filter_every_level_is_still_caught(logger: logging.Logger) -> None:
+    with _check() as check:
+        token = check.secret("bearer")
+        logger.debug("Bearer %s", token)
+    leaks = check.violations()
+    assert [leak.sink for leak in leaks] == ["log record", "log record"]  # message and args
+    assert "not emitted in production" in leaks[0].note
+    assert logger.seen == []  # type: ignore[attr-defined]  # below level: the app saw nothing
+
+
+def test_a_handler_filter_is_not_a_redaction(logger: logging.Logger) -> None:
+    # a handler's filter protects that handler only; another handler (or a level change)
+    # would still emit the record, so the record counts
+    handler = logger.handlers[0]
+    handler.addFilter(lambda record: False)
+    try:
+        with _check() as check:
+            logger.warning("Bearer %s", check.secret("bearer"))
+        assert check.violations()
+    finally:
+        handler.filters.clear()
