@@ -15,7 +15,10 @@ Three more choices keep the operator side clean as well:
 * operator logs (logger ``examples.careful``) and the protected record name the upstream
   host, the status and exception *classes*, never an exception message (a gateway bug's
   message may hold a header: see ``leakcheck.doubles.Boom``);
-* request ids are 128 random bits, independent of time, host, user and credential.
+* request ids are 128 random bits, independent of time, host, user and credential;
+* httpcore's DEBUG trace records of request and response headers (``Set-Cookie``, a
+  signed ``Location``, an ``Authorization`` header) are dropped at their loggers, so
+  turning on DEBUG in production one day cannot write credentials to the logs.
 
 Usage::
 
@@ -50,8 +53,27 @@ from .gateway_kit import (
 __all__ = ["CarefulGateway", "Gateway", "HttpAuth", "RecordStore", "SSHSettings"]
 
 
+def _no_header_traces(record: logging.LogRecord) -> bool:
+    # httpcore logs "send_request_headers.started request=..." and
+    # "receive_response_headers.complete return_value=(..., [(b'Set-Cookie', ...)])"
+    return "_headers." not in str(record.msg)
+
+
+def quiet_header_traces() -> None:
+    """Drop httpcore's header traces at their own loggers (filters are not inherited by
+    child loggers, hence one per module that logs them). Idempotent."""
+    for name in ("httpcore.http11", "httpcore.http2", "httpcore.connection"):
+        logger = logging.getLogger(name)
+        if _no_header_traces not in logger.filters:
+            logger.addFilter(_no_header_traces)
+
+
 class Gateway(GatewayBase):
     log = logging.getLogger("examples.careful")
+
+    def __init__(self, **settings: Any) -> None:
+        quiet_header_traces()
+        super().__init__(**settings)
 
     def new_request_id(self) -> str:
         # opaque: random, so it says nothing about time, order, host or credential

@@ -63,8 +63,10 @@ def _by_case(report: dict[str, Any]) -> dict[tuple[str, str, str], dict[str, Any
     }
 
 
-def test_careful_gateway_passes_every_case(tmp_reports: str) -> None:
-    code, out, report = _run("test_careful_matrix", tmp_reports)
+@pytest.mark.parametrize("module", ["test_careful_matrix", "test_careful_loopback_matrix"])
+def test_careful_gateway_passes_every_case(module: str, tmp_reports: str) -> None:
+    # respx, then real sockets (loopback HTTP(S) server): real library texts and log records
+    code, out, report = _run(module, tmp_reports)
     cases = _by_case(report)
     assert len(cases) == CASES
     failing = sorted("-".join(k) for k, r in cases.items() if r["matrix"]["failed"])
