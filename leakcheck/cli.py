@@ -128,7 +128,48 @@ def _build_parser() -> argparse.ArgumentParser:
         metavar="VERSION",
         help="schema version (default: v1)",
     )
+    review = commands.add_parser(
+        "review",
+        help="review error-text snapshot differences and accept or reject them",
+        description="Show each pending snapshot difference (written by a pytest run that "
+        "saw drift) side by side and accept it (written into the snapshot file) or reject "
+        "it. Asks per entry on a terminal. Exit 0 when nothing is left pending, 1 otherwise, "
+        "2 on usage or I/O errors.",
+    )
+    review.add_argument(
+        "--dir",
+        default=".",
+        metavar="ROOT",
+        help="the pytest rootdir holding .leakcheck/pending (default: the current directory)",
+    )
+    decide = review.add_mutually_exclusive_group()
+    decide.add_argument("--accept-all", action="store_true", help="accept every pending difference")
+    decide.add_argument("--reject-all", action="store_true", help="reject every pending difference")
+    review.add_argument(
+        "--secrets-file",
+        metavar="FILE",
+        help="also mask these secrets in what is shown (one per line, or a .json list)",
+    )
     return parser
+
+
+def _review(args: argparse.Namespace) -> int:
+    # imported here: pytest and the snapshot machinery only for this command
+    from .snapshots import SnapshotError, review
+
+    root = Path(args.dir)
+    if not root.is_dir():
+        raise UsageError(f"--dir {args.dir!r} is not a directory")
+    secrets = load_secrets(args.secrets_file) if args.secrets_file else []
+    decision = "accept" if args.accept_all else "reject" if args.reject_all else None
+    try:
+        interactive = decision is None and sys.stdin.isatty()
+    except (AttributeError, ValueError):
+        interactive = False
+    try:
+        return review(root, decision=decision, interactive=interactive, secrets=secrets)
+    except SnapshotError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _schema(version: str) -> int:
@@ -213,6 +254,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_CLEAN
         if args.command == "schema":
             return _schema(args.version)
+        if args.command == "review":
+            return _review(args)
         parser.print_help()
         return EXIT_ERROR
     except UsageError as exc:

@@ -97,6 +97,8 @@ class LeakCheck:
         self._armed: list[Fault] = []
         #: set by a stage-matrix case: what it was and which assertions failed
         self.matrix: dict[str, Any] | None = None
+        #: set by a baseline matrix case: its error-text snapshot entry (masked)
+        self.snapshot: dict[str, Any] | None = None
 
     @property
     def seed(self) -> int | str:

@@ -44,6 +44,7 @@ from .contract import (
 )
 from .doubles import Approver, Boom, ObservedInput, Vault
 from .faults import Fault, GatewayFault
+from .libtrace import library_exceptions
 from .placements import PLACEMENTS, AuthTemplate, Placed, Placement, placements_for
 from .policy import SinkClass
 from .serialize import leaves, to_jsonable
@@ -77,6 +78,10 @@ ASSERTIONS = {
 #: gateway here, so a gateway that calls upstream anyway fails fast and offline
 UNREACHABLE_URL = "https://api.upstream.invalid"
 DEFAULT_UPSTREAM = "https://api.upstream.test"
+
+#: the placement whose case records an error-text snapshot, per operation transport
+#: (``leakcheck.snapshots.BASELINE_PLACEMENTS`` is the same mapping)
+BASELINE_PLACEMENTS = {"http": "authorization-header", "ssh": "ssh-password"}
 
 #: stages whose exception a transport raises (an injected cause can ride on them)
 _RAISING = {
@@ -341,7 +346,9 @@ def run_case(check: LeakCheck, target: Target, spec: CaseSpec, *, nodeid: str = 
     records = _RecordSink()
     check.sinks.append(records)
     try:
-        envelope = target.call(case)
+        # which library exception the gateway turned into this envelope (snapshots)
+        with library_exceptions() as escaped:
+            envelope = target.call(case)
     except Exception as exc:  # the agent would get this exception: it is caller-visible
         check.exception_reached_caller(exc)
         _fail(
@@ -351,6 +358,8 @@ def run_case(check: LeakCheck, target: Target, spec: CaseSpec, *, nodeid: str = 
         )  # fmt: skip
         return
     check.expose(envelope)
+    if spec.placement == BASELINE_PLACEMENTS.get(case.operation.transport):
+        check.snapshot = _snapshot(case, spec, envelope, escaped.last)
     problems: list[Violation] = []
     problems += [
         _tag("contract", v)
@@ -383,6 +392,25 @@ def run_case(check: LeakCheck, target: Target, spec: CaseSpec, *, nodeid: str = 
     }
     if problems:
         _fail(check, spec, nodeid, problems)
+
+
+def _snapshot(case: Case, spec: CaseSpec, envelope: Any, exc: BaseException | None) -> Any:
+    """The error-text snapshot entry of a baseline case (masked, normalized)."""
+    from .snapshots import snapshot_entry  # pytest-side: imported when a matrix runs
+
+    port = getattr(case.fault, "port", None)
+    paths = []
+    if case.ssh is not None and case.ssh.known_hosts != os.devnull:
+        paths.append(os.path.dirname(case.ssh.known_hosts))
+    return snapshot_entry(
+        envelope,
+        exc,
+        None,  # the snapshot session records the library versions
+        case.check.mask,
+        key=f"{spec.operation}/{spec.stage}",
+        ports=[port] if isinstance(port, int) else [],
+        paths=paths,
+    )
 
 
 def _tag(assertion: str, violation: Violation) -> Violation:
@@ -479,7 +507,14 @@ def describe_case(spec: CaseSpec) -> str:
 # --- the summary grid ---------------------------------------------------------------------------
 
 
-_GRID_LETTERS = {"contract": "c", "leaks": "l", "hygiene": "h", "record": "r", "harness": "!"}
+_GRID_LETTERS = {
+    "contract": "c",
+    "leaks": "l",
+    "hygiene": "h",
+    "record": "r",
+    "snapshot": "s",
+    "harness": "!",
+}
 
 
 def format_grid(records: Sequence[Mapping[str, Any]]) -> str:
@@ -502,7 +537,7 @@ def format_grid(records: Sequence[Mapping[str, Any]]) -> str:
     col = max(14, *(len(o) for o in operations))
     lines = [
         "stage matrix (passed/cases; failed: c=contract l=leaks h=hygiene r=record "
-        "!=stage not reached)",
+        "s=snapshot drift !=stage not reached)",
         " " * width + "  " + "  ".join(op.ljust(col) for op in operations),
     ]
     for stage in stages:

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from . import snapshots
 from .canaries import Secret
 from .detect import Scanner
 from .extensions import skipped_plugins
@@ -139,6 +140,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="pairs to forbid, e.g. 'context: operator'",
     )
     parser.addini("leakcheck_report", default="", help="JSON report path")
+    snapshots.addoption(parser)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -150,6 +152,7 @@ def pytest_configure(config: pytest.Config) -> None:
     state = _State(config)
     config.stash[_STATE] = state
     config.pluginmanager.register(state, "leakcheck-state")
+    snapshots.install(config, lambda: state.secrets)
 
 
 class _State:
@@ -378,6 +381,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         _hand_over_output(item, check)
         leaks = check.findings()
         forbidden = [leak for leak in leaks if not leak.allowed]
+        # error-text snapshot of a baseline matrix case: compared now, so that a drift is
+        # in the record's outcome and the grid
+        session = snapshots.session_of(item.config)
+        drift = session.apply(item, report, check) if session is not None else None
         # Masked here, with every piece of this test's secrets: under xdist the controller
         # that writes the report never sees the secrets.
         if check.matrix is not None:
@@ -387,6 +394,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             failed |= {"record"} if "protected record" in sinks else set()
             failed |= {"leaks"} if sinks - {"protected record"} else set()
             failed |= {"harness"} if check.unreached() else set()
+            failed |= {"snapshot"} if drift else set()
             check.matrix["failed"] = sorted(failed)
         record: dict[str, Any] = {
             "test": item.nodeid,

@@ -97,7 +97,7 @@ def _inner(pytester: pytest.Pytester, *mistakes: str, args: tuple[str, ...] = ()
     )
     report = pytester.path / "report.json"
     result = pytester.runpytest(
-        "-p", "no:randomly", "-rA", "--leakcheck-seed=matrix-1",
+        "-p", "no:randomly", "-rA", "--leakcheck-seed=matrix-1", "--no-leakcheck-snapshots",
         f"--leakcheck-report={report}", *args,
     )  # fmt: skip
     return result, json.loads(report.read_text()) if report.exists() else {}

@@ -1,0 +1,320 @@
+"""``library_exceptions``: the exception that left a library, as the gateway received it;
+tracers restored and chained; ``library_versions``."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpcore
+import httpx
+import pytest
+
+from leakcheck import libtrace
+from leakcheck.libtrace import NOT_INSTALLED, library_exceptions, library_versions
+
+
+@pytest.fixture
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def no_tracer() -> Iterator[None]:
+    """Run without an outer tracer (coverage, a debugger) and restore whatever was there."""
+    saved, saved_threads = sys.gettrace(), threading.gettrace()
+    sys.settrace(None)
+    threading.settrace(None)  # type: ignore[arg-type]
+    try:
+        yield
+    finally:
+        sys.settrace(saved)
+        threading.settrace(saved_threads)  # type: ignore[arg-type]
+
+
+def _refusing_handler(request: httpx.Request) -> httpx.Response:
+    raise httpx.ConnectError("All connection attempts failed", request=request)
+
+
+def test_refused_port_records_httpx_error_not_httpcore(closed_port: int, no_tracer: None) -> None:
+    with library_exceptions() as escaped:
+        try:
+            httpx.get(f"http://127.0.0.1:{closed_port}/deploy", timeout=0.3)
+        except httpx.HTTPError as exc:
+            received = exc
+    assert isinstance(escaped.last, httpx.ConnectError)
+    assert escaped.last is received
+    # httpcore raised first, inside httpx, which translated it: that one never left
+    assert isinstance(received.__context__, httpcore.ConnectError)
+    assert escaped.all == [received]
+    assert [(e.library, e.into) for e in escaped.escapes] == [("httpx", __name__)]
+
+
+def _raise_from_helper() -> None:
+    raise ValueError("the gateway's own")
+
+
+def test_nothing_leaves_the_library(no_tracer: None) -> None:
+    client = httpx.Client(transport=httpx.MockTransport(lambda r: httpx.Response(200)))
+    with library_exceptions() as escaped:
+        assert client.get("https://api.upstream.test/").status_code == 200
+        with pytest.raises(ValueError):
+            _raise_from_helper()  # the gateway's own code, not a library
+        # a library generator ending is control flow, not an error
+        with pytest.raises(StopIteration):
+            next(iter(httpx.Response(200, content=b"").iter_bytes()))
+    assert escaped.last is None
+    assert escaped.all == []
+
+
+FAKELIB = """
+class Inner(Exception):
+    pass
+
+
+class Outer(Exception):
+    pass
+
+
+def convert():
+    try:
+        raise Inner("low level")
+    except Inner as exc:
+        raise Outer("translated") from exc
+
+
+def exhausted():
+    return next(iter(()))
+
+
+def call_back(fn):
+    return fn()
+"""
+
+
+def test_a_fake_library_translation_control_flow_and_callbacks(no_tracer: None) -> None:
+    fakelib: dict[str, Any] = {"__name__": "fakelib"}
+    exec(compile(FAKELIB, "fakelib.py", "exec"), fakelib)  # frames of module "fakelib"
+    with library_exceptions(["fakelib"]) as escaped:
+        with pytest.raises(fakelib["Outer"]):
+            fakelib["convert"]()
+        with pytest.raises(StopIteration):
+            fakelib["exhausted"]()  # control flow: not recorded
+        with pytest.raises(ValueError):
+            fakelib["call_back"](_raise_from_helper)  # ours, but it left through the library
+    assert [type(e).__name__ for e in escaped.all] == ["Outer", "ValueError"]
+    assert {e.library for e in escaped.escapes} == {"fakelib"}
+
+
+def test_last_is_the_last_and_only_watched_libraries_count(no_tracer: None) -> None:
+    client = httpx.Client(transport=httpx.MockTransport(_refusing_handler))
+    with library_exceptions(["requests"]) as only_requests, library_exceptions() as escaped:
+        for _ in range(2):
+            with pytest.raises(httpx.ConnectError):
+                client.get("https://api.upstream.test/")
+        with pytest.raises(httpx.UnsupportedProtocol):
+            httpx.get("ftp://api.upstream.test/")  # refused before any connection
+    assert [type(e) for e in escaped.all] == [
+        httpx.ConnectError,
+        httpx.ConnectError,
+        httpx.UnsupportedProtocol,
+    ]
+    assert isinstance(escaped.last, httpx.UnsupportedProtocol)
+    assert only_requests.all == []
+
+
+def test_through_stdlib_plumbing_async_and_threads(no_tracer: None) -> None:
+    client = httpx.AsyncClient(transport=httpx.MockTransport(_refusing_handler))
+
+    async def gateway() -> str:
+        try:  # asyncio.wait_for runs it as a task: asyncio frames sit in between
+            await asyncio.wait_for(client.get("https://api.upstream.test/"), 0.5)
+        except httpx.ConnectError:
+            return "UPSTREAM_UNREACHABLE"
+        return "ok"
+
+    sync_client = httpx.Client(transport=httpx.MockTransport(_refusing_handler))
+    from_thread: list[BaseException] = []
+
+    def worker() -> None:
+        try:
+            sync_client.get("https://api.upstream.test/")
+        except httpx.ConnectError as exc:
+            from_thread.append(exc)
+
+    with library_exceptions() as escaped:
+        assert asyncio.run(gateway()) == "UPSTREAM_UNREACHABLE"
+        thread = threading.Thread(target=worker)
+        thread.start()
+        thread.join(0.5)
+    assert not thread.is_alive()
+    assert len(escaped.all) == 2, escaped.escapes
+    assert all(isinstance(e, httpx.ConnectError) for e in escaped.all)
+    assert from_thread[0] in escaped.all
+    assert {e.thread for e in escaped.escapes} == {"MainThread", thread.name}
+
+
+def test_tracers_restored_even_when_the_block_raises(no_tracer: None) -> None:
+    def outer(frame: Any, event: str, arg: Any) -> None:
+        return None
+
+    sys.settrace(outer)
+    threading.settrace(outer)
+    try:
+        with pytest.raises(httpx.ConnectError), library_exceptions() as escaped:
+            httpx.Client(transport=httpx.MockTransport(_refusing_handler)).get(
+                "https://api.upstream.test/"
+            )
+        assert sys.gettrace() is outer
+        assert threading.gettrace() is outer
+    finally:
+        sys.settrace(None)
+        threading.settrace(None)  # type: ignore[arg-type]
+    assert isinstance(escaped.last, httpx.ConnectError)
+    assert sys._getframe().f_trace is None  # the frame that opened the block: as it was
+    with library_exceptions():
+        pass
+    assert sys.gettrace() is None and threading.gettrace() is None
+
+
+def test_an_outer_tracer_keeps_its_events(no_tracer: None) -> None:
+    """coverage-style chaining: the previous tracer still sees every call, line and
+    exception of the frames it traces, and the recorder still records."""
+    seen: list[tuple[str, str]] = []
+
+    def outer(frame: Any, event: str, arg: Any) -> Any:
+        if frame.f_code.co_name != "gateway":
+            return None
+
+        def local(frame: Any, event: str, arg: Any) -> Any:
+            seen.append((frame.f_code.co_name, event))
+            return local
+
+        return local
+
+    client = httpx.Client(transport=httpx.MockTransport(_refusing_handler))
+
+    def gateway() -> str:
+        try:
+            client.get("https://api.upstream.test/")
+        except httpx.ConnectError:
+            return "refused"
+        return "ok"
+
+    sys.settrace(outer)
+    try:
+        with library_exceptions() as escaped:
+            assert gateway() == "refused"
+    finally:
+        sys.settrace(None)
+    assert {event for _, event in seen} >= {"line", "exception", "return"}
+    assert isinstance(escaped.last, httpx.ConnectError)
+
+
+def test_a_tracer_that_reinstalls_itself_does_not_push_the_recorder_out(no_tracer: None) -> None:
+    """coverage's CTracer, called from Python on a call event, reinstalls itself."""
+    calls = []
+
+    def greedy(frame: Any, event: str, arg: Any) -> None:
+        calls.append(event)
+        sys.settrace(greedy)
+
+    client = httpx.Client(transport=httpx.MockTransport(_refusing_handler))
+
+    def gateway() -> None:  # a frame made after the tracer put itself back
+        try:
+            client.get("https://api.upstream.test/")
+        except httpx.ConnectError:
+            pass
+
+    sys.settrace(greedy)
+    try:
+        with library_exceptions() as escaped:
+            gateway()
+            gateway()
+        after = sys.gettrace()
+    finally:
+        sys.settrace(None)
+    assert len(escaped.all) == 2
+    assert calls
+    assert after is greedy
+
+
+def test_nested_recorders_under_an_outer_tracer(no_tracer: None) -> None:
+    events = []
+
+    def outer(frame: Any, event: str, arg: Any) -> None:
+        events.append(event)
+
+    client = httpx.Client(transport=httpx.MockTransport(_refusing_handler))
+
+    def gateway() -> None:
+        try:
+            client.get("https://api.upstream.test/")
+        except httpx.ConnectError:
+            pass
+
+    sys.settrace(outer)
+    try:
+        with library_exceptions() as first:
+            with library_exceptions() as second:
+                gateway()
+            assert sys.gettrace() == first._trace_fn
+            gateway()
+        after = sys.gettrace()
+    finally:
+        sys.settrace(None)
+    assert after is outer
+    assert len(first.all) == 2 and len(second.all) == 1
+    assert events.count("call") > 10
+
+
+def test_overhead_is_small(no_tracer: None, record_property: Any) -> None:
+    client = httpx.Client(transport=httpx.MockTransport(_refusing_handler))
+
+    def calls(n: int) -> None:
+        for _ in range(n):
+            try:
+                client.get("https://api.upstream.test/")
+            except httpx.ConnectError:
+                pass
+
+    calls(5)  # warm up
+    n = 50
+    start = time.perf_counter()
+    calls(n)
+    plain = (time.perf_counter() - start) * 1000 / n
+    with library_exceptions() as escaped:
+        start = time.perf_counter()
+        calls(n)
+        traced = (time.perf_counter() - start) * 1000 / n
+    assert len(escaped.all) == n
+    record_property("libtrace_ms_per_call", f"plain {plain:.3f} traced {traced:.3f}")
+    print(f"libtrace: {plain:.3f} ms plain, {traced:.3f} ms traced per failing httpx call")
+    assert traced < plain * 4 + 1.0, (plain, traced)
+
+
+def test_misuse_is_a_clear_error() -> None:
+    with pytest.raises(ValueError, match="at least one library"):
+        library_exceptions([])
+    recorder = library_exceptions()
+    with recorder, pytest.raises(RuntimeError, match="already recording"):
+        recorder.__enter__()
+
+
+def test_library_versions(monkeypatch: pytest.MonkeyPatch) -> None:
+    versions = library_versions()
+    assert list(versions) == list(libtrace.DEFAULT_VERSIONED)
+    assert versions["httpx"] == httpx.__version__
+    assert versions["python"].startswith(f"{sys.version_info[0]}.{sys.version_info[1]}")
+    extra = library_versions(["httpx"], extra=["no-such-distribution-lc", "httpx"])
+    assert extra == {"httpx": httpx.__version__, "no-such-distribution-lc": NOT_INSTALLED}
+    monkeypatch.setattr(libtrace, "_distribution_version", lambda name: "9.9")
+    assert set(library_versions().values()) == {"9.9"}
