@@ -66,6 +66,14 @@ class LeakcheckOptions:
             raise pytest.UsageError(
                 "@pytest.mark.leakcheck(skip_sinks=...) takes {sink name: reason}"
             )
+        unknown_sinks = sorted(set(skip) - _known_sink_names())
+        # a sink of a plugin whose library is missing here has no known name: let it be
+        if unknown_sinks and not skipped_plugins():
+            raise pytest.UsageError(
+                f"@pytest.mark.leakcheck(skip_sinks=...): unknown sink(s) "
+                f"{', '.join(repr(n) for n in unknown_sinks)}; known: "
+                f"{', '.join(sorted(_known_sink_names()))}"
+            )
         decode = marker.kwargs.get("decode", True)
         if not isinstance(decode, bool):
             raise pytest.UsageError(
@@ -95,6 +103,13 @@ class LeakcheckOptions:
             return base.with_rules(allow=self.allow, forbid=self.forbid)
         except PolicyError as exc:
             raise pytest.UsageError(f"@pytest.mark.leakcheck on {where}: {exc}") from None
+
+
+def _known_sink_names() -> set[str]:
+    from .capture import builtin_sinks, plugin_sink_factories
+
+    names = {"tool response", "exception", "stdout", "stderr", "warning", "protected record"}
+    return names | {sink.name for sink in builtin_sinks()} | set(plugin_sink_factories())
 
 
 def _options(item: pytest.Item, base: Policy) -> tuple[LeakcheckOptions, Policy]:

@@ -234,6 +234,7 @@ BAD_MARKERS = [
     ('"context"', "takes keyword arguments only"),
     ('skip_sinks={"log record": ""}', "every opt-out states its reason"),
     ('skip_sinks=["log record"]', "takes {sink name: reason}"),
+    ('skip_sinks={"log records": "typo"}', "unknown sink(s) 'log records'; known: crash hook"),
     ('decode="no"', "decode=...) takes True or False, not str"),
 ]
 
