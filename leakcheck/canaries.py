@@ -226,6 +226,18 @@ class Kind:
     description: str
 
 
+def _below(getrandbits: Callable[[int], int], n: int, width: int) -> int:
+    """A uniform int in [0, n) from ``width``-bit draws, rejecting those >= n: exactly
+    what ``Random.choice`` and ``randrange`` do, so canaries replay the random stream they
+    always have (one Python call per character instead of three)."""
+    if n <= 0:
+        raise ValueError("empty range")
+    r = getrandbits(width)
+    while r >= n:
+        r = getrandbits(width)
+    return r
+
+
 def _token(
     rng: random.Random,
     *,
@@ -236,14 +248,21 @@ def _token(
     suffix: str = "",
 ) -> tuple[str, tuple[float, ...]]:
     """prefix + random body (with every hostile character inserted once) + suffix."""
-    per_char = math.log2(len(alphabet))
-    body: list[tuple[str, float]] = [(rng.choice(alphabet), per_char) for _ in range(length)]
+    getrandbits = rng.getrandbits
+    size, width = len(alphabet), len(alphabet).bit_length()
+    body = []
+    for _ in range(length):
+        body.append(alphabet[_below(getrandbits, size, width)])
+    bits = [math.log2(size)] * length
     for ch in hostile:
         # kept off the first and last eight characters: those show up as masked heads and
         # tails ("****7KQ2"), which must be random to be attributable
-        body.insert(rng.randrange(8, len(body) - 7), (ch, 0.0))
-    chars = [(c, 0.0) for c in prefix] + body + [(c, 0.0) for c in suffix]
-    return "".join(c for c, _ in chars), tuple(b for _, b in chars)
+        span = len(body) - 15
+        at = 8 + _below(getrandbits, span, span.bit_length())
+        body.insert(at, ch)
+        bits.insert(at, 0.0)
+    fixed_head, fixed_tail = (0.0,) * len(prefix), (0.0,) * len(suffix)
+    return prefix + "".join(body) + suffix, (*fixed_head, *bits, *fixed_tail)
 
 
 def _pem(label: str) -> Callable[[random.Random], tuple[str, tuple[float, ...]]]:

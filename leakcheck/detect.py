@@ -7,17 +7,31 @@ import codecs
 import dataclasses
 import os
 import re
-from collections.abc import Iterable, Iterator, Sequence
+import threading
+from collections.abc import Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import BinaryIO
 
+from . import engine as engine_module
 from .canaries import Secret
 from .decode import all_decoders, decode_runs
 from .engine import Engine, build_engine
 from .findings import CONTEXT_BYTES, WIDEN_BYTES, Finding, Span, mask_all, masked_excerpt
-from .forms import FORMS, MASK_ONLY_FORMS, FormFn, Needle, needles_for
+from .forms import (
+    FORMS,
+    MASK_ONLY_FORMS,
+    RUN_KEEPING_FORMS,
+    RUN_KEEPING_MAX_NEEDLES,
+    FormFn,
+    Needle,
+    anchor_run,
+    needle_table,
+)
 
 __all__ = ["Scanner"]
+
+#: (patterns, form of each, owning secret of each, {pattern index: other (secret, form)})
+_Index = tuple[list[bytes], list[str], list[int], dict[int, list[tuple[int, str]]]]
 
 #: Bytes read per chunk when streaming: memory stays bounded by a few of these.
 CHUNK_BYTES = 8 * 1024 * 1024
@@ -50,6 +64,11 @@ class Scanner:
 
     ``decode`` adds the decoding second pass (percent, base64, hex runs, ``decode_depth``
     layers deep) for chains such as base64-of-JSON.
+
+    On the ``ahocorasick`` backend (what the pytest plugin uses for a test's small texts)
+    the URL, JSON, repr and HTML spellings of a secret are made only once a text to search
+    holds the secret's anchor run, which each of them contains (see "needles put off"
+    below): same findings, a fraction of the cost for a test that leaks nothing.
     """
 
     def __init__(
@@ -73,33 +92,173 @@ class Scanner:
             from .extensions import plugin_forms
 
             forms = (*FORMS, *plugin_forms())
-        owners: dict[bytes, list[Needle]] = {}
-        for secret in self.secrets:
-            for needle in needles_for(secret, forms):
-                owners.setdefault(needle.pattern, []).append(needle)
-        self._patterns = list(owners)
-        self._owners = [owners[p] for p in self._patterns]
+        self._all_forms = tuple(forms)
+        self._backend = backend
+        self._lock = threading.Lock()  # a masker may be called from a logging thread
+        self._eager_forms = tuple(f for f in self._all_forms if f not in RUN_KEEPING_FORMS)
+        # secret index -> its anchor run, for the secrets whose RUN_KEEPING_FORMS needles
+        # are put off (see _search)
+        self._deferred: dict[int, bytes] = {}
+        self._defers = _defers(backend, self._all_forms, self.secrets)
+        if self._defers:
+            for i, secret in enumerate(self.secrets):
+                run = anchor_run(secret)
+                if run is not None:
+                    self._deferred[i] = run
+            # Below ANCHOR_FROM_PATTERNS the engine finds hits in an order that does not
+            # depend on the pattern list (which of two equally long overlapping needles
+            # names a mask follows it): put off only what keeps every needle below it.
+            most = len(self._deferred) * RUN_KEEPING_MAX_NEEDLES + sum(
+                len(needle_table(s, self._eager_forms if i in self._deferred else self._all_forms))
+                for i, s in enumerate(self.secrets)
+            )
+            if most >= engine_module.ANCHOR_FROM_PATTERNS:
+                self._deferred.clear()
+                self._defers = False
+        (self._patterns, self._forms, self._owner, self._shared) = self._index(self._deferred)
+        self._needles: dict[int, tuple[Needle, ...]] = {}
         self.engine: Engine = build_engine(self._patterns, backend)
-        self.max_needle = max((len(p) for p in self._patterns), default=1)
-        # Hits must be settled (every overlapping hit and the whole excerpt window visible)
-        # before they are reported; see scan_stream.
-        self._margin = self.max_needle + CONTEXT_BYTES + WIDEN_BYTES
+
+    def _index(self, deferred: Container[int]) -> _Index:
+        """Every distinct pattern, with the form it is found under and the secret that
+        owns it, and the other (secret, form) pairs of a pattern that several secrets
+        share (rare: equal or overlapping values); ``deferred`` secrets without their
+        put-off forms.
+
+        Kept as flat lists of bytes, str and int (``Needle`` objects are made only for
+        hits): the plugin builds a scanner per test, and pytest keeps each test's harness,
+        so every object here would be walked by the garbage collector until the session
+        ends. Equal secrets (same value and id) own their needles through the first of
+        them, as they did when needles were shared objects.
+        """
+        first_equal: dict[Secret, int] = {}
+        owner_of = [first_equal.setdefault(s, i) for i, s in enumerate(self.secrets)]
+        tables = [
+            needle_table(secret, self._eager_forms if i in deferred else self._all_forms)
+            for i, secret in enumerate(self.secrets)
+        ]
+        patterns: list[bytes] = []
+        form_names: list[str] = []
+        owners: list[int] = []
+        for owner, table in zip(owner_of, tables, strict=True):
+            patterns += table
+            form_names += table.values()
+            owners += [owner] * len(table)
+        shared: dict[int, list[tuple[int, str]]] = {}
+        if len(tables) > 1 and len(set(patterns)) != len(patterns):
+            first: dict[bytes, int] = {}
+            merged: list[int] = []
+            for position, pattern in enumerate(patterns):
+                index = first.setdefault(pattern, len(merged))
+                if index == len(merged):
+                    merged.append(position)
+                else:
+                    shared.setdefault(index, []).append((owners[position], form_names[position]))
+            patterns = [patterns[i] for i in merged]
+            form_names = [form_names[i] for i in merged]
+            owners = [owners[i] for i in merged]
+        return patterns, form_names, owners, shared
+
+    def _owners(self, index: int) -> tuple[Needle, ...]:
+        """The needles that pattern ``index`` stands for (made on first use)."""
+        needles = self._needles.get(index)
+        if needles is None:
+            pattern = self._patterns[index]
+            pairs = [(self._owner[index], self._forms[index]), *self._shared.get(index, ())]
+            needles = tuple(Needle(pattern, self.secrets[i], form) for i, form in pairs)
+            self._needles[index] = needles
+        return needles
+
+    # --- needles put off -------------------------------------------------------------------
+    #
+    # A pytest test registers a few secrets and searches a kilobyte or so of captured text
+    # that holds none of them: making the URL, JSON, repr and HTML spellings of each (a
+    # third of the needles, most of the cost of building a scanner) would be wasted. Every
+    # one of those needles holds the secret's anchor run, so they are made for a secret
+    # only when a text to be searched holds the run; until then the scanner searches for
+    # the rest. Findings are the same: a needle that is not yet made cannot be in the text.
+    #
+    # Pattern indexes handed out by an engine stay valid (patterns are only appended, or
+    # renamed), and a secret leaves ``_deferred`` only once the engine that searches for
+    # its needles is in place: a masker may be called from a logging thread mid-search.
+
+    def _search(self, buf: bytes | memoryview) -> list[tuple[int, int]]:
+        """The engine's hits in ``buf``, once every needle that could occur in it is made."""
+        if self._deferred:
+            text = buf if isinstance(buf, bytes) else bytes(buf)
+            due = [i for i, run in list(self._deferred.items()) if run in text]
+            if due:
+                self._make_deferred(due)
+        return self.engine.scan(buf)
+
+    def _make_deferred(self, due: Iterable[int]) -> None:
+        """Add the put-off needles of the secrets ``due``. A put-off form that names bytes
+        another form of the secret also makes (it comes earlier in the form order) renames
+        that pattern."""
+        with self._lock:
+            due = [i for i in due if i in self._deferred]
+            if not due:
+                return
+            index_of = {pattern: i for i, pattern in enumerate(self._patterns)}
+            for owner in due:
+                for pattern, form in needle_table(self.secrets[owner], self._all_forms).items():
+                    index = index_of.get(pattern)
+                    if index is None:
+                        index_of[pattern] = len(self._patterns)
+                        self._patterns.append(pattern)
+                        self._forms.append(form)
+                        self._owner.append(owner)
+                    elif self._owner[index] == owner:
+                        if self._forms[index] != form:
+                            self._forms[index] = form
+                            self._needles.pop(index, None)
+                    else:
+                        pairs = self._shared.setdefault(index, [])
+                        mine = [k for k, (i, _) in enumerate(pairs) if i == owner]
+                        if not mine:
+                            pairs.append((owner, form))
+                        elif pairs[mine[0]][1] != form:
+                            pairs[mine[0]] = (owner, form)
+                        self._needles.pop(index, None)
+            self.engine = build_engine(self._patterns, self._backend)
+            for owner in due:
+                del self._deferred[owner]
+
+    def _make_all(self) -> None:
+        if self._deferred:
+            self._make_deferred(list(self._deferred))
 
     @property
     def needle_count(self) -> int:
+        self._make_all()
         return len(self._patterns)
 
     @property
     def needles(self) -> list[Needle]:
-        return [n for owners in self._owners for n in owners]
+        """Every needle, grouped by pattern in form order (as a scanner that puts nothing
+        off indexes them)."""
+        if self._defers:  # indexed afresh: put-off needles were appended out of order
+            patterns, forms, owners, shared = self._index(())
+        else:
+            patterns, forms, owners, shared = self._patterns, self._forms, self._owner, self._shared
+        return [
+            Needle(pattern, self.secrets[i], form)
+            for index, pattern in enumerate(patterns)
+            for i, form in [(owners[index], forms[index]), *shared.get(index, ())]
+        ]
+
+    @property
+    def max_needle(self) -> int:
+        self._make_all()
+        return max(map(len, self._patterns), default=1)
 
     # --- hits within one buffer ----------------------------------------------------------
 
     def _first_pass(self, buf: bytes, first: list[tuple[int, int]] | None = None) -> list[_Hit]:
         hits = []
-        for index, end in self.engine.scan(buf) if first is None else first:
+        for index, end in self._search(buf) if first is None else first:
             pattern = self._patterns[index]
-            for needle in self._owners[index]:
+            for needle in self._owners(index):
                 hits.append(_Hit(end - len(pattern), end, needle))
         return hits
 
@@ -177,8 +336,11 @@ class Scanner:
         the hits it overlaps. Line numbers cost a pass over the data, so they are counted
         only when there is a finding: by re-reading a seekable stream, on the fly otherwise.
         """
-        chunk_bytes = max(chunk_bytes, 4 * self._margin)
-        keep_max = 3 * self._margin
+        # Hits must be settled (every overlapping hit and the whole excerpt window visible)
+        # before they are reported: the margin depends on the longest needle.
+        margin = self.max_needle + CONTEXT_BYTES + WIDEN_BYTES
+        chunk_bytes = max(chunk_bytes, 4 * margin)
+        keep_max = 3 * margin
         seekable = _seekable(stream)
         origin = stream.tell() if seekable else 0
         memory = bytearray(chunk_bytes + keep_max)
@@ -196,7 +358,7 @@ class Scanner:
             if at_end and length == 0:
                 break
             data = view[:length]
-            limit = base + length if at_end else base + length - self._margin
+            limit = base + length if at_end else base + length - margin
             for hit, buf, spans in self._settled(data, base, reported_upto, limit):
                 finding = self._finding(buf, hit, spans, base, source)
                 if seekable:
@@ -230,7 +392,7 @@ class Scanner:
     ) -> Iterator[tuple[_Hit, bytes, list[Span]]]:
         """Hits of ``data`` whose absolute end lies in ``(after, limit]``, with the buffer
         (as bytes) and every span near them for masking."""
-        first = self.engine.scan(data)
+        first = self._search(data)
         if not first and not self.decode:
             return
         buf = bytes(data)
@@ -274,7 +436,7 @@ class Scanner:
     def contains_any(self, data: str | bytes) -> bool:
         if isinstance(data, str):
             data = data.encode("utf-8", "surrogatepass")
-        if self.engine.scan(data):
+        if self._search(data):
             return True
         return bool(self.decode and self._decoded(data, self.decode_depth))
 
@@ -285,6 +447,18 @@ class Scanner:
         if not every:
             return text
         return mask_all(buf, [h.span() for h in every])
+
+
+def _defers(backend: str, forms: tuple[FormFn, ...], secrets: list[Secret]) -> bool:
+    """Whether a scanner puts needles off: only on the engine that builds on demand (a
+    hyperscan database costs milliseconds to compile again), when there is something to
+    put off, and not when two secrets share a value (and so every needle: the order in
+    which they own them is kept simple)."""
+    return (
+        backend == "ahocorasick"
+        and not RUN_KEEPING_FORMS.isdisjoint(forms)
+        and len({s.value for s in secrets}) == len(secrets)
+    )
 
 
 _FRAGMENT_FORMS = ("base64-wrapped", "prefix-", "suffix-", "masked-", "line-", "fragment")

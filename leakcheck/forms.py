@@ -26,18 +26,23 @@ Fragment lengths are chosen from the secret's per-character entropy, not guessed
 from __future__ import annotations
 
 import base64
+import binascii
 import functools
 import html
 import json
 import math
 import re
+import sys
 from collections.abc import Callable, Iterable, Iterator
-from urllib.parse import quote, quote_plus
+from itertools import repeat
 
 from .canaries import Secret
 
 __all__ = [
     "FORMS",
+    "RUN_KEEPING_FORMS",
+    "RUN_KEEPING_MAX_NEEDLES",
+    "anchor_run",
     "FRAGMENT_BITS",
     "TAIL_BITS",
     "Needle",
@@ -110,10 +115,6 @@ PERCENT_SAFE_SETS = {
 }
 
 
-def _lower_hex_escapes(text: str) -> str:
-    return re.sub(r"%[0-9A-F]{2}", lambda m: m.group().lower(), text)
-
-
 # --- what HTTP clients make of a secret pasted into a URL string ---------------------------
 #
 # A client normalises the URL it is given: a secret placed in a query (``?key=SECRET``) or a
@@ -180,10 +181,11 @@ class _EscapeTable(dict):  # type: ignore[type-arg]
     (of their UTF-8 bytes), filled in on first use. Per-character Python loops made
     needle generation the largest part of the plugin's per-test cost."""
 
-    def __init__(self, allowed: str, keep_percent: bool) -> None:
+    def __init__(self, allowed: str, keep_percent: bool, *, lower: bool = False) -> None:
         super().__init__()
         self.allowed = set(allowed) - {"%"}
         self.keep_percent = keep_percent
+        self.lower = lower
 
     def __missing__(self, code: int) -> str:
         char = chr(code)
@@ -191,6 +193,8 @@ class _EscapeTable(dict):  # type: ignore[type-arg]
             value = char
         else:
             value = _pct_escape(char)
+            if self.lower:
+                value = value.lower()
         self[code] = value
         return value
 
@@ -198,6 +202,17 @@ class _EscapeTable(dict):  # type: ignore[type-arg]
 @functools.lru_cache(maxsize=64)
 def _escape_table(allowed: str, keep_percent: bool) -> _EscapeTable:
     return _EscapeTable(allowed, keep_percent)
+
+
+def _quote_table(safe: str) -> _EscapeTable:
+    """The ``str.translate`` table of ``urllib.parse.quote(text, safe)``: unreserved
+    characters and ``safe`` (ASCII) stay, everything else becomes ``%XX`` of its UTF-8."""
+    return _escape_table(_UNRESERVED + safe, "%" in safe)
+
+
+_REQUOTE_TABLE = _quote_table(_REQUOTE_SAFE)
+_HEX_PAIR = re.compile("[0-9a-fA-F]{2}")
+_REQUOTE_NO_PERCENT_TABLE = _quote_table(_REQUOTE_SAFE.replace("%", ""))
 
 
 def _urllib3_quote(text: str, allowed: str, keep_escapes: bool) -> str:
@@ -222,12 +237,17 @@ def _httpx_quote(text: str, safe: str) -> str:
 def _requote_uri(text: str) -> Iterator[str]:
     """requests ``requote_uri``: unquote escapes of unreserved characters, then quote; when
     the URL holds an invalid escape anywhere it quotes ``%`` too (both may apply)."""
+    if "%" not in text:  # nothing to unquote: both quotings agree
+        quoted = text.translate(_REQUOTE_TABLE)
+        yield quoted
+        yield quoted
+        return
     parts = text.split("%")
     valid = True
     for i in range(1, len(parts)):
         h = parts[i][:2]
         if len(h) == 2 and h.isalnum():
-            if not all(c in "0123456789abcdefABCDEF" for c in h):
+            if not _HEX_PAIR.fullmatch(h):
                 valid = False
                 break
             c = chr(int(h, 16))
@@ -235,16 +255,20 @@ def _requote_uri(text: str) -> Iterator[str]:
         else:
             parts[i] = "%" + parts[i]
     if valid:
-        yield quote("".join(parts), safe=_REQUOTE_SAFE)
-    yield quote(text, safe=_REQUOTE_SAFE.replace("%", ""))
+        yield "".join(parts).translate(_REQUOTE_TABLE)
+    yield text.translate(_REQUOTE_NO_PERCENT_TABLE)
 
 
 def client_url_forms(value: str) -> Iterator[tuple[str, str]]:
     """The secret's text in the URL that urllib3, requests and httpx print (error messages,
     ``response.url``) when the secret was pasted into a URL's query or path."""
+    value.encode("utf-8")  # the clients encode strictly: a lone surrogate raises
+    # Without "%" the two policies quote alike: the second would only repeat the first.
+    policies = ("auto", "quote-percent") if "%" in value else ("auto",)
+    requoted: dict[str, tuple[str, ...]] = {}  # the same URL text recurs across policies
     for start in ("query", "path"):
         pieces = _url_pieces(value, start)
-        for policy in ("auto", "quote-percent"):
+        for policy in policies:
             normalised, no_empty_query = [], []
             for i, (component, text, separator) in enumerate(pieces):
                 keep = policy == "auto" and len(_ESCAPE.findall(text)) == text.count("%")
@@ -257,8 +281,10 @@ def client_url_forms(value: str) -> Iterator[tuple[str, str]]:
             yield "pct-urllib3", urllib3_text
             # requests: urllib3's parse_url, then requote_uri
             for text in dict.fromkeys((urllib3_text, "".join(no_empty_query))):
-                for requoted in _requote_uri(text):
-                    yield "pct-requests", requoted
+                if text not in requoted:
+                    requoted[text] = tuple(_requote_uri(text))
+                for quoted in requoted[text]:
+                    yield "pct-requests", quoted
         for safe_sets in (_HTTPX_SETS, _HTTPX_027_SETS):
             yield (
                 "pct-httpx",
@@ -269,7 +295,7 @@ def client_url_forms(value: str) -> Iterator[tuple[str, str]]:
             )
     yield from (("pct-requests", requoted) for requoted in _requote_uri(value))
     # userinfo: "https://bob:SECRET@host" (urllib3, httpx) and httpx.URL(password=SECRET)
-    for keep in (True, False):
+    for keep in (True, False) if "%" in value else (False,):
         if not keep or len(_ESCAPE.findall(value)) == value.count("%"):
             yield "pct-userinfo", _urllib3_quote(value, _URLLIB3_USERINFO, keep)
     yield "pct-userinfo", _httpx_quote(value, _HTTPX_USERINFO)
@@ -279,17 +305,44 @@ def client_url_forms(value: str) -> Iterator[tuple[str, str]]:
     yield "pct-userinfo", _httpx_quote(value, "")
 
 
+_STRICT = _quote_table("")
+#: ``quote_plus(text, safe="")``: quoted with the space kept, then the space made "+".
+_PLUS = _quote_table(" ")
+_LOWER_ESCAPE = _EscapeTable(_UNRESERVED, False, lower=True)
+_LOWER_PLUS_ESCAPE = _EscapeTable(_UNRESERVED + " ", False, lower=True)
+_PERCENT_TABLES = tuple((name, _quote_table(safe)) for name, safe in PERCENT_SAFE_SETS.items())
+
+
 def percent(s: Secret) -> Iterator[tuple[str, bytes]]:
     v = s.value
-    for name, safe in PERCENT_SAFE_SETS.items():
-        yield name, _utf8(quote(v, safe=safe))
+    # ``quote`` encodes strictly: a lone surrogate raises here as it did there
+    v.encode("utf-8")
+    if v.isascii() and not v.strip(_UNRESERVED):
+        # Nothing to escape: every form below is the value itself, first name winning.
+        yield "pct", _utf8(v)
+        return
+    seen: set[str] = set()  # a later form spelling the same text would lose to the first
+    for name, table in _PERCENT_TABLES:
+        text = v.translate(table)
+        if text not in seen:
+            seen.add(text)
+            yield name, _utf8(text)
     for name, text in client_url_forms(v):
-        yield name, _utf8(text)
-    strict = quote(v, safe="")
-    yield "pct-lower", _utf8(_lower_hex_escapes(strict))
-    yield "pct-plus", _utf8(quote_plus(v, safe=""))  # form encoding: space -> "+"
-    yield "pct-plus-lower", _utf8(_lower_hex_escapes(quote_plus(v, safe="")))
-    yield "pct-double", _utf8(quote(strict, safe=""))
+        if text not in seen:
+            seen.add(text)
+            yield name, _utf8(text)
+    strict = v.translate(_STRICT)
+    # Escapes are the only "%" of a strictly quoted text: lower-casing their hex digits
+    # is quoting with lower-case escapes.
+    for name, text in (
+        ("pct-lower", v.translate(_LOWER_ESCAPE)),
+        ("pct-plus", v.translate(_PLUS).replace(" ", "+")),  # form encoding: space -> "+"
+        ("pct-plus-lower", v.translate(_LOWER_PLUS_ESCAPE).replace(" ", "+")),
+        ("pct-double", strict.translate(_STRICT)),
+    ):
+        if text not in seen:
+            seen.add(text)
+            yield name, _utf8(text)
 
 
 def base64_core(data: bytes, offset: int, *, urlsafe: bool = False) -> bytes:
@@ -302,13 +355,26 @@ def base64_core(data: bytes, offset: int, *, urlsafe: bool = False) -> bytes:
     return encoded[start:end]
 
 
-def _base64_variants(data: bytes, label: str) -> Iterator[tuple[str, bytes]]:
+_URLSAFE = bytes.maketrans(b"+/", b"-_")
+
+
+def _base64_cores(data: bytes) -> list[bytes]:
+    """``base64_core(data, offset)`` for the offsets 0, 1 and 2."""
+    cores = []
     for offset in range(3):
-        yield f"{label}@{offset}", base64_core(data, offset)
-        yield (
-            f"{label.replace('base64', 'base64url')}@{offset}",
-            base64_core(data, offset, urlsafe=True),
-        )
+        encoded = binascii.b2a_base64(b"\0" * offset + data, newline=False)
+        cores.append(encoded[math.ceil(8 * offset / 6) : (8 * (offset + len(data))) // 6])
+    return cores
+
+
+def _base64_variants(data: bytes, label: str) -> list[tuple[str, bytes]]:
+    url_label = label.replace("base64", "base64url")
+    variants = []
+    for offset, core in enumerate(_base64_cores(data)):
+        # urlsafe_b64encode is b64encode with "+/" translated
+        url_core = core.translate(_URLSAFE)
+        variants += [(f"{label}@{offset}", core), (f"{url_label}@{offset}", url_core)]
+    return variants
 
 
 def _chunks(core: bytes) -> Iterator[bytes]:
@@ -326,26 +392,38 @@ def _chunks(core: bytes) -> Iterator[bytes]:
         yield core[start : start + size]
 
 
-def base64_forms(s: Secret) -> Iterator[tuple[str, bytes]]:
+def _random_bytes(s: Secret, data: bytes) -> tuple[int, int]:
+    """``[head, tail)``: the bytes of ``data`` (the UTF-8 value) from the first to the last
+    character that carries bits; ``(len, len)`` when none does."""
+    bits = _bits(s)
+    carrying = [i for i, b in enumerate(bits) if b != 0.0]
+    if not carrying:
+        return len(data), len(data)
+    value = s.value
+    if len(data) == len(value):  # ASCII: one byte per character
+        return carrying[0], carrying[-1] + 1
+    return len(_utf8(value[: carrying[0]])), len(_utf8(value[: carrying[-1] + 1]))
+
+
+def base64_forms(s: Secret) -> list[tuple[str, bytes]]:
     data = _utf8(s.value)
-    yield from _base64_variants(data, "base64")
-    yield from _base64_variants(s.value.encode("utf-16-le", "surrogatepass"), "base64-utf16")
+    forms = _base64_variants(data, "base64")
+    forms += _base64_variants(s.value.encode("utf-16-le", "surrogatepass"), "base64-utf16")
     # Chunks cover the part of the core spelled by the secret's own characters: text that
     # every secret of the kind shares (a PEM armour line, a constant prefix or suffix, the
     # prose marker's phrase: the leading and trailing characters that carry no entropy)
     # would match every secret of the kind.
-    byte_fixed = [b == 0.0 for c, b in zip(s.value, _bits(s), strict=True) for _ in _utf8(c)]
-    head = next((i for i, fixed in enumerate(byte_fixed) if not fixed), len(data))
-    tail = len(data) - next((i for i, fixed in enumerate(reversed(byte_fixed)) if not fixed), 0)
+    head, tail = _random_bytes(s, data)
     for offset in range(3):
-        core = base64_core(data, offset)
+        core = forms[2 * offset][1]  # base64_core(data, offset)
         first = math.ceil(8 * offset / 6)  # where the core starts in base64(b"\0" * offset + data)
         # core characters whose 6 bits all come from bytes [head, tail)
         low = math.ceil(8 * (offset + head) / 6) - first
         high = 8 * (offset + tail) // 6 - first
         if high - low >= 2:
-            for chunk in _chunks(core[low:high]):
-                yield f"base64-wrapped@{offset}", chunk
+            name = f"base64-wrapped@{offset}"
+            forms += [(name, chunk) for chunk in _chunks(core[low:high])]
+    return forms
 
 
 def hex_forms(s: Secret) -> Iterator[tuple[str, bytes]]:
@@ -371,34 +449,61 @@ def json_forms(s: Secret) -> Iterator[tuple[str, bytes]]:
     yield "json-nested-ascii", _utf8(_json_escape(inner, ascii_only=True))
 
 
+class _ReprTable(dict):  # type: ignore[type-arg]
+    """``str.translate`` table of what ``repr`` writes for each character between the
+    quotes when it chose ``quote_char``; filled in on first use."""
+
+    def __init__(self, quote_char: str) -> None:
+        super().__init__()
+        self.quote_char = quote_char
+
+    def __missing__(self, code: int) -> str:
+        ch = chr(code)
+        if ch == "\\":
+            value = "\\\\"
+        elif ch == self.quote_char:
+            value = "\\" + ch
+        elif ch in "'\"":
+            value = ch
+        else:
+            value = repr(ch)[1:-1]
+        self[code] = value
+        return value
+
+
+_REPR_TABLES = {q: _ReprTable(q) for q in "'\""}
+
+
+def _bytes_repr_table(quote_char: str) -> dict[int, str]:
+    """The same for ``bytes``, by byte (applied to the latin-1 decoding)."""
+    table = {}
+    for byte in range(256):
+        ch = chr(byte)
+        if ch == "\\":
+            table[byte] = "\\\\"
+        elif ch == quote_char:
+            table[byte] = "\\" + ch
+        elif ch in "'\"":
+            table[byte] = ch
+        else:
+            table[byte] = repr(bytes([byte]))[2:-1]
+    return table
+
+
+_BYTES_REPR_TABLES = {q: _bytes_repr_table(q) for q in "'\""}
+
+
 def _py_escape(text: str, quote_char: str) -> str:
     """What ``repr`` writes between the quotes when it chose ``quote_char``."""
-    out = []
-    for ch in text:
-        if ch == "\\":
-            out.append("\\\\")
-        elif ch == quote_char:
-            out.append("\\" + ch)
-        elif ch in "'\"":
-            out.append(ch)
-        else:
-            out.append(repr(ch)[1:-1])
-    return "".join(out)
+    table = _REPR_TABLES.get(quote_char)
+    return text.translate(_ReprTable(quote_char) if table is None else table)
 
 
 def _py_bytes_escape(data: bytes, quote_char: str) -> str:
-    out = []
-    for byte in data:
-        ch = chr(byte)
-        if ch == "\\":
-            out.append("\\\\")
-        elif ch == quote_char:
-            out.append("\\" + ch)
-        elif ch in "'\"":
-            out.append(ch)
-        else:
-            out.append(repr(bytes([byte]))[2:-1])
-    return "".join(out)
+    table = _BYTES_REPR_TABLES.get(quote_char)
+    if table is None:
+        table = _bytes_repr_table(quote_char)
+    return data.decode("latin-1").translate(table)
 
 
 def repr_forms(s: Secret) -> Iterator[tuple[str, bytes]]:
@@ -425,10 +530,20 @@ def html_forms(s: Secret) -> Iterator[tuple[str, bytes]]:
             .replace('"', "&#34;")
         ),
     )
-    yield (
-        "html-numeric",
-        _utf8("".join(c if c.isalnum() and c.isascii() else f"&#{ord(c)};" for c in v)),
-    )
+    yield "html-numeric", _utf8(v.translate(_NUMERIC_ENTITIES))
+
+
+class _NumericEntities(dict):  # type: ignore[type-arg]
+    """``str.translate`` table: ASCII letters and digits stay, the rest become ``&#N;``."""
+
+    def __missing__(self, code: int) -> str:
+        ch = chr(code)
+        value = ch if ch.isalnum() and ch.isascii() else f"&#{code};"
+        self[code] = value
+        return value
+
+
+_NUMERIC_ENTITIES = _NumericEntities()
 
 
 def _bits(s: Secret) -> tuple[float, ...]:
@@ -468,25 +583,28 @@ TAIL_CONTEXTS = (
 )
 MASKED_SIZES = (4, 6, 8)
 HEAD_CONTEXTS = ("**", "\u2022", "\u2026", "...", "xxxx", "XXXX", "####")
+_TAIL_CONTEXT_BYTES = tuple(_utf8(c) for c in TAIL_CONTEXTS)
+_HEAD_CONTEXT_BYTES = tuple(_utf8(c) for c in HEAD_CONTEXTS)
 
 
-def fragment_forms(s: Secret) -> Iterator[tuple[str, bytes]]:
+def fragment_forms(s: Secret) -> list[tuple[str, bytes]]:
     v, bits = s.value, _bits(s)
+    forms = []
     n = _shortest(bits, FRAGMENT_BITS)
     if n is not None and n < len(v):
-        yield f"prefix-{n}", _utf8(v[:n])
+        forms.append((f"prefix-{n}", _utf8(v[:n])))
     n = _shortest(reversed(bits), FRAGMENT_BITS)
     if n is not None and n < len(v):
-        yield f"suffix-{n}", _utf8(v[-n:])
+        forms.append((f"suffix-{n}", _utf8(v[-n:])))
     # Masked heads and tails: a gateway shows 4 characters whatever they carry; each length
     # is searched whose characters carry TAIL_BITS.
     for size in MASKED_SIZES:
         if size < len(v) and sum(bits[-size:]) >= TAIL_BITS:
-            for context in TAIL_CONTEXTS:
-                yield f"masked-tail-{size}", _utf8(context + v[-size:])
+            name, tail = f"masked-tail-{size}", _utf8(v[-size:])
+            forms += [(name, context + tail) for context in _TAIL_CONTEXT_BYTES]
         if size < len(v) and sum(bits[:size]) >= TAIL_BITS:
-            for context in HEAD_CONTEXTS:
-                yield f"masked-head-{size}", _utf8(v[:size] + context)
+            name, head = f"masked-head-{size}", _utf8(v[:size])
+            forms += [(name, head + context) for context in _HEAD_CONTEXT_BYTES]
     # Multi-line secrets (PEM) leak a line at a time.
     if "\n" in v:
         start = 0
@@ -494,7 +612,8 @@ def fragment_forms(s: Secret) -> Iterator[tuple[str, bytes]]:
             line_bits = bits[start : start + len(line)]
             start += len(line) + 1
             if sum(line_bits) >= FRAGMENT_BITS:
-                yield f"line-{number}", _utf8(line)
+                forms.append((f"line-{number}", _utf8(line)))
+    return forms
 
 
 FORMS: tuple[FormFn, ...] = (
@@ -509,47 +628,103 @@ FORMS: tuple[FormFn, ...] = (
     fragment_forms,
 )
 
+#: Forms every needle of which holds the secret's ``anchor_run`` verbatim: each maps the
+#: value character by character and leaves ASCII letters and digits as they are (quoting
+#: for URLs, JSON, repr and HTML escaping), except that the URL forms upper-case or decode
+#: the two characters after a ``%``. A scanner may put off making these needles until a
+#: text holds that run: without it, none of them can occur.
+RUN_KEEPING_FORMS: frozenset[FormFn] = frozenset({percent, json_forms, repr_forms, html_forms})
+#: An anchor run shorter than this would be found too often to be worth putting off for.
+ANCHOR_RUN_CHARS = 8
+#: At most this many distinct needles come from the RUN_KEEPING_FORMS for one secret,
+#: whatever its value (the URL forms are a fixed list of quotings): a scanner puts needles
+#: off only when the count it would reach stays below the one that changes its engine.
+RUN_KEEPING_MAX_NEEDLES = 64
+_ALNUM_RUN = re.compile(rf"[A-Za-z0-9]{{{ANCHOR_RUN_CHARS},}}")
+
+
+def anchor_run(secret: Secret) -> bytes | None:
+    """The longest run of ASCII letters and digits of the value (at least
+    ANCHOR_RUN_CHARS) that holds none of the two characters after a ``%``; every needle
+    of the RUN_KEEPING_FORMS holds it. None when there is no such run."""
+    value = secret.value
+    if "%" in value:
+        hidden = {i + k for i, c in enumerate(value) if c == "%" for k in (1, 2)}
+        value = "".join("%" if i in hidden else c for i, c in enumerate(value))
+    return max((m.encode() for m in _ALNUM_RUN.findall(value)), key=len, default=None)
+
 
 def needles_for(secret: Secret, forms: Iterable[FormFn] = FORMS) -> list[Needle]:
     """All distinct needles of one secret, first form name winning on equal bytes."""
-    return list(_needles(secret, tuple(forms)))
+    return [
+        Needle(pattern, secret, name)
+        for pattern, name in needle_table(secret, tuple(forms)).items()
+    ]
 
 
 @functools.lru_cache(maxsize=512)
-def _needles(secret: Secret, forms: tuple[FormFn, ...]) -> tuple[Needle, ...]:
+def needle_table(secret: Secret, forms: tuple[FormFn, ...]) -> dict[bytes, str]:
+    """``{needle bytes: form name}`` of one secret, in form order (read-only: cached).
+
+    What a ``Scanner`` keeps: plain bytes and names, no object per needle. A scanner per
+    test holds a few hundred needles, and pytest keeps every test's harness alive to the
+    end of the session: objects the garbage collector has to walk made whole-suite runs
+    slower with every test. (A dict of bytes and str is never tracked by the collector.)
+    """
     # Cached: a test's detection scanner and its report masker share a secret's needles.
-    seen: dict[bytes, Needle] = {}
+    # Names interned: a few dozen distinct ones, shared by every table kept alive (a form
+    # names its needles in runs: the same object, interned once).
+    seen: dict[bytes, str] = {}
+    last = shared = ""
     for form in forms:
         for name, pattern in form(secret):
             if pattern and pattern not in seen:
-                seen[pattern] = Needle(pattern, secret, name)
-    return tuple(seen.values())
+                if name is not last:
+                    last, shared = name, sys.intern(name)
+                seen[pattern] = shared
+    return seen
 
 
 #: Characters in a masking window; see ``window_forms``.
 WINDOW_CHARS = 6
 
 
-def window_forms(s: Secret) -> Iterator[tuple[str, bytes]]:
+def window_forms(s: Secret) -> list[tuple[str, bytes]]:
     """Every run of WINDOW_CHARS characters of the secret (raw, repr and JSON spellings)
     that carries random bits. Too short for detection (chance hits), they are for masking
     our own output, where a false hit costs nothing and a truncated repr such as pytest's
     ``'lck_gAGC@<+u...\\p=é f:€g1NCE'`` must not show its pieces."""
     bits = _bits(s)
+    value, size = s.value, WINDOW_CHARS
     spellings = {
-        s.value,
-        _py_escape(s.value, "'"),
-        _py_escape(s.value, '"'),
-        _json_escape(s.value, ascii_only=True),
+        value,
+        _py_escape(value, "'"),
+        _py_escape(value, '"'),
+        _json_escape(value, ascii_only=True),
     }
+    windows: dict[bytes, None] = {}  # the spellings share most of their windows
     for spelling in spellings:
-        for i in range(len(spelling) - WINDOW_CHARS + 1):
-            window = spelling[i : i + WINDOW_CHARS]
-            if spelling is s.value and sum(bits[i : i + WINDOW_CHARS]) < TAIL_BITS:
-                continue
-            if spelling is not s.value and not any(c.isalnum() for c in window):
-                continue
-            yield "fragment", _utf8(window)
+        starts = range(len(spelling) - size + 1)
+        if spelling is value:
+            kept: Iterable[int] = [i for i in starts if not sum(bits[i : i + size]) < TAIL_BITS]
+        elif _NO_ALNUM_RUN.search(spelling):
+            alnum = [c.isalnum() for c in spelling]
+            kept = [i for i in starts if True in alnum[i : i + size]]
+        else:  # every window holds a letter or digit
+            kept = starts
+        data = _utf8(spelling)
+        if len(data) == len(spelling):  # ASCII: one byte per character
+            windows.update(dict.fromkeys([data[i : i + size] for i in kept]))
+        else:  # slice the bytes at character starts (every byte but continuation bytes)
+            bounds = [j for j, byte in enumerate(data) if byte & 0xC0 != 0x80]
+            bounds.append(len(data))
+            windows.update(dict.fromkeys([data[bounds[i] : bounds[i + size]] for i in kept]))
+    return list(zip(repeat("fragment"), windows))
+
+
+#: WINDOW_CHARS characters none of which is a letter or digit (``[^\W_]`` is exactly
+#: ``str.isalnum``).
+_NO_ALNUM_RUN = re.compile(rf"[\W_]{{{WINDOW_CHARS}}}")
 
 
 #: What ``Scanner.mask`` style maskers use: every form plus the short windows.

@@ -41,7 +41,7 @@ def test_both_backends_available_on_this_platform() -> None:
         assert "hyperscan" in available_backends()
 
 
-def test_every_overlapping_occurrence_with_end_offsets(backend: str) -> None:
+def test_every_overlapping_occurrence_with_end_offsets(backend: str, search_path: str) -> None:
     patterns = [b"abc", b"bcd", b"abcd", b"aa", b"cdab", b"d"]
     data = b"xxabcdabcdaaaa-abcd\nabc"
     engine = build_engine(patterns, backend)
@@ -53,7 +53,7 @@ def test_every_overlapping_occurrence_with_end_offsets(backend: str) -> None:
     assert (0, 5) in hits and (2, 6) in hits and (1, 6) in hits
 
 
-def test_nul_and_non_utf8_bytes(backend: str) -> None:
+def test_nul_and_non_utf8_bytes(backend: str, search_path: str) -> None:
     patterns = [
         b"\x00",
         b"a\x00b",
@@ -76,15 +76,30 @@ def test_nul_and_non_utf8_bytes(backend: str) -> None:
 
 @pytest.fixture(params=["plain", "anchored"])
 def anchoring(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """The fallback searches large pattern sets through short anchors and verifies each
-    hit: force either path whatever the pattern count."""
+    """The fallback's automaton holds large pattern sets as short anchors and verifies each
+    hit: force either whatever the pattern count, and the automaton whatever the input
+    size (small inputs are searched without it)."""
     threshold = 10**9 if request.param == "plain" else 1
     monkeypatch.setattr(engine_module, "ANCHOR_FROM_PATTERNS", threshold)
+    monkeypatch.setattr(engine_module, "AUTOMATON_AFTER_BYTES", 0)
+    return request.param
+
+
+@pytest.fixture(params=["plain", "anchored", "keys"])
+def search_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every way the fallback searches: the automaton (whole patterns or anchors), or,
+    before it is built, the patterns whose first 4 bytes the text holds."""
+    if request.param == "keys":
+        monkeypatch.setattr(engine_module, "AUTOMATON_AFTER_BYTES", 10**9)
+    else:
+        threshold = 10**9 if request.param == "plain" else 1
+        monkeypatch.setattr(engine_module, "ANCHOR_FROM_PATTERNS", threshold)
+        monkeypatch.setattr(engine_module, "AUTOMATON_AFTER_BYTES", 0)
     return request.param
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_random_patterns_match_brute_force(backend: str, seed: int, anchoring: str) -> None:
+def test_random_patterns_match_brute_force(backend: str, seed: int, search_path: str) -> None:
     rng = random.Random(seed)
     alphabet = b"ab\x00\xff\n\x80"  # few symbols: plenty of overlaps and nesting
     patterns = list(
@@ -128,7 +143,7 @@ def test_match_across_a_real_slice_edge(backend: str, anchoring: str) -> None:
     )
 
 
-def test_real_needles_agree_between_backends(canaries, anchoring: str) -> None:
+def test_real_needles_agree_between_backends(canaries, search_path: str) -> None:
     if set(available_backends()) != set(BACKENDS):
         pytest.skip("needs both backends")
     patterns = list(dict.fromkeys(n.pattern for s in canaries.all_kinds() for n in needles_for(s)))
@@ -151,7 +166,7 @@ def test_empty_pattern_list_and_empty_data(backend: str) -> None:
     assert build_engine([b"abc"], backend).scan(b"") == []
 
 
-def test_memoryview_and_bytearray_input(backend: str) -> None:
+def test_memoryview_and_bytearray_input(backend: str, search_path: str) -> None:
     # the streaming scanner may hand the engine a view over its buffer
     engine = build_engine([b"needle"], backend)
     data = bytearray(b"..needle..needle")
@@ -191,3 +206,48 @@ def test_without_any_backend(monkeypatch: pytest.MonkeyPatch) -> None:
         build_engine([b"abc"], "auto")
     with pytest.raises(RuntimeError, match="no search engine available"):
         build_engine([b"abc"], "ahocorasick")
+
+
+# --- the fallback without its automaton -----------------------------------------------------
+
+
+def test_small_inputs_are_searched_without_building_the_automaton() -> None:
+    rng = random.Random(11)
+    alphabet = b"abc\x00\xff"
+    patterns = list(
+        dict.fromkeys(
+            bytes(rng.choice(alphabet) for _ in range(rng.randint(1, 8))) for _ in range(50)
+        )
+    )
+    engine = engine_module.AhoCorasickEngine(patterns)
+    budget = engine_module.AUTOMATON_AFTER_BYTES * len(patterns)
+    small = [bytes(rng.choice(alphabet) for _ in range(200)) for _ in range(budget // 400)]
+    for data in small:
+        assert Counter(engine.scan(data)) == brute_force(patterns, data)
+    assert engine._automaton is None, "built for a few small texts"
+    big = bytes(rng.choice(alphabet) for _ in range(budget))
+    assert Counter(engine.scan(big)) == brute_force(patterns, big)
+    assert engine._automaton is not None, "never built for a large text"
+    for data in small[:3]:  # the automaton from now on, same hits
+        assert Counter(engine.scan(data)) == brute_force(patterns, data)
+
+
+def test_search_without_the_automaton_reports_hits_in_its_order(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """By end offset, the longest first: which of two equally long needles names a mask
+    depends on it, and a test's texts are searched without the automaton."""
+    rng = random.Random(3)
+    alphabet = b"ab\x00"
+    patterns = list(
+        dict.fromkeys(
+            bytes(rng.choice(alphabet) for _ in range(rng.randint(1, 7))) for _ in range(40)
+        )
+    )
+    data = bytes(rng.choice(alphabet) for _ in range(400))
+    monkeypatch.setattr(engine_module, "AUTOMATON_AFTER_BYTES", 10**9)
+    by_keys = engine_module.AhoCorasickEngine(patterns).scan(data)
+    monkeypatch.setattr(engine_module, "AUTOMATON_AFTER_BYTES", 0)
+    by_automaton = engine_module.AhoCorasickEngine(patterns).scan(data)
+    assert len(by_keys) > 100
+    assert by_keys == by_automaton

@@ -7,16 +7,22 @@ import dataclasses
 import io
 import json
 import random
+import threading
 import time
 import tracemalloc
 from pathlib import Path
+from unittest import mock
+from urllib.parse import quote
 
 import pytest
 from conftest import self_scan
 
-from leakcheck import Scanner
+import leakcheck.detect as detect_module
+import leakcheck.engine as engine_module
+from leakcheck import Scanner, Secret
 from leakcheck.engine import BACKENDS, available_backends
-from leakcheck.findings import mask_label
+from leakcheck.findings import CONTEXT_BYTES, WIDEN_BYTES, mask_label
+from leakcheck.forms import MASKING_FORMS, needles_for
 
 # Filler never holds a masking context ("**", "...", "xxxx", "ending in", ...) nor a long
 # token run, so the only findings are the planted occurrences.
@@ -413,3 +419,145 @@ def test_self_scan_catches_every_form_and_never_echoes(canaries) -> None:
         assert secret.value not in str(info.value)
         assert secret.id in str(info.value)
     self_scan("nothing here", [secret])
+
+
+# --- needles put off until a text may hold them ---------------------------------------------
+#
+# On the ahocorasick backend a scanner makes a secret's URL, JSON, repr and HTML spellings
+# only once a text holds the secret's anchor run. An eager scanner (the same backend with
+# nothing put off) is the reference: findings, masks and needle lists must be identical.
+# (Searches happen outside the asserts, and results are compared into a bool: pytest would
+# print a call's arguments, or the two sides, which may hold a secret when the test fails.)
+
+
+def eager(secrets: list, **options) -> Scanner:  # type: ignore[type-arg]
+    with mock.patch.object(detect_module, "_defers", return_value=False):
+        return Scanner(secrets, backend="ahocorasick", **options)
+
+
+def located_findings(scanner: Scanner, text: bytes) -> list[dict[str, object]]:
+    return [f.to_dict() for f in scanner.scan(text)]
+
+
+@pytest.mark.parametrize("decode", [False, True])
+def test_every_needle_is_found_as_an_eager_scanner_finds_it(canaries, decode: bool) -> None:
+    secrets = [canaries("api_key"), canaries("bearer"), canaries("password")]
+    reference = eager(secrets, decode=decode)
+    rng = random.Random(9)
+    for secret in secrets:
+        for needle in needles_for(secret, MASKING_FORMS):
+            text = filler(rng, 40) + b" " + needle.pattern + b" " + filler(rng, 40)
+            fresh = Scanner(secrets, backend="ahocorasick", decode=decode)
+            same = located_findings(fresh, text) == located_findings(reference, text)
+            assert same, ("findings differ", secret.kind, needle.form)
+            message = text.decode("utf-8", "replace")
+            same = fresh.mask(message) == reference.mask(message)
+            assert same, ("masks differ", secret.kind, needle.form)
+
+
+def test_needles_are_put_off_until_the_anchor_run_shows_up(canaries) -> None:
+    secret = canaries("api_key")
+    scanner = Scanner([secret], backend="ahocorasick", decode=True)
+    assert scanner._deferred, "nothing put off: every test pays for every spelling"
+    assert scanner.scan("a clean log line\n" * 20) == []
+    assert scanner._deferred, "a clean text made the put-off needles"
+    as_json = json.dumps({"token": secret.value})  # JSON escapes the hostile characters
+    forms = {f.form for f in scanner.scan(as_json)}
+    assert forms == {"json-ascii"}, forms
+    assert not scanner._deferred
+
+
+def test_a_put_off_needle_found_in_a_decoded_run_first(canaries) -> None:
+    # base64 of JSON: the raw text holds no anchor run, the decoded run does
+    secret = canaries("password")
+    blob = base64.b64encode(json.dumps({"p": secret.value}).encode())
+    text = b"blob=" + blob + b"\n"
+    found = located_findings(Scanner([secret], backend="ahocorasick", decode=True), text)
+    same = found == located_findings(eager([secret], decode=True), text)
+    assert same, "findings differ"
+    forms = [f["form"] for f in found]
+    assert any(str(form).startswith("base64>json") for form in forms), forms
+
+
+def test_needle_list_count_and_longest_are_those_of_an_eager_scanner(canaries) -> None:
+    secrets = [canaries(kind) for kind in ("api_key", "cookie", "hostname")]
+    reference = eager(secrets)
+    want = [(n.pattern, n.form, n.secret.id) for n in reference.needles]
+    for probe in (None, secrets[1].value):  # before any search, after a partial one
+        scanner = Scanner(secrets, backend="ahocorasick")
+        if probe is not None:
+            scanner.scan(json.dumps(probe))
+            assert scanner._deferred and len(scanner._deferred) < len(secrets)
+        same = [(n.pattern, n.form, n.secret.id) for n in scanner.needles] == want
+        assert same, "the needle lists differ"  # (a bare comparison would print needles)
+        assert scanner.needle_count == reference.needle_count == len(want)
+        assert scanner.max_needle == reference.max_needle
+
+
+def test_stream_margin_counts_the_put_off_needles(canaries) -> None:
+    secret = canaries("api_key")
+    longest = max(needles_for(secret), key=lambda n: len(n.pattern))
+    assert longest.form.startswith(("pct", "json", "repr", "html")), longest.form
+    rng = random.Random(2)
+    size = chunk_size(Scanner([secret], backend="ahocorasick"))
+    margin = len(longest.pattern) + CONTEXT_BYTES + WIDEN_BYTES
+    assert size == 4 * margin, "the margin left the put-off needles out"
+    for offset in (1, len(longest.pattern) // 2, len(longest.pattern) - 1):
+        start = size - offset
+        data = plant(rng, longest.pattern, [start])
+        scanner = Scanner([secret], backend="ahocorasick")
+        found = list(scanner.scan_stream(Recorder(data), chunk_bytes=1))
+        assert [(f.form, f.offset) for f in found] == [(longest.form, start)], offset
+
+
+def test_secrets_sharing_a_value_put_nothing_off(canaries) -> None:
+    one = canaries("api_key")
+    two = Secret.from_user(one.value, kind="api_key", id="same value, other id")
+    text = json.dumps({"k": one.value}).encode()
+    scanner = Scanner([one, two], backend="ahocorasick")
+    assert not scanner._deferred
+    found = located_findings(scanner, text)
+    same = found == located_findings(eager([one, two]), text)
+    assert same, "findings differ"
+    assert {f["secret_id"] for f in found} == {one.id, two.id}
+
+
+def test_many_secrets_put_nothing_off(canaries) -> None:
+    """Past ANCHOR_FROM_PATTERNS needles the automaton holds anchors and its order of hits
+    (which names a mask on a tie) follows the pattern list: a scanner that may reach it
+    indexes every needle at once, as before."""
+    secrets = list(canaries.all_kinds())
+    scanner = Scanner(secrets, backend="ahocorasick", decode=True)
+    assert not scanner._deferred
+    assert scanner.needle_count >= engine_module.ANCHOR_FROM_PATTERNS
+    text = " ".join(json.dumps(s.value) + " " + quote(s.value) for s in secrets)
+    same = scanner.mask(text) == eager(secrets, decode=True).mask(text)
+    assert same, "masks differ"
+
+
+def test_maskers_called_from_many_threads_mask_every_form(canaries) -> None:
+    """The harness's masker may run in a logging thread while the test's thread searches:
+    each text is masked whole however the making of put-off needles interleaves."""
+    secrets = [canaries("api_key"), canaries("password")]
+    texts = [
+        json.dumps({"k": s.value}) + " " + repr(s.value) + " " + quote(s.value, safe="")
+        for s in secrets
+    ] * 3
+    for _ in range(15):
+        scanner = Scanner(secrets, backend="ahocorasick", decode=True)
+        barrier = threading.Barrier(len(texts))
+        results: list[str] = [""] * len(texts)
+
+        def mask(i: int, scanner: Scanner = scanner, barrier=barrier, results=results) -> None:
+            barrier.wait(timeout=0.5)
+            results[i] = scanner.mask(texts[i])
+
+        threads = [threading.Thread(target=mask, args=(i,)) for i in range(len(texts))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=0.5)
+        assert not any(thread.is_alive() for thread in threads)
+        for result in results:
+            self_scan(result, secrets, "masked from a thread")
+            assert result.count("\u00abcanary:") == 3
