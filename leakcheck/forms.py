@@ -34,7 +34,7 @@ import math
 import re
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from itertools import repeat
+from itertools import accumulate, repeat
 
 from .canaries import Secret
 
@@ -706,10 +706,11 @@ def window_forms(s: Secret) -> list[tuple[str, bytes]]:
     for spelling in spellings:
         starts = range(len(spelling) - size + 1)
         if spelling is value:
-            kept: Iterable[int] = [i for i in starts if not sum(bits[i : i + size]) < TAIL_BITS]
+            total = list(accumulate(bits, initial=0))  # window sums in O(1) each
+            kept: Iterable[int] = [i for i in starts if total[i + size] - total[i] >= TAIL_BITS]
         elif _NO_ALNUM_RUN.search(spelling):
-            alnum = [c.isalnum() for c in spelling]
-            kept = [i for i in starts if True in alnum[i : i + size]]
+            alnum = list(accumulate((c.isalnum() for c in spelling), initial=0))
+            kept = [i for i in starts if alnum[i + size] != alnum[i]]
         else:  # every window holds a letter or digit
             kept = starts
         data = _utf8(spelling)

@@ -105,6 +105,9 @@ class LeakcheckOptions:
             raise pytest.UsageError(f"@pytest.mark.leakcheck on {where}: {exc}") from None
 
 
+_DEFAULT_OPTIONS = LeakcheckOptions()
+
+
 def _known_sink_names() -> set[str]:
     from .capture import builtin_sinks, plugin_sink_factories
 
@@ -115,6 +118,8 @@ def _known_sink_names() -> set[str]:
 def _options(item: pytest.Item, base: Policy) -> tuple[LeakcheckOptions, Policy]:
     """The validated marker options of ``item`` and the policy they make."""
     marker = item.get_closest_marker(_MARKER)
+    if marker is None:  # the common case: the session's policy as it is
+        return _DEFAULT_OPTIONS, base
     try:
         options = LeakcheckOptions.from_marker(marker)
     except pytest.UsageError as exc:
