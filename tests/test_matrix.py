@@ -238,3 +238,24 @@ def _scan_inner(pytester: pytest.Pytester, result: pytest.RunResult) -> None:
 def test_case_spec_ids_hold_names_only() -> None:
     spec = CaseSpec("create_deployment", "http_401", "url-userinfo")
     assert spec.id == "create_deployment-http_401-url-userinfo"
+
+
+def test_matrix_under_xdist_merges_every_case(pytester: pytest.Pytester) -> None:
+    """Eager collection lets ``-n 2`` split the cases; the controller merges every worker's
+    records, so the grid counts all cases and the request-id check sees every id (the
+    counter here runs per worker process: still caught across the merge)."""
+    pytester.makepyfile(toy=TOY)
+    pytester.makepyfile(
+        test_toy="from toy import ToyTarget\nfrom leakcheck.matrix import stage_matrix\n"
+        "test_gateway = stage_matrix(ToyTarget('sequential'))\n"
+    )
+    report = pytester.path / "report.json"
+    result = pytester.runpytest_subprocess(
+        "-n", "2", "-p", "no:randomly", "--leakcheck-seed=matrix-x",
+        "--no-leakcheck-snapshots", f"--leakcheck-report={report}",
+    )  # fmt: skip
+    data = json.loads(report.read_text())
+    assert len(data["tests"]) == 16
+    assert {r["outcome"] for r in data["tests"]} == {"passed"}
+    assert "request ids across 16 case(s): FAILED" in result.stdout.str()
+    assert result.ret == 1
