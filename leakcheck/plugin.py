@@ -247,6 +247,21 @@ class _State:
             if item.get_closest_marker(_MARKER) is not None:  # nothing to check otherwise
                 _options(item, self.policy)
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """``record_xml_attribute`` writes straight into the JUnit node, which junitxml
+        freezes at the teardown report: mask its values just before."""
+        if report.when != "teardown":
+            return
+        from _pytest.junitxml import xml_key
+
+        xml = self.config.stash.get(xml_key, None)
+        if xml is None:
+            return
+        reporter = xml.node_reporter(report)  # the open one for this test
+        for name, value in list(reporter.attrs.items()):
+            reporter.attrs[name] = self.mask_live(value)
+
     # xdist: the controller hands its seed to the workers and merges what they found.
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:

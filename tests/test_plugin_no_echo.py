@@ -15,6 +15,7 @@ import base64
 import json
 
 import pytest
+from conftest import assert_inner_run_safe, self_scan
 
 import leakcheck
 from leakcheck import CanaryFactory, Scanner, Secret
@@ -299,3 +300,30 @@ def test_scanner_sees_unmasked_output() -> None:
             assert piece_found, secret.id
     json_found = bool(STRICT.scan(json.dumps({"k": SECRETS[1].value}, ensure_ascii=True)))
     assert json_found
+
+
+def test_record_xml_attribute_is_masked(pytester: pytest.Pytester) -> None:
+    """``record_xml_attribute`` writes into the JUnit node directly (xunit1), past any
+    report: its values are masked before junitxml freezes the node."""
+    pytester.makepyfile(
+        test_attr="""
+        def test_attr(leakcheck, record_xml_attribute):
+            token = leakcheck.secret("bearer")
+            record_xml_attribute("upstream_auth", f"Bearer {token}")
+        """
+    )
+    junit = pytester.path / "junit.xml"
+    result = pytester.runpytest(
+        "-p", "no:randomly", "--leakcheck-seed=attr-1", f"--junitxml={junit}",
+        "-o", "junit_family=xunit1",
+    )  # fmt: skip
+    result.assert_outcomes(passed=1)
+    xml = junit.read_text()
+    # named booleans: a failing ``in`` would have pytest print the unmasked XML
+    recorded = 'upstream_auth="Bearer' in xml
+    masked = "\u00abcanary:bearer:" in xml
+    assert recorded, "the attribute is missing"
+    assert masked, "the attribute was not masked"
+    token = CanaryFactory("attr-1", namespace="test_attr.py::test_attr").secret("bearer")
+    assert_inner_run_safe(pytester, result, [token])
+    self_scan(xml, [token], "junit.xml")
