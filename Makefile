@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev
 
-.PHONY: demo test bench lint clean
+.PHONY: demo test bench lint corpora clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -21,6 +21,11 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
 	$(BIN)/python bench/run.py $(BENCH_ARGS)
+
+# the real exception texts of every HTTP and SSH client at every stage, on this machine
+corpora: $(STAMP)
+	$(BIN)/python scripts/record_http_exceptions.py
+	$(BIN)/python scripts/record_ssh_exceptions.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check leakcheck plugins tests bench scripts examples
