@@ -28,6 +28,7 @@ __all__ = [
     "Sink",
     "ExposedSink",
     "ExceptionSink",
+    "ProtectedRecordSink",
     "LoggingSink",
     "CrashHookSink",
     "WarningsSink",
@@ -98,6 +99,18 @@ class ExposedSink(_Passive):
         for n, (label, obj) in enumerate(self._objects):
             group = f"{self.name}#{n}"
             yield from describe(obj, self.name, SinkClass.CALLER, label, group)
+
+
+class ProtectedRecordSink(ExposedSink):
+    """The gateway's own operator record of a call, read back by request id: an operator
+    sink (sensitive context allowed, direct secrets not: it holds a credential's record id,
+    never the credential)."""
+
+    name = "protected record"
+
+    def collect(self) -> Iterator[Captured]:
+        for n, (label, obj) in enumerate(self._objects):
+            yield from describe(obj, self.name, SinkClass.OPERATOR, label, f"{self.name}#{n}")
 
 
 def describe(

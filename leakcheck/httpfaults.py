@@ -16,8 +16,9 @@ from functools import cache
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from .faults import Reply, UnknownTransportError
-from .stages import HTTP, Stage
+from .faults import Fault, Reply, SecretFactory, UnknownTransportError, reply_for
+from .placements import Placed
+from .stages import HTTP, HTTP_ANSWERED, HTTP_RAISED, TLS_STAGES, Stage
 
 __all__ = [
     "ANSWERED",
@@ -26,6 +27,7 @@ __all__ = [
     "TLS_STAGES",
     "SIGNED_URL_ANSWER",
     "BaseURL",
+    "MockedHTTPFault",
     "cert_verify_error",
     "check_method",
     "check_options",
@@ -40,31 +42,9 @@ __all__ = [
 #: the upstream a fault stands for unless told otherwise (``.test`` is reserved: RFC 6761)
 DEFAULT_URL = "https://api.upstream.test"
 
-#: stages answered with a full reply (``truncated_body`` is answered with a cut one)
-ANSWERED = frozenset(
-    {
-        "http_401",
-        "http_403",
-        "http_429",
-        "http_5xx",
-        "malformed_json",
-        "html_login_page",
-        "redirect_signed_url",
-    }
-)
-#: stages that fail before any response: the transport raises
-RAISED = frozenset(
-    {
-        "dns_failure",
-        "connection_refused",
-        "tls_hostname_mismatch",
-        "tls_untrusted_ca",
-        "timeout_before_send",
-        "timeout_after_send",
-        "reset_after_send",
-    }
-)
-TLS_STAGES = frozenset({"tls_hostname_mismatch", "tls_untrusted_ca"})
+#: stages answered with a full reply (``truncated_body`` is answered with a cut one), and
+#: stages that fail before any response (the transport raises)
+ANSWERED, RAISED = HTTP_ANSWERED, HTTP_RAISED
 
 #: what the redirect target answers: the signed URL has expired (S3 wording)
 SIGNED_URL_ANSWER = (
@@ -223,3 +203,72 @@ def os_error(cls: type[OSError], code: int) -> OSError:
 
 def name_not_known() -> socket.gaierror:
     return socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+
+class MockedHTTPFault(Fault):
+    """What a mocked HTTP fault (respx, responses) does before its library comes in: check
+    the options and the base URL, build the upstream reply (remembering every canary it
+    plants, for ``safe_path``), count requests, and explain a fault that never fired.
+    Subclasses install their library's mock in ``start`` and answer through ``target``."""
+
+    transport = "?"
+    #: how to read a response body to its end, in the client's words
+    read_hint = "read the response"
+    #: what the mock does with a request to another URL
+    others_verb = "saw"
+
+    def __init__(
+        self,
+        stage: str | Stage,
+        *,
+        placed: Placed | None = None,
+        secret: SecretFactory,
+        url: str = DEFAULT_URL,
+        method: str | None = None,
+        **options: Any,
+    ) -> None:
+        super().__init__(stage, placed=placed)
+        check_options(self.transport, self.stage, options)
+        self._base = parse_base(self.transport, url, self.stage)
+        self.url = url.strip().rstrip("/")
+        self.method = check_method(self.transport, method)
+        self.calls = 0
+        self.other_calls = 0
+        made: list[str] = []
+
+        def remember(kind: str) -> str:
+            made.append(secret(kind))
+            return made[-1]
+
+        self._reply = reply_for(self.stage, remember, placed)
+        self._redirect_hosts = redirect_hosts(self._reply)
+        self._known = [*(placed.secrets.values() if placed else ()), *made]
+
+    def target(
+        self, method: str, scheme: str, host: str, port: int | None, path: str
+    ) -> str | None:
+        """ "upstream" for a request this fault answers, "redirect" for one to the signed
+        URL's host, None for any other."""
+        if self.method is None or method == self.method:
+            if self._base.covers(scheme, host, port, path):
+                return "upstream"
+        if host.lower() in self._redirect_hosts:
+            return "redirect"
+        return None
+
+    def not_reached_reason(self) -> str:
+        origin = self._base.origin
+        if self.calls and self.stage.name == "truncated_body":
+            return (
+                f"a request reached {origin} ({self.transport}) but its body was never read "
+                f"up to the cut: {self.read_hint}"
+            )
+        reason = f"no request reached {origin} ({self.transport})"
+        if self.method:
+            reason += f" with method {self.method}"
+        if self.other_calls:
+            reason += (
+                f"; the mock {self.others_verb} {self.other_calls} request(s) to other URLs: "
+                "give the gateway fault.url as its upstream"
+            )
+        return reason

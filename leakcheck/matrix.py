@@ -24,15 +24,14 @@ sequential, >= 64 random bits, nothing recognisable inside).
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import socket
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from .capture import Captured, ExposedSink, describe
+from .capture import ProtectedRecordSink
 from .contract import (
     DEFAULT as DEFAULT_EXPECTATIONS,
 )
@@ -43,12 +42,18 @@ from .contract import (
     check_record,
 )
 from .doubles import Approver, Boom, ObservedInput, Vault
-from .faults import Fault, GatewayFault
+from .faults import Fault, GatewayFault, reply_for
 from .libtrace import library_exceptions
-from .placements import PLACEMENTS, AuthTemplate, Placed, Placement, placements_for
-from .policy import SinkClass
+from .placements import (
+    BASELINE_PLACEMENTS,
+    PLACEMENTS,
+    AuthTemplate,
+    Placed,
+    Placement,
+    placements_for,
+)
 from .serialize import leaves, to_jsonable
-from .stages import STAGES, Stage, stages_for
+from .stages import HTTP_RAISED, STAGES, Stage, stages_for
 
 if TYPE_CHECKING:
     from .harness import LeakCheck
@@ -79,21 +84,8 @@ ASSERTIONS = {
 UNREACHABLE_URL = "https://api.upstream.invalid"
 DEFAULT_UPSTREAM = "https://api.upstream.test"
 
-#: the placement whose case records an error-text snapshot, per operation transport
-#: (``leakcheck.snapshots.BASELINE_PLACEMENTS`` is the same mapping)
-BASELINE_PLACEMENTS = {"http": "authorization-header", "ssh": "ssh-password"}
-
-#: stages whose exception a transport raises (an injected cause can ride on them)
-_RAISING = {
-    "dns_failure",
-    "connection_refused",
-    "tls_hostname_mismatch",
-    "tls_untrusted_ca",
-    "timeout_before_send",
-    "timeout_after_send",
-    "reset_after_send",
-    "gateway_exception",
-}
+#: stages where an exception carries the failure (an injected cause can ride on it)
+_RAISING = HTTP_RAISED | {"gateway_exception"}
 
 
 class MatrixFailure(AssertionError):
@@ -272,16 +264,6 @@ def stage_matrix(target: Target, *, name: str = "test_stage_matrix") -> Callable
 # --- one case ----------------------------------------------------------------------------------
 
 
-class _RecordSink(ExposedSink):
-    """The gateway's protected record: an operator sink (context allowed, direct secrets not)."""
-
-    name = "protected record"
-
-    def collect(self) -> Iterator[Captured]:
-        for n, (label, obj) in enumerate(self._objects):
-            yield from describe(obj, self.name, SinkClass.OPERATOR, label, f"{self.name}#{n}")
-
-
 def _closed_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -343,7 +325,7 @@ def run_case(check: LeakCheck, target: Target, spec: CaseSpec, *, nodeid: str = 
     """Run one case and raise ``MatrixFailure`` (masked) if an assertion other than the
     leak verdict fails; the leak verdict is the fixture's, made at the end of the test."""
     case = build_case(check, target, spec)
-    records = _RecordSink()
+    records = ProtectedRecordSink()
     check.sinks.append(records)
     try:
         # which library exception the gateway turned into this envelope (snapshots)
@@ -378,7 +360,7 @@ def run_case(check: LeakCheck, target: Target, spec: CaseSpec, *, nodeid: str = 
     request_id = envelope.get("request_id") if isinstance(envelope, Mapping) else None
     record = target.record(case, request_id) if isinstance(request_id, str) else None
     if record is not None:
-        records.add(record, "protected record")
+        records.add(record, records.name)
     problems += [
         _tag("record", v)
         for v in check_record(record, stage=case.stage, request_id=request_id or "")
@@ -447,8 +429,6 @@ def _forbidden_texts(case: Case) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {"raw header": [], "upstream text": [], "connection detail": []}
     names = {k.lower() for k, _ in case.auth.headers}
     names |= {k.lower() for k, _ in case.placed.reply_headers}
-    from .faults import reply_for
-
     reply = reply_for(case.stage, case.check.secret, case.placed)
     if reply is not None and case.stage.transport == "http":
         names |= {k.lower() for k, _ in reply.headers}
@@ -498,10 +478,6 @@ def hygiene_violations(envelope: Any, case: Case) -> list[Violation]:
                 )
                 break
     return problems
-
-
-def describe_case(spec: CaseSpec) -> str:
-    return json.dumps({"operation": spec.operation, "stage": spec.stage, "place": spec.placement})
 
 
 # --- the summary grid ---------------------------------------------------------------------------

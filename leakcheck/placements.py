@@ -20,6 +20,7 @@ from typing import Any, Literal
 from .canaries import KINDS
 
 __all__ = [
+    "BASELINE_PLACEMENTS",
     "PLACEMENTS",
     "AuthTemplate",
     "Placed",
@@ -33,6 +34,11 @@ __all__ = [
 
 Where = Literal["credential", "agent_input", "upstream", "exception", "ssh"]
 Pairs = tuple[tuple[str, str], ...]
+
+
+#: the placement whose matrix case records an error-text snapshot, per operation transport
+#: (the base credential alone: the texts a plain call produces)
+BASELINE_PLACEMENTS: dict[str, str] = {"http": "authorization-header", "ssh": "ssh-password"}
 
 
 class UnknownPlacementError(ValueError):

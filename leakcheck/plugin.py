@@ -20,6 +20,7 @@ import pytest
 
 from . import snapshots
 from .canaries import Secret
+from .capture import ProtectedRecordSink
 from .detect import Scanner
 from .extensions import skipped_plugins
 from .forms import MASKING_FORMS
@@ -109,10 +110,9 @@ _DEFAULT_OPTIONS = LeakcheckOptions()
 
 
 def _known_sink_names() -> set[str]:
-    from .capture import builtin_sinks, plugin_sink_factories
-
-    names = {"tool response", "exception", "stdout", "stderr", "warning", "protected record"}
-    return names | {sink.name for sink in builtin_sinks()} | set(plugin_sink_factories())
+    # every sink a check starts with (its own, the built-in and the plugins' ones) and the
+    # stage matrix's protected record
+    return {sink.name for sink in LeakCheck().sinks} | {ProtectedRecordSink.name}
 
 
 def _options(item: pytest.Item, base: Policy) -> tuple[LeakcheckOptions, Policy]:
@@ -432,8 +432,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             # a direct secret in the protected record breaks assertion 4; elsewhere, 2
             sinks = {leak.sink for leak in forbidden}
             failed = set(check.matrix["failed"])
-            failed |= {"record"} if "protected record" in sinks else set()
-            failed |= {"leaks"} if sinks - {"protected record"} else set()
+            record_sink = ProtectedRecordSink.name
+            failed |= {"record"} if record_sink in sinks else set()
+            failed |= {"leaks"} if sinks - {record_sink} else set()
             failed |= {"harness"} if check.unreached() else set()
             failed |= {"snapshot"} if drift else set()
             check.matrix["failed"] = sorted(failed)

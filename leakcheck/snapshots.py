@@ -76,6 +76,7 @@ from typing import Any, TextIO
 import pytest
 
 from .canaries import Secret
+from .placements import BASELINE_PLACEMENTS
 from .serialize import to_jsonable
 
 __all__ = [
@@ -102,8 +103,6 @@ __all__ = [
 FORMAT = 1
 DEFAULT_DIR = "__leakcheck_snapshots__"
 PENDING_DIR = ".leakcheck/pending"
-#: the placement whose case is snapshotted, per operation transport
-BASELINE_PLACEMENTS: dict[str, str] = {"http": "authorization-header", "ssh": "ssh-password"}
 #: the parameter name ``stage_matrix`` gives its ``CaseSpec``
 CASE_PARAM = "leakcheck_case"
 #: the fields a drift is judged on (``versions`` explains a drift, it is not one)

@@ -16,8 +16,11 @@ from typing import Literal
 __all__ = [
     "GATEWAY",
     "HTTP",
+    "HTTP_ANSWERED",
+    "HTTP_RAISED",
     "SSH",
     "STAGES",
+    "TLS_STAGES",
     "Stage",
     "Transport",
     "UnknownStageError",
@@ -100,6 +103,19 @@ _STAGE_LIST = [
 
 #: every stage by name, in the order of a call's life
 STAGES: dict[str, Stage] = {stage.name: stage for stage in _STAGE_LIST}
+
+#: HTTP stages where the client raises before any response (a cause can ride on them)
+HTTP_RAISED = frozenset(
+    s.name for s in _STAGE_LIST if s.transport == HTTP and s.response_received is False
+)
+#: the stages a TLS handshake decides
+TLS_STAGES = frozenset({"tls_hostname_mismatch", "tls_untrusted_ca"})
+#: HTTP stages answered with a whole reply (``truncated_body`` gets a cut one)
+HTTP_ANSWERED = frozenset(
+    s.name
+    for s in _STAGE_LIST
+    if s.transport == HTTP and s.response_received and s.name != "truncated_body"
+)
 
 
 def get_stage(name: str | Stage) -> Stage:

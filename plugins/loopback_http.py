@@ -97,7 +97,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from leakcheck.faults import Fault, HarnessError, Reply, UnknownTransportError, reply_for
 from leakcheck.netwatch import Watcher, failing_dns, watch
 from leakcheck.placements import Placed
-from leakcheck.stages import HTTP, STAGES, Stage
+from leakcheck.stages import HTTP, HTTP_ANSWERED, STAGES, TLS_STAGES, Stage
 
 if TYPE_CHECKING:
     from leakcheck.harness import LeakCheck
@@ -131,20 +131,17 @@ Truncation = Literal["content-length", "chunked"]
 Disconnect = Literal["reset", "close_without_response"]
 
 #: stages the loopback server answers with ``reply_for(stage)``
-ANSWERED = frozenset(
-    name
-    for name, stage in STAGES.items()
-    if stage.transport == HTTP and stage.response_received and name != "truncated_body"
-)
+ANSWERED = HTTP_ANSWERED
 #: stages where a client reaches the loopback server and sends (or tries TLS)
-SERVED = ANSWERED | {
-    "timeout_after_send",
-    "reset_after_send",
-    "truncated_body",
-    "tls_hostname_mismatch",
-    "tls_untrusted_ca",
-}
-TLS_STAGES = frozenset({"tls_hostname_mismatch", "tls_untrusted_ca"})
+SERVED = (
+    ANSWERED
+    | {
+        "timeout_after_send",
+        "reset_after_send",
+        "truncated_body",
+    }
+    | TLS_STAGES
+)
 SUPPORTED = SERVED | {"timeout_before_send", "connection_refused", "dns_failure"}
 
 _MAX_HEAD = 64 * 1024

@@ -63,22 +63,17 @@ from urllib3.exceptions import SSLError as Urllib3SSLError
 from urllib3.util.retry import Retry
 from urllib3.util.timeout import Timeout
 
-from leakcheck.faults import Fault, SecretFactory, reply_for
 from leakcheck.httpfaults import (
     DEFAULT_URL,
     RAISED,
     SIGNED_URL_ANSWER,
     TLS_STAGES,
+    MockedHTTPFault,
     cert_verify_error,
-    check_method,
-    check_options,
     name_not_known,
     os_error,
-    parse_base,
-    redirect_hosts,
     safe_path,
 )
-from leakcheck.placements import Placed
 from leakcheck.stages import Stage
 
 __all__ = ["DEFAULT_URL", "FAULTS", "ResponsesFault"]
@@ -171,7 +166,7 @@ class _Mock(responses.RequestsMock):
         self.passthru_prefixes = (_EVERY_URL,)
 
 
-class ResponsesFault(Fault):
+class ResponsesFault(MockedHTTPFault):
     """Force an HTTP ``stage`` on requests clients calling under ``url``.
 
     ``method`` restricts the fault to one HTTP method. ``fault.url`` is the base URL to
@@ -180,34 +175,12 @@ class ResponsesFault(Fault):
     """
 
     transport = "responses"
+    read_hint = "read the response (response.content, .json(), .text)"
+    others_verb = "refused"
 
-    def __init__(
-        self,
-        stage: str | Stage,
-        *,
-        placed: Placed | None = None,
-        secret: SecretFactory,
-        url: str = DEFAULT_URL,
-        method: str | None = None,
-        **options: Any,
-    ) -> None:
-        super().__init__(stage, placed=placed)
-        check_options(self.transport, self.stage, options)
-        self._base = parse_base(self.transport, url, self.stage)
-        self.url = url.strip().rstrip("/")
-        self.method = check_method(self.transport, method)
-        self.calls = 0
-        self.other_calls = 0
+    def __init__(self, stage: str | Stage, **kwargs: Any) -> None:
+        super().__init__(stage, **kwargs)
         self.unverified_calls = 0
-        made: list[str] = []
-
-        def remember(kind: str) -> str:
-            made.append(secret(kind))
-            return made[-1]
-
-        self._reply = reply_for(self.stage, remember, placed)
-        self._redirect_hosts = redirect_hosts(self._reply)
-        self._known = [*(placed.secrets.values() if placed else ()), *made]
         self._mock: _Mock | None = None
         self._installed: object = None
 
@@ -238,39 +211,21 @@ class ResponsesFault(Fault):
             HTTPAdapter.send = current  # type: ignore[method-assign]
 
     def not_reached_reason(self) -> str:
-        origin = self._base.origin
         if self.unverified_calls:
             return (
-                f"{self.unverified_calls} request(s) reached {origin} (responses) with "
-                "verify=False: certificate verification was off, so a real client would "
+                f"{self.unverified_calls} request(s) reached {self._base.origin} (responses) "
+                "with verify=False: certificate verification was off, so a real client would "
                 "have accepted the certificate and sent its credentials"
             )
-        if self.calls and self.stage.name == "truncated_body":
-            return (
-                f"a request reached {origin} (responses) but its body was never read past "
-                "the cut: read the response (response.content, .json(), .text)"
-            )
-        reason = f"no request reached {origin} (responses)"
-        if self.method:
-            reason += f" with method {self.method}"
-        if self.other_calls:
-            reason += (
-                f"; the mock refused {self.other_calls} request(s) to other URLs: give the "
-                "gateway fault.url as its upstream"
-            )
-        return reason
+        return super().not_reached_reason()
 
     # --- answering ----------------------------------------------------------------------------
 
     def _target(self, request: requests.PreparedRequest) -> str | None:
         parts = urlsplit(request.url or "")
-        host = parts.hostname or ""
-        if self.method is None or request.method == self.method:
-            if self._base.covers(parts.scheme, host, parts.port, parts.path):
-                return "upstream"
-        if host in self._redirect_hosts:
-            return "redirect"
-        return None
+        return self.target(
+            request.method or "", parts.scheme, parts.hostname or "", parts.port, parts.path
+        )
 
     def _answer(
         self, request: requests.PreparedRequest

@@ -44,22 +44,17 @@ import httpx
 import respx
 from respx.models import AllMockedAssertionError
 
-from leakcheck.faults import Fault, SecretFactory, reply_for
 from leakcheck.httpfaults import (
     DEFAULT_URL,
     RAISED,
     SIGNED_URL_ANSWER,
     TLS_STAGES,
+    MockedHTTPFault,
     cert_verify_error,
-    check_method,
-    check_options,
     name_not_known,
     os_error,
-    parse_base,
-    redirect_hosts,
     safe_path,
 )
-from leakcheck.placements import Placed
 from leakcheck.stages import Stage
 
 __all__ = ["DEFAULT_URL", "FAULTS", "RespxFault"]
@@ -131,7 +126,7 @@ class _FaultRouter(respx.MockRouter):
         return self._fault._answer(request, asynchronous=True)
 
 
-class RespxFault(Fault):
+class RespxFault(MockedHTTPFault):
     """Force an HTTP ``stage`` on httpx clients calling under ``url``.
 
     ``method`` restricts the fault to one HTTP method. ``fault.url`` is the base URL to
@@ -140,33 +135,10 @@ class RespxFault(Fault):
     """
 
     transport = "respx"
+    read_hint = "read the response (response.read(), .json(), .text)"
 
-    def __init__(
-        self,
-        stage: str | Stage,
-        *,
-        placed: Placed | None = None,
-        secret: SecretFactory,
-        url: str = DEFAULT_URL,
-        method: str | None = None,
-        **options: Any,
-    ) -> None:
-        super().__init__(stage, placed=placed)
-        check_options(self.transport, self.stage, options)
-        self._base = parse_base(self.transport, url, self.stage)
-        self.url = url.strip().rstrip("/")
-        self.method = check_method(self.transport, method)
-        self.calls = 0
-        self.other_calls = 0
-        made: list[str] = []
-
-        def remember(kind: str) -> str:
-            made.append(secret(kind))
-            return made[-1]
-
-        self._reply = reply_for(self.stage, remember, placed)
-        self._redirect_hosts = redirect_hosts(self._reply)
-        self._known = [*(placed.secrets.values() if placed else ()), *made]
+    def __init__(self, stage: str | Stage, **kwargs: Any) -> None:
+        super().__init__(stage, **kwargs)
         self._router: _FaultRouter | None = None
 
     def start(self) -> None:
@@ -180,33 +152,11 @@ class RespxFault(Fault):
         if router is not None:
             router.stop(quiet=True)
 
-    def not_reached_reason(self) -> str:
-        origin = self._base.origin
-        if self.calls and self.stage.name == "truncated_body":
-            return (
-                f"a request reached {origin} (respx) but its body was never read up to the "
-                "cut: read the response (response.read(), .json(), .text)"
-            )
-        reason = f"no request reached {origin} (respx)"
-        if self.method:
-            reason += f" with method {self.method}"
-        if self.other_calls:
-            reason += (
-                f"; the mock saw {self.other_calls} request(s) to other URLs: give the "
-                "gateway fault.url as its upstream"
-            )
-        return reason
-
     # --- answering ----------------------------------------------------------------------------
 
     def _target(self, request: httpx.Request) -> str | None:
         url = request.url
-        if self.method is None or request.method == self.method:
-            if self._base.covers(url.scheme, url.host, url.port, url.path):
-                return "upstream"
-        if url.host.lower() in self._redirect_hosts:
-            return "redirect"
-        return None
+        return self.target(request.method, url.scheme, url.host, url.port, url.path)
 
     def _answer(self, request: httpx.Request, *, asynchronous: bool) -> httpx.Response:
         target = self._target(request)

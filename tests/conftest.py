@@ -96,6 +96,17 @@ def run_with_report(
     return result, json.loads(path.read_text(encoding="utf-8"))
 
 
+def fault_canaries(seed: str, test: str, stage: str, via: str, placement: str) -> list[Secret]:
+    """The canaries an inner ``test_inner.py::test`` made by forcing ``stage`` over ``via``
+    with ``placement``, rebuilt from the seed and its node id (in the order it made them)."""
+    from leakcheck.faults import make_fault
+    from leakcheck.harness import LeakCheck
+
+    check = LeakCheck(seed=seed, namespace=f"test_inner.py::{test}", sinks=[])
+    make_fault(stage, via=via, placed=check.place(placement), secret=check.secret)
+    return check.secrets
+
+
 def inner_outcomes(result: pytest.RunResult) -> dict[str, str]:
     """``{test name: PASSED|FAILED|ERROR}`` from an inner run's ``-rA`` summary."""
     found = {}

@@ -20,19 +20,12 @@ from typing import Any
 
 import pytest
 
+from leakcheck.stages import HTTP_RAISED
+
 ROOT = Path(__file__).resolve().parent.parent
 CASES = 423
 SEED = "examples-1"
 
-HTTP_RAISING = {
-    "dns_failure",
-    "connection_refused",
-    "tls_hostname_mismatch",
-    "tls_untrusted_ca",
-    "timeout_before_send",
-    "timeout_after_send",
-    "reset_after_send",
-}
 URL_CREDENTIALS = {"query-api-key", "url-userinfo"}  # what an httpx URL carries
 
 
@@ -135,7 +128,7 @@ MISTAKES = [
         lambda op, stage, p: (
             not _ssh(op)
             and (
-                stage in HTTP_RAISING
+                stage in HTTP_RAISED
                 or stage in ("malformed_json", "html_login_page", "truncated_body")
             )
             and p in URL_CREDENTIALS

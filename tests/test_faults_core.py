@@ -26,7 +26,14 @@ from leakcheck.placements import (
     get_placement,
     placements_for,
 )
-from leakcheck.stages import STAGES, UnknownStageError, get_stage, stages_for
+from leakcheck.stages import (
+    HTTP_ANSWERED,
+    HTTP_RAISED,
+    STAGES,
+    UnknownStageError,
+    get_stage,
+    stages_for,
+)
 
 pytest_plugins = ["pytester"]
 
@@ -84,6 +91,14 @@ def test_stages_for_a_transport_include_the_gateway_side() -> None:
     assert "vault_locked" in http and "vault_locked" in ssh
     assert "http_401" in http and "http_401" not in ssh
     assert "ssh_auth_rejected" in ssh and "ssh_auth_rejected" not in http
+
+
+def test_answered_and_raised_http_stages() -> None:
+    assert HTTP_ANSWERED == set(ANSWERED) - {"truncated_body"}
+    assert HTTP_RAISED == {
+        "dns_failure", "connection_refused", "tls_hostname_mismatch", "tls_untrusted_ca",
+        "timeout_before_send", "timeout_after_send", "reset_after_send",
+    }  # fmt: skip
 
 
 def test_unknown_stage_lists_the_known_ones() -> None:

@@ -23,7 +23,13 @@ from urllib.parse import quote
 import pytest
 import requests
 import responses
-from conftest import QUIET_INNER_ARGS, assert_inner_run_safe, inner_outcomes, self_scan
+from conftest import (
+    QUIET_INNER_ARGS,
+    assert_inner_run_safe,
+    fault_canaries,
+    inner_outcomes,
+    self_scan,
+)
 from leakcheck.plugins.responses_faults import ResponsesFault
 from requests.adapters import HTTPAdapter
 from test_faults_respx import certs, chain, real_upstream, shape  # noqa: F401 (a fixture)
@@ -39,7 +45,7 @@ from urllib3.exceptions import (
 from urllib3.exceptions import SSLError as Urllib3SSLError
 from urllib3.util.retry import Retry
 
-from leakcheck.faults import UnknownTransportError, make_fault, reply_for
+from leakcheck.faults import UnknownTransportError, reply_for
 from leakcheck.harness import LeakCheck
 from leakcheck.httpfaults import ANSWERED
 from leakcheck.netwatch import failing_dns, watch
@@ -274,7 +280,7 @@ def test_truncated_body_fails_only_when_read(lc: LeakCheck) -> None:
     response = requests.get(fault.url + "/v1/logs", stream=True)
     assert response.status_code == 200 and response.headers["Content-Length"] == "4096"
     assert fault.calls == 1 and not fault.fired
-    assert "never read past the cut" in fault.not_reached_reason()
+    assert "never read up to the cut" in fault.not_reached_reason()
     with pytest.raises(requests.exceptions.ChunkedEncodingError):
         response.content  # noqa: B018 - reading is the point
     assert fault.fired and len(fault.evidence) == 1
@@ -565,14 +571,6 @@ def test_careful(leakcheck):
 """
 
 
-def _inner_secrets(test: str) -> list[Any]:
-    check = LeakCheck(seed=SEED, namespace=f"test_inner.py::{test}", sinks=[])
-    make_fault(
-        "dns_failure", via="responses", placed=check.place("query-api-key"), secret=check.secret
-    )
-    return check.secrets
-
-
 def test_unused_fault_fails_the_inner_test(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_inner=INNER)
     result = pytester.runpytest(*QUIET_INNER_ARGS, "-rA", f"--leakcheck-seed={SEED}")
@@ -587,7 +585,10 @@ def test_unused_fault_fails_the_inner_test(pytester: pytest.Pytester) -> None:
         "reached https://api.upstream.test (responses)." in out
     )
     assert "[LEAK] caller: tool response $.error" in out  # the careless one, masked
-    secrets = [*_inner_secrets("test_unused"), *_inner_secrets("test_careless")]
+    secrets = [
+        *fault_canaries(SEED, "test_unused", "dns_failure", "responses", "query-api-key"),
+        *fault_canaries(SEED, "test_careless", "dns_failure", "responses", "query-api-key"),
+    ]
     assert_inner_run_safe(pytester, result, secrets, ["test_unused"])
 
 

@@ -30,10 +30,16 @@ import httpx
 import pytest
 import respx
 import trustme
-from conftest import QUIET_INNER_ARGS, assert_inner_run_safe, inner_outcomes, self_scan
+from conftest import (
+    QUIET_INNER_ARGS,
+    assert_inner_run_safe,
+    fault_canaries,
+    inner_outcomes,
+    self_scan,
+)
 from leakcheck.plugins.respx_faults import RespxFault
 
-from leakcheck.faults import UnknownTransportError, make_fault, reply_for
+from leakcheck.faults import UnknownTransportError, reply_for
 from leakcheck.harness import LeakCheck
 from leakcheck.httpfaults import ANSWERED, RAISED
 from leakcheck.netwatch import failing_dns, watch
@@ -715,13 +721,6 @@ def test_used(leakcheck):
 """
 
 
-def _inner_secrets(test: str, stage: str, placement: str) -> list[Any]:
-    """The canaries the inner test made, rebuilt from the seed and its node id."""
-    check = LeakCheck(seed=SEED, namespace=f"test_inner.py::{test}", sinks=[])
-    make_fault(stage, via="respx", placed=check.place(placement), secret=check.secret)
-    return check.secrets
-
-
 def test_unused_fault_fails_the_inner_test(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_inner=INNER)
     result = pytester.runpytest(*QUIET_INNER_ARGS, "-rA", f"--leakcheck-seed={SEED}")
@@ -736,8 +735,8 @@ def test_unused_fault_fails_the_inner_test(pytester: pytest.Pytester) -> None:
         "reached https://api.upstream.test (respx)." in out
     )
     assert "the mock saw 1 request(s) to other URLs" in out
-    secrets = _inner_secrets("test_unused", "timeout_after_send", "query-api-key")
-    secrets += _inner_secrets("test_used", "http_401", "upstream-set-cookie")
+    secrets = fault_canaries(SEED, "test_unused", "timeout_after_send", "respx", "query-api-key")
+    secrets += fault_canaries(SEED, "test_used", "http_401", "respx", "upstream-set-cookie")
     assert_inner_run_safe(pytester, result, secrets, ["test_unused"])
     assert Path(pytester.path / "proof-test_unused.txt").exists()
 
