@@ -74,13 +74,7 @@ DEFAULT_LIBRARIES: tuple[str, ...] = (
 #: distributions whose versions shape the error texts a gateway sees; "python" and "openssl"
 #: name the interpreter and the ssl module's library (TLS error texts change with them too)
 DEFAULT_VERSIONED: tuple[str, ...] = (
-    "httpx",
-    "httpcore",
-    "requests",
-    "urllib3",
-    "aiohttp",
-    "asyncssh",
-    "paramiko",
+    *DEFAULT_LIBRARIES,
     "sentry-sdk",
     "opentelemetry-sdk",
     "prometheus-client",

@@ -429,7 +429,9 @@ def _forbidden_texts(case: Case) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {"raw header": [], "upstream text": [], "connection detail": []}
     names = {k.lower() for k, _ in case.auth.headers}
     names |= {k.lower() for k, _ in case.placed.reply_headers}
-    reply = reply_for(case.stage, case.check.secret, case.placed)
+    # the reply's own words and header names; its canaries are the leak verdict's business
+    # (a placeholder here: asking the check would plant canaries the fault never used)
+    reply = reply_for(case.stage, lambda kind: "", case.placed)
     if reply is not None and case.stage.transport == "http":
         names |= {k.lower() for k, _ in reply.headers}
         body = reply.body.decode("utf-8", "replace")
