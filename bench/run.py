@@ -45,6 +45,7 @@ MIB = 1024 * 1024
 TARGET_E2E_HYPERSCAN = 1024.0  # MiB/s, one core, end to end
 TARGET_E2E_AHOCORASICK = 40.0  # MiB/s
 TARGET_PEAK_RSS = 200.0  # MiB on the big file
+TARGET_VS_RIPGREP = 2.0  # "about 2x ripgrep on this kind of input"
 
 
 def _load(name: str, path: Path) -> ModuleType:
@@ -434,7 +435,11 @@ def _run(args: argparse.Namespace, work: Path, results: dict[str, Any]) -> int:
         results["profile"] = profile_cli(secrets_file, corpus)
 
     # memory test
-    big = memory_test(args, work, secrets_file, secrets, data, CHUNK_BYTES, leakcheck_bin)
+    rg_big = None
+    if rg is not None:
+        # line numbers (-n), as leakcheck gives them: on a planted file both count lines
+        rg_big = [rg, "--no-config", "-F", "-a", "-n", "-j1", "-f", str(work / "needles.txt")]
+    big = memory_test(args, work, secrets_file, secrets, data, CHUNK_BYTES, leakcheck_bin, rg_big)
     results["memory"] = big
 
     # targets
@@ -455,6 +460,17 @@ def _run(args: argparse.Namespace, work: Path, results: dict[str, Any]) -> int:
         big.get("mib_s"),
         TARGET_E2E_HYPERSCAN,
     )
+    for label, run in (("clean big file", big.get("clean", {})), ("big file with findings", big)):
+        if run.get("rg") and run.get("mib_s"):
+            ratio = run["mib_s"] / run["rg"]["mib_s"]
+            targets.append(
+                (
+                    f"end to end vs ripgrep -n -j1, same {label}",
+                    f">= {TARGET_VS_RIPGREP:.1f}x",
+                    ratio,
+                    ratio >= TARGET_VS_RIPGREP,
+                )
+            )
     default = e2e.get("leakcheck scan")
     if default:
         at_least(
@@ -479,8 +495,9 @@ def _run(args: argparse.Namespace, work: Path, results: dict[str, Any]) -> int:
             )
         )
     for what, goal, value, ok in targets:
-        unit = "MiB" if "RSS" in what else "MiB/s"
-        print(f"  {verdict(ok)}  {what}: {value:,.1f} {unit} (target {goal})")
+        shown = f"{value:.2f}x" if "ripgrep" in what else f"{value:,.1f} "
+        shown += "MiB" if "RSS" in what else "" if "ripgrep" in what else "MiB/s"
+        print(f"  {verdict(ok)}  {what}: {shown} (target {goal})")
     results["targets"] = [
         {"what": w, "target": g, "value": v, "pass": ok} for w, g, v, ok in targets
     ]
@@ -550,7 +567,9 @@ def profile_cli(secrets_file: Path, corpus: Path) -> list[dict[str, Any]]:
     return out
 
 
-def memory_test(args, work, secrets_file, secrets, data, chunk_bytes, leakcheck_bin) -> dict:
+def memory_test(
+    args, work, secrets_file, secrets, data, chunk_bytes, leakcheck_bin, rg_big=None
+) -> dict:
     size = int(args.big_gib * 1024 * MIB)
     big = work / "big.log"
     # planted: one canary raw across the 4th read-chunk edge, another base64 near the end
@@ -589,6 +608,8 @@ def memory_test(args, work, secrets_file, secrets, data, chunk_bytes, leakcheck_
             "mib_s": size / MIB / wall,
             "findings": len(json.loads(clean_json.read_text())["findings"]),
         }
+        if rg_big is not None:
+            clean["rg"] = _rg_big(rg_big, big, work, size)
     with open(big, "r+b") as out:
         out.seek(at_edge)
         out.write(raw)
@@ -615,6 +636,8 @@ def memory_test(args, work, secrets_file, secrets, data, chunk_bytes, leakcheck_
         f"peak RSS {clean['peak_rss_mib']:.0f} MiB, exit {clean['exit']}, "
         f"{clean['findings']} findings"
     )
+    if "rg" in clean:
+        print(_rg_line(clean["rg"], clean["mib_s"]))
     out_json = work / "big-report.json"
     cmd = [leakcheck_bin, "scan", "--secrets-file", str(secrets_file), "--format", "json", str(big)]
     wall, code, rss = run_child(cmd, out_json)
@@ -645,10 +668,33 @@ def memory_test(args, work, secrets_file, secrets, data, chunk_bytes, leakcheck_
         f"  planted across the chunk edge found: {edge_found}; planted near the end found: "
         f"{end_found}"
     )
+    if rg_big is not None:
+        result["rg"] = _rg_big(rg_big, big, work, size)
+        print(_rg_line(result["rg"], result["mib_s"]))
     if args.profile:
         result["profile"] = profile_cli(secrets_file, big)
     big.unlink()
     return result
+
+
+def _rg_big(cmd: list[str], big: Path, work: Path, size: int) -> dict[str, Any]:
+    """ripgrep over the big file on one core: the baseline for the end-to-end targets."""
+    out = work / "big-rg.txt"
+    wall, code, rss = run_child([*cmd, str(big)], out)
+    return {
+        "seconds": wall,
+        "exit": code,
+        "peak_rss_mib": rss,
+        "mib_s": size / MIB / wall,
+        "matching_lines": len(out.read_bytes().splitlines()),
+    }
+
+
+def _rg_line(rg: dict[str, Any], ours_mib_s: float) -> str:
+    return (
+        f"    ripgrep -n -j1 on the same file: {rg['seconds']:.2f} s, {rg['mib_s']:,.0f} MiB/s, "
+        f"{rg['matching_lines']} matching lines; leakcheck is {ours_mib_s / rg['mib_s']:.2f}x it"
+    )
 
 
 if __name__ == "__main__":

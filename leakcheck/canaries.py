@@ -10,6 +10,7 @@ A ``Secret`` never shows its value in ``repr``/``str``: only its id and kind.
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 import re
@@ -97,7 +98,7 @@ class Secret:
             raise TypeError(f"secret {id!r}: expected str, got {type(value).__name__}")
         if secret_class is None:
             secret_class = KINDS[kind].secret_class if kind in KINDS else SecretClass.DIRECT
-        bits = tuple(estimate_bits(value))
+        bits = _bits_of(value)
         total = sum(bits)
         label = f"secret {id!r} (kind {kind}, {len(value)} chars)"
         if len(value.strip()) < 12:
@@ -119,6 +120,13 @@ class Secret:
                 )
             )
         return cls(value=value, kind=kind, id=id, secret_class=SecretClass(secret_class), bits=bits)
+
+
+@functools.lru_cache(maxsize=512)
+def _bits_of(value: str) -> tuple[float, ...]:
+    """``estimate_bits``, once per value: a suite registers the same real-format token in
+    test after test, and judging one costs zxcvbn 3 to 40 ms."""
+    return tuple(estimate_bits(value))
 
 
 def _without_pieces_of(value: str, message: str, size: int = 4) -> str:

@@ -479,3 +479,31 @@ def test_non_str_user_secret_is_a_type_error_without_echo() -> None:
         Secret.from_user(value)  # type: ignore[arg-type]
     check(value.decode() not in str(info.value))
     check(value[4:12].decode() not in str(info.value))
+
+
+def test_a_user_secret_is_judged_once_however_often_it_is_registered(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import leakcheck.canaries as canaries_module
+
+    judged: list[int] = []
+    real = canaries_module.estimate_bits
+
+    def counting(value: str) -> list[float]:
+        judged.append(len(value))
+        return real(value)
+
+    monkeypatch.setattr(canaries_module, "estimate_bits", counting)
+    canaries_module._bits_of.cache_clear()
+    rng = random.Random(7)
+    token = "ghp_" + "".join(rng.choice(string.ascii_letters) for _ in range(36))
+    first = Secret.from_user(token, kind="api_key", id="a")
+    second = Secret.from_user(token, kind="api_key", id="b")
+    assert first.bits == second.bits
+    assert len(judged) == 1
+    # a weak value is refused every time, not only when first judged
+    for _ in range(2):
+        with pytest.raises(WeakSecretError):
+            Secret.from_user("password1234password", id="weak")
+    assert len(judged) == 2
+    canaries_module._bits_of.cache_clear()
