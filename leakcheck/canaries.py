@@ -18,6 +18,7 @@ import string
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Any
 
 __all__ = [
     "KINDS",
@@ -181,6 +182,29 @@ def _class_alphabet(text: str) -> int:
     return max(size, 2)
 
 
+@functools.cache
+def _zxcvbn() -> tuple[Callable[..., Any], Callable[..., Any], dict[str, dict[str, int]]]:
+    """zxcvbn's matcher and scorer, and its dictionaries merged into one (imported lazily:
+    only user-supplied secrets need them).
+
+    ``zxcvbn()`` looks every substring up in each of its dictionaries in turn (a Python
+    loop per dictionary); one merged dictionary gives the same matches in one loop. A word
+    in several would score as its best (lowest) rank, which the merge keeps. Same estimate,
+    in less than half the time; no time estimates or feedback made.
+    """
+    from zxcvbn import matching, scoring
+
+    merged: dict[str, int] = {}
+    for name, ranked in matching.RANKED_DICTIONARIES.items():
+        if name == "user_inputs":  # what zxcvbn() is told about the user: nothing here
+            continue
+        shared = merged.keys() & ranked.keys()  # none in zxcvbn 4.x: its lists are disjoint
+        kept = {word: merged[word] for word in shared if merged[word] < ranked[word]}
+        merged.update(ranked)
+        merged.update(kept)
+    return matching.omnimatch, scoring.most_guessable_match_sequence, {"merged": merged}
+
+
 def estimate_bits(value: str) -> list[float]:
     """Per-character entropy estimate of a user-supplied secret.
 
@@ -189,8 +213,7 @@ def estimate_bits(value: str) -> list[float]:
     bits are spread over its characters; a random run gets ``log2(alphabet)`` per character,
     the alphabet being that of the character classes the whole secret uses.
     """
-    from zxcvbn import zxcvbn  # imported lazily: only user-supplied secrets need it
-
+    omnimatch, best_sequence, dictionaries = _zxcvbn()
     body = _PUBLIC_STRUCTURE.sub("", value)
     alphabet_bits = math.log2(_class_alphabet(body or value))
     bits = [alphabet_bits] * len(value)
@@ -201,7 +224,8 @@ def estimate_bits(value: str) -> list[float]:
     judged = len(value) if len(value) <= 256 else _ZXCVBN_WINDOW
     # overlapping windows, so a word across a window edge is still seen whole
     for offset in range(0, max(judged - _ZXCVBN_WINDOW // 2, 1), _ZXCVBN_WINDOW // 2):
-        for match in zxcvbn(value[offset : offset + _ZXCVBN_WINDOW])["sequence"]:
+        window = value[offset : offset + _ZXCVBN_WINDOW]
+        for match in best_sequence(window, omnimatch(window, dictionaries))["sequence"]:
             if match["pattern"] == "bruteforce":
                 continue
             start, end = offset + match["i"], offset + match["j"] + 1

@@ -507,3 +507,71 @@ def test_a_user_secret_is_judged_once_however_often_it_is_registered(
             Secret.from_user("password1234password", id="weak")
     assert len(judged) == 2
     canaries_module._bits_of.cache_clear()
+
+
+def _bits_by_zxcvbn_itself(value: str) -> list[float]:
+    """estimate_bits as first written, over ``zxcvbn.zxcvbn()`` and its seven dictionaries:
+    the merged-dictionary fast path must give exactly this."""
+    import math
+
+    from zxcvbn import zxcvbn
+
+    import leakcheck.canaries as canaries_module
+
+    window = canaries_module._ZXCVBN_WINDOW
+    body = canaries_module._PUBLIC_STRUCTURE.sub("", value)
+    bits = [math.log2(canaries_module._class_alphabet(body or value))] * len(value)
+    judged = len(value) if len(value) <= 256 else window
+    for offset in range(0, max(judged - window // 2, 1), window // 2):
+        for match in zxcvbn(value[offset : offset + window])["sequence"]:
+            if match["pattern"] == "bruteforce":
+                continue
+            start, end = offset + match["i"], offset + match["j"] + 1
+            spread = math.log2(max(float(match["guesses"]), 2.0)) / (end - start)
+            for i in range(start, end):
+                bits[i] = min(bits[i], spread)
+    for match in canaries_module._PUBLIC_STRUCTURE.finditer(value):
+        for i in range(match.start(), match.end()):
+            bits[i] = 0.0
+    return bits
+
+
+def test_estimate_equals_zxcvbn_over_its_separate_dictionaries() -> None:
+    from leakcheck.canaries import estimate_bits
+
+    from zxcvbn.matching import RANKED_DICTIONARIES
+
+    rng = random.Random(11)
+    words = "qwerty asdfgh 123456 abcdef 2019 1987-05-12 hunter2 P@ssw0rd Tr0ub4dor".split()
+    # words of every dictionary, ranked high and low (zxcvbn's lists share no word today;
+    # the merge keeps the best rank should a later version's do)
+    for name, ranked in sorted(RANKED_DICTIONARIES.items()):
+        by_rank = sorted((w for w in ranked if len(w) >= 4), key=ranked.__getitem__)
+        if by_rank:
+            words += by_rank[:3] + rng.sample(by_rank, 5)
+    values = [CanaryFactory(seed=5).secret(kind).value for kind in ("bearer", "pem_private_key")]
+    for _ in range(60):
+        if rng.random() < 0.3:
+            alphabet = string.ascii_letters + string.digits + "-_/+="
+            values.append("".join(rng.choice(alphabet) for _ in range(rng.randint(4, 80))))
+        else:
+            pieces = [rng.choice(words) + rng.choice(["", "!", "1", "_", "x9"]) for _ in "abc"]
+            values.append("".join(c.upper() if rng.random() < 0.2 else c for c in "".join(pieces)))
+    for value in values:
+        assert estimate_bits(value) == _bits_by_zxcvbn_itself(value), len(value)
+
+
+def test_merged_dictionary_keeps_each_words_best_rank(monkeypatch: pytest.MonkeyPatch) -> None:
+    from zxcvbn import matching
+
+    import leakcheck.canaries as canaries_module
+
+    fake = {
+        "passwords": {"hunter": 3, "dragon": 1},
+        "english_wikipedia": {"hunter": 40, "river": 7},
+        "surnames": {"river": 2, "smith": 1},
+        "user_inputs": {"someone": 1},
+    }
+    monkeypatch.setattr(matching, "RANKED_DICTIONARIES", fake)
+    _, _, dictionaries = canaries_module._zxcvbn.__wrapped__()
+    assert dictionaries == {"merged": {"hunter": 3, "dragon": 1, "river": 2, "smith": 1}}
