@@ -537,15 +537,15 @@ def _bits_by_zxcvbn_itself(value: str) -> list[float]:
 
 
 def test_estimate_equals_zxcvbn_over_its_separate_dictionaries() -> None:
-    from leakcheck.canaries import estimate_bits
-
     from zxcvbn.matching import RANKED_DICTIONARIES
+
+    from leakcheck.canaries import estimate_bits
 
     rng = random.Random(11)
     words = "qwerty asdfgh 123456 abcdef 2019 1987-05-12 hunter2 P@ssw0rd Tr0ub4dor".split()
     # words of every dictionary, ranked high and low (zxcvbn's lists share no word today;
     # the merge keeps the best rank should a later version's do)
-    for name, ranked in sorted(RANKED_DICTIONARIES.items()):
+    for _, ranked in sorted(RANKED_DICTIONARIES.items()):
         by_rank = sorted((w for w in ranked if len(w) >= 4), key=ranked.__getitem__)
         if by_rank:
             words += by_rank[:3] + rng.sample(by_rank, 5)
