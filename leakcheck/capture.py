@@ -161,6 +161,7 @@ class TextSink(_Passive):
     def __init__(self, name: str, sink_class: SinkClass) -> None:
         self.name = name
         self.sink_class = sink_class
+        self.inactive_reason = ""  # set when pytest does not capture this stream (-s)
         self._texts: list[tuple[str, str]] = []
 
     def add(self, path: str, text: str) -> None:

@@ -195,6 +195,11 @@ class _State:
         self.report_path = config.getoption("--leakcheck-report") or config.getini(
             "leakcheck_report"
         )
+        capture = config.getoption("capture", "fd")
+        #: why the stdout/stderr sinks see nothing, when pytest does not capture output
+        self.uncaptured = _UNCAPTURED.get(capture, "")
+        #: what the capture mode lets through unscanned or unmasked, for the header
+        self.capture_note = _CAPTURE_NOTES.get(capture, "")
         self.secrets: list[Secret] = []
         self.running: dict[str, LeakCheck] = {}
         self.records: list[dict[str, Any]] = []
@@ -301,9 +306,12 @@ class _State:
             text = json.dumps(_masked(document, self.mask), indent=2, ensure_ascii=False)
             path.write_text(text + "\n", encoding="utf-8")
 
-    def pytest_report_header(self, config: pytest.Config) -> str:
+    def pytest_report_header(self, config: pytest.Config) -> list[str]:
         state = "on" if self.enabled else "OFF (--no-leakcheck)"
-        return f"leakcheck: {state}, canary seed {self.seed}"
+        header = [f"leakcheck: {state}, canary seed {self.seed}"]
+        if self.enabled and self.capture_note:
+            header.append(f"leakcheck: {self.capture_note}")
+        return header
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
@@ -348,6 +356,20 @@ class _State:
 
 
 _STATE = pytest.StashKey[_State]()
+_UNCAPTURED = {
+    "no": "pytest -s/--capture=no: output goes straight to the terminal, neither scanned nor "
+    "masked",
+}
+_CAPTURE_NOTES = {
+    "no": "-s/--capture=no: stdout and stderr are neither scanned nor masked, and a test's "
+    "output reaches the terminal as it is",
+    "sys": "--capture=sys: writes to file descriptors 1 and 2 (subprocesses, C code) are "
+    "not scanned",
+    "tee-sys": "--capture=tee-sys: stdout and stderr are scanned, but also echoed to the "
+    "terminal unmasked",
+}
+#: pytest's fixtures that take a test's output away from the report sections
+_CAPTURE_FIXTURES = ("capsys", "capsysbinary", "capfd", "capfdbinary")
 
 
 @pytest.fixture
@@ -373,6 +395,9 @@ def leakcheck(request: pytest.FixtureRequest) -> Iterator[LeakCheck]:
     )
     for sink, reason in options.skip_sinks.items():
         state.opt_outs.append({"test": request.node.nodeid, "sink": sink, "reason": reason})
+    if state.uncaptured:
+        # never silently clean: what pytest does not capture, no sink sees
+        check.stdout.inactive_reason = check.stderr.inactive_reason = state.uncaptured
     request.node.stash[_LEAKCHECK] = check
     state.running[request.node.nodeid] = check
     try:
@@ -383,6 +408,35 @@ def leakcheck(request: pytest.FixtureRequest) -> Iterator[LeakCheck]:
         state.running.pop(request.node.nodeid, None)
         check.stop()
         state.secrets.extend(check.secrets)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    """What the test reads with ``capsys``/``capfd.readouterr()`` never reaches pytest's
+    report sections: hand it to the stdout/stderr sinks as it is read."""
+    check = item.stash.get(_LEAKCHECK, None)
+    funcargs = getattr(item, "funcargs", {})
+    tapped = [(name, funcargs[name]) for name in _CAPTURE_FIXTURES if check and name in funcargs]
+    for name, fixture in tapped:
+        fixture.readouterr = _tapped_readouterr(fixture.readouterr, name, check)
+    try:
+        yield
+    finally:
+        for _, fixture in tapped:
+            del fixture.readouterr  # the class's own method again
+
+
+def _tapped_readouterr(readouterr: Any, name: str, check: LeakCheck) -> Any:
+    def tapped() -> Any:
+        result = readouterr()
+        for sink, text in ((check.stdout, result.out), (check.stderr, result.err)):
+            if isinstance(text, bytes):
+                text = text.decode("utf-8", "replace")
+            if text:
+                sink.add(f"read by {name}", text)
+        return result
+
+    return tapped
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -495,6 +495,103 @@ def test_stdout_and_stderr(pytester: pytest.Pytester) -> None:
     inner.assert_clean("test_clean")
 
 
+# --- output a test reads itself (capsys, capfd) ----------------------------------------
+
+READ_BACK = """
+import os, subprocess, sys
+
+WRITE = "import os, sys; os.write(int(sys.argv[1]), sys.argv[2].encode())"
+
+def test_capsys_out(leakcheck, capsys):
+    print("calling with", leakcheck.secret("bearer"))
+    assert "calling" in capsys.readouterr().out
+
+def test_capsys_err(leakcheck, capsys):
+    print("calling with", leakcheck.secret("bearer"), file=sys.stderr)
+    assert "calling" in capsys.readouterr().err
+
+def test_capsysbinary(leakcheck, capsysbinary):
+    sys.stdout.buffer.write(leakcheck.secret("api_key").encode() + b"\\n")
+    assert capsysbinary.readouterr().out
+
+def test_capfd_subprocess(leakcheck, capfd):
+    subprocess.run([sys.executable, "-c", WRITE, "1", leakcheck.secret("cookie")], check=True)
+    assert capfd.readouterr().out
+
+def test_capfdbinary(leakcheck, capfdbinary):
+    os.write(2, leakcheck.secret("cookie").encode())
+    assert capfdbinary.readouterr().err
+
+def test_read_twice_and_left_unread(leakcheck, capsys):
+    token = leakcheck.secret("bearer")
+    print("first")
+    capsys.readouterr()
+    print("second", token)
+
+def test_clean(leakcheck, capfd):
+    leakcheck.secret("bearer")
+    print("Authorization: Bearer [REDACTED]")
+    assert "REDACTED" in capfd.readouterr().out
+
+def test_capsys_without_leakcheck(capsys):
+    print("plain")
+    assert capsys.readouterr().out == "plain\\n"
+"""
+
+
+def test_output_the_test_reads_itself(pytester: pytest.Pytester) -> None:
+    inner = run_inner(pytester, READ_BACK)
+    inner.assert_leak("test_capsys_out", "stdout", "read by capsys", "raw", "caller")
+    inner.assert_leak("test_capsys_err", "stderr", "read by capsys", "raw", "operator")
+    inner.assert_leak("test_capsysbinary", "stdout", "read by capsysbinary", "raw")
+    inner.assert_leak("test_capfd_subprocess", "stdout", "read by capfd", "raw")
+    inner.assert_leak("test_capfdbinary", "stderr", "read by capfdbinary", "raw")
+    # what the test did not read still reaches the report section
+    inner.assert_leak("test_read_twice_and_left_unread", "stdout", "call", "raw")
+    inner.assert_clean("test_clean")
+    assert inner.outcome("test_capsys_without_leakcheck") == "PASSED"
+
+
+SHOUTS = """
+def test_prints(leakcheck):
+    leakcheck.secret("bearer")
+    print("calling upstream")
+"""
+
+
+@pytest.mark.parametrize(
+    ("capture", "note"),
+    [
+        ("-s", "stdout and stderr are neither scanned nor masked"),
+        ("--capture=sys", "writes to file descriptors 1 and 2"),
+        ("--capture=tee-sys", "also echoed to the terminal unmasked"),
+    ],
+)
+def test_capture_modes_that_let_output_through_are_named(
+    pytester: pytest.Pytester, capture: str, note: str
+) -> None:
+    inner = run_inner(pytester, SHOUTS, capture)
+    assert any(line.startswith("leakcheck: ") and note in line for line in inner.result.outlines)
+    inactive = inner.record("test_prints")["inactive_sinks"]
+    if capture == "-s":
+        # never silently clean: the summary says what was not looked at
+        assert {"stdout", "stderr"} <= set(inactive), inactive
+        assert any(
+            "sink inactive in 1 test(s): stdout (pytest -s/--capture=no" in line
+            for line in inner.result.outlines
+        )
+    else:
+        assert "stdout" not in inactive, inactive
+
+
+def test_default_capture_adds_no_header_note(pytester: pytest.Pytester) -> None:
+    inner = run_inner(pytester, SHOUTS)
+    notes = [line for line in inner.result.outlines if line.startswith("leakcheck: ")]
+    assert len(notes) == 1 and "canary seed" in notes[0], notes
+    inactive = inner.record("test_prints")["inactive_sinks"]
+    assert not {"stdout", "stderr"} & set(inactive), inactive
+
+
 # --- warnings and crash hooks -------------------------------------------------------------
 
 HOOKS = """
