@@ -45,17 +45,25 @@ class LeakcheckOptions:
 
     @classmethod
     def from_marker(cls, marker: pytest.Mark | None) -> LeakcheckOptions:
-        if marker is None:
-            return cls()
-        if marker.args:
-            raise pytest.UsageError("@pytest.mark.leakcheck takes keyword arguments only")
-        unknown = set(marker.kwargs) - _MARKER_KEYS
+        return cls.from_markers([] if marker is None else [marker])
+
+    @classmethod
+    def from_markers(cls, markers: list[pytest.Mark]) -> LeakcheckOptions:
+        """The options of a test's markers, closest first (``item.iter_markers``): a key
+        set on the test overrides the same key set on its class or module, and keys set
+        only farther out still apply. A key's value is taken whole, never merged."""
+        kwargs: dict[str, Any] = {}
+        for marker in reversed(markers):
+            if marker.args:
+                raise pytest.UsageError("@pytest.mark.leakcheck takes keyword arguments only")
+            kwargs.update(marker.kwargs)
+        unknown = set(kwargs) - _MARKER_KEYS
         if unknown:
             raise pytest.UsageError(
                 f"@pytest.mark.leakcheck: unknown option(s) {', '.join(sorted(unknown))}; "
                 f"known: {', '.join(sorted(_MARKER_KEYS))}"
             )
-        skip = marker.kwargs.get("skip_sinks", {})
+        skip = kwargs.get("skip_sinks", {})
         if not isinstance(skip, dict) or not all(
             isinstance(reason, str) and reason.strip() for reason in skip.values()
         ):
@@ -75,7 +83,7 @@ class LeakcheckOptions:
                 f"{', '.join(repr(n) for n in unknown_sinks)}; known: "
                 f"{', '.join(sorted(_known_sink_names()))}"
             )
-        decode = marker.kwargs.get("decode", True)
+        decode = kwargs.get("decode", True)
         if not isinstance(decode, bool):
             raise pytest.UsageError(
                 f"@pytest.mark.leakcheck(decode=...) takes True or False, "
@@ -83,7 +91,7 @@ class LeakcheckOptions:
             )
         rules: dict[str, Any] = {}
         for key in ("allow", "forbid"):
-            value = marker.kwargs.get(key) or {}
+            value = kwargs.get(key) or {}
             if isinstance(value, str):
                 value = [value]
             if not isinstance(value, (dict, list, tuple)):
@@ -117,11 +125,11 @@ def _known_sink_names() -> set[str]:
 
 def _options(item: pytest.Item, base: Policy) -> tuple[LeakcheckOptions, Policy]:
     """The validated marker options of ``item`` and the policy they make."""
-    marker = item.get_closest_marker(_MARKER)
-    if marker is None:  # the common case: the session's policy as it is
+    markers = list(item.iter_markers(_MARKER))
+    if not markers:  # the common case: the session's policy as it is
         return _DEFAULT_OPTIONS, base
     try:
-        options = LeakcheckOptions.from_marker(marker)
+        options = LeakcheckOptions.from_markers(markers)
     except pytest.UsageError as exc:
         raise pytest.UsageError(f"{exc} (on {item.nodeid})") from None
     return options, options.policy(base, item.nodeid)

@@ -294,3 +294,51 @@ def test_marker_added_after_collection_fails_its_test_cleanly(pytester: pytest.P
     )
     assert "Traceback" not in result.stdout.str()
     assert "plugin.py" not in result.stdout.str()
+
+
+MARKERS_AT_EVERY_LEVEL = """
+import pytest
+
+pytestmark = pytest.mark.leakcheck(
+    allow={"context": ["caller"]},
+    skip_sinks={"stdout": "the vendored CLI prints its own headers"},
+)
+
+def test_module_marker_applies(leakcheck):
+    leakcheck.expose({"detail": f"cannot reach {leakcheck.secret('hostname')}"})
+    print("Bearer", leakcheck.secret("bearer"))
+
+@pytest.mark.leakcheck(allow=[])
+def test_closer_key_overrides(leakcheck):
+    leakcheck.expose({"detail": f"cannot reach {leakcheck.secret('hostname')}"})
+
+@pytest.mark.leakcheck(allow=[])
+def test_other_keys_still_inherited(leakcheck):
+    print("Bearer", leakcheck.secret("bearer"))
+
+class TestClassLevel:
+    pytestmark = pytest.mark.leakcheck(skip_sinks={"tool response": "class says so"})
+
+    def test_class_overrides_module_skip(self, leakcheck):
+        leakcheck.expose({"detail": leakcheck.secret("bearer")})
+        print("Bearer", leakcheck.secret("bearer"))
+"""
+
+
+def test_markers_combine_by_key_the_closest_winning(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_levels=MARKERS_AT_EVERY_LEVEL)
+    result, data = run_with_report(pytester, SEED, report="levels.json")
+    got = inner_outcomes(result)
+    assert got == {
+        "test_module_marker_applies": "PASSED",
+        "test_closer_key_overrides": "FAILED",
+        "test_other_keys_still_inherited": "PASSED",
+        # the class's skip_sinks replaces the module's: stdout is checked again
+        "test_class_overrides_module_skip": "FAILED",
+    }, got
+    sinks = {
+        r["test"].split("::")[-1]: {f["sink"] for f in r["findings"] if not f["allowed"]}
+        for r in data["tests"]
+    }
+    assert sinks["test_class_overrides_module_skip"] == {"stdout"}, sinks
+    assert sinks["test_closer_key_overrides"] == {"tool response"}, sinks
