@@ -27,6 +27,7 @@ __all__ = [
     "Secret",
     "SecretClass",
     "WeakSecretError",
+    "canary_lookalikes",
     "estimate_bits",
     "MIN_SECRET_BITS",
 ]
@@ -236,6 +237,27 @@ def estimate_bits(value: str) -> list[float]:
         for i in range(match.start(), match.end()):
             bits[i] = 0.0
     return bits
+
+
+# --- canary shapes ----------------------------------------------------------------------
+
+#: generated canary kinds with a fixed prefix (see the generators below), and what follows
+#: it (random characters)
+_LOOKALIKES = {
+    "bearer": re.compile(r"lcb\.[A-Za-z0-9._~+/-]{8}"),  # an RFC 6750 b64token
+    "api_key": re.compile(r"lck_[A-Za-z0-9]{8}"),
+    "cookie": re.compile(r"lcs=[A-Za-z0-9]{8}"),
+    "hostname": re.compile(r"lc-[a-z0-9]{8}[a-z0-9-]*\.corp\.internal"),
+    "local_path": re.compile(r"/srv/lc-[A-Za-z0-9]{8}"),
+    "prose": re.compile(r"lc-repair [A-Za-z0-9]{8}"),
+    "pem": re.compile(r"-----BEGIN (?:[A-Z]+ )*(?:PRIVATE KEY|CERTIFICATE)-----"),
+}
+
+
+def canary_lookalikes(text: str) -> list[str]:
+    """The generated canary kinds whose shape (fixed prefix + random characters) occurs in
+    ``text``: a backstop where the secrets themselves are not known."""
+    return [kind for kind, pattern in _LOOKALIKES.items() if pattern.search(text)]
 
 
 # --- generation ---------------------------------------------------------------------------

@@ -75,7 +75,7 @@ from typing import Any, TextIO
 
 import pytest
 
-from .canaries import Secret
+from .canaries import Secret, canary_lookalikes
 from .placements import BASELINE_PLACEMENTS
 from .serialize import to_jsonable
 
@@ -90,7 +90,6 @@ __all__ = [
     "SnapshotError",
     "SnapshotSession",
     "addoption",
-    "canary_lookalikes",
     "install",
     "item_key",
     "normalize",
@@ -322,23 +321,6 @@ def _allowlists(directory: Path, root: Path) -> dict[Path, str]:
 
 
 # --- secrets: the scanner, and canary look-alikes as a backstop ------------------------------
-
-#: generated canary kinds with a fixed prefix, and what follows it (random characters)
-_LOOKALIKES = {
-    "bearer": re.compile(r"lcb\.[A-Za-z0-9]{8}"),
-    "api_key": re.compile(r"lck_[A-Za-z0-9]{8}"),
-    "cookie": re.compile(r"lcs=[A-Za-z0-9]{8}"),
-    "hostname": re.compile(r"lc-[a-z0-9]{8}[a-z0-9-]*\.corp\.internal"),
-    "local_path": re.compile(r"/srv/lc-[A-Za-z0-9]{8}"),
-    "prose": re.compile(r"lc-repair [A-Za-z0-9]{8}"),
-    "pem": re.compile(r"-----BEGIN (?:[A-Z]+ )*(?:PRIVATE KEY|CERTIFICATE)-----"),
-}
-
-
-def canary_lookalikes(text: str) -> list[str]:
-    """The generated canary kinds whose shape (fixed prefix + random characters) occurs in
-    ``text``: a backstop where the secrets themselves are not known."""
-    return [kind for kind, pattern in _LOOKALIKES.items() if pattern.search(text)]
 
 
 def _withhold_lookalikes(text: str) -> str:

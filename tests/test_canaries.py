@@ -575,3 +575,17 @@ def test_merged_dictionary_keeps_each_words_best_rank(monkeypatch: pytest.Monkey
     monkeypatch.setattr(matching, "RANKED_DICTIONARIES", fake)
     _, _, dictionaries = canaries_module._zxcvbn.__wrapped__()
     assert dictionaries == {"merged": {"hunter": 3, "dragon": 1, "river": 2, "smith": 1}}
+
+
+@pytest.mark.parametrize(
+    "kind",
+    ["bearer", "api_key", "cookie", "hostname", "local_path", "prose", "pem_private_key"],
+)
+def test_every_shaped_canary_is_recognised_by_its_shape(kind: str) -> None:
+    from leakcheck.canaries import canary_lookalikes
+
+    shape = "pem" if kind.startswith("pem") else kind
+    for n in range(20):
+        value = CanaryFactory(seed=n).secret(kind).value
+        assert shape in canary_lookalikes(f"error: {value} rejected"), (kind, n)
+    assert canary_lookalikes("GET /v1/deployments 401 Bearer [REDACTED] lc-cluster") == []

@@ -15,11 +15,11 @@ import pytest
 from conftest import QUIET_INNER_ARGS, self_scan
 
 from leakcheck import CanaryFactory, Secret
+from leakcheck.canaries import canary_lookalikes
 from leakcheck.cli import main
 from leakcheck.matrix import CaseSpec
 from leakcheck.snapshots import (
     PENDING_DIR,
-    canary_lookalikes,
     item_key,
     normalize,
     render_snapshot_file,
