@@ -7,6 +7,7 @@ import codecs
 import dataclasses
 import os
 import re
+import stat
 import threading
 from collections.abc import Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -117,6 +118,7 @@ class Scanner:
                 self._defers = False
         (self._patterns, self._forms, self._owner, self._shared) = self._index(self._deferred)
         self._needles: dict[int, tuple[Needle, ...]] = {}
+        self._longest = (0, 1)  # (patterns counted, longest of them): see max_needle
         self.engine: Engine = build_engine(self._patterns, backend)
 
     def _index(self, deferred: Container[int]) -> _Index:
@@ -250,7 +252,12 @@ class Scanner:
     @property
     def max_needle(self) -> int:
         self._make_all()
-        return max(map(len, self._patterns), default=1)
+        # patterns are only ever appended: the count says whether the cached value holds
+        counted, longest = self._longest
+        if counted != len(self._patterns):
+            longest = max(map(len, self._patterns[counted:]), default=1)
+            self._longest = (len(self._patterns), max(longest, self._longest[1]))
+        return self._longest[1]
 
     # --- hits within one buffer ----------------------------------------------------------
 
@@ -339,10 +346,13 @@ class Scanner:
         # Hits must be settled (every overlapping hit and the whole excerpt window visible)
         # before they are reported: the margin depends on the longest needle.
         margin = self.max_needle + CONTEXT_BYTES + WIDEN_BYTES
-        chunk_bytes = max(chunk_bytes, 4 * margin)
-        keep_max = 3 * margin
         seekable = _seekable(stream)
         origin = stream.tell() if seekable else 0
+        # a small file gets a small buffer (a directory of small logs would otherwise
+        # allocate a chunk per file); one that grows while read is read in such chunks
+        chunk_bytes = min(chunk_bytes, _size_hint(stream, origin) + 1)
+        chunk_bytes = max(chunk_bytes, 4 * margin)
+        keep_max = 3 * margin
         memory = bytearray(chunk_bytes + keep_max)
         view = memoryview(memory)
         carry = 0  # bytes carried at the front of memory
@@ -497,6 +507,17 @@ def _outermost(hits: list[_Hit], buf: bytes) -> list[_Hit]:
 
 
 _JOINABLE = re.compile(rb"[A-Za-z0-9+/_=-]*(?:(?:\r?\n|\\n)[A-Za-z0-9+/_=-]*)?")
+
+
+def _size_hint(stream: BinaryIO, origin: int) -> int:
+    """Bytes left in a regular file from ``origin``; a large number when unknown."""
+    try:
+        status = os.fstat(stream.fileno())
+    except (AttributeError, OSError, ValueError):
+        return CHUNK_BYTES
+    if not stat.S_ISREG(status.st_mode):
+        return CHUNK_BYTES
+    return max(status.st_size - origin, 0)
 
 
 def _seekable(stream: BinaryIO) -> bool:

@@ -373,6 +373,45 @@ def test_stream_from_the_middle_of_a_file(canaries, tmp_path: Path) -> None:
     assert (finding.offset, finding.line, finding.column) == (6, 4, 1)
 
 
+def test_small_files_get_small_buffers_and_a_growing_file_is_read_whole(
+    canaries, tmp_path: Path
+) -> None:
+    """A file's buffer is sized from its length (a directory of small logs would otherwise
+    allocate 8 MiB per file); a file that grows after that is still read to its end, in
+    chunks of that size, with every edge handled."""
+    secret = canaries("cookie")
+    value = secret.value.encode()
+    scanner = Scanner([secret])
+    tiny = tmp_path / "tiny.log"
+    tiny.write_bytes(b"ok\n")
+    with open(tiny, "rb") as stream:
+        reads = []
+        real = stream.readinto
+
+        def recording(target):  # the size of every read asked for
+            reads.append(len(target))
+            return real(target)
+
+        stream.readinto = recording  # type: ignore[method-assign]
+        assert list(scanner.scan_stream(stream)) == []
+    assert max(reads) < 64 * 1024, reads
+
+    class Growing(io.BytesIO):
+        """Has the tiny file's descriptor (fstat says 3 bytes) but holds far more, as a
+        log appended to while it is read."""
+
+        def fileno(self) -> int:
+            return handle.fileno()
+
+    size = chunk_size(scanner)
+    starts = [k * (size - 1) for k in range(1, 40)]
+    data = plant(random.Random(9), value, starts)
+    with open(tiny, "rb") as handle:
+        found = list(scanner.scan_stream(Growing(data), "<grown>"))
+    assert locations(found) == locations(scanner.scan(data))
+    assert len(found) == len(starts)
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_bounded_memory_on_a_64_mib_file(canaries, tmp_path: Path, backend: str) -> None:
     if backend not in available_backends():
