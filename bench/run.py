@@ -45,6 +45,7 @@ MIB = 1024 * 1024
 TARGET_E2E_HYPERSCAN = 1024.0  # MiB/s, one core, end to end
 TARGET_E2E_AHOCORASICK = 40.0  # MiB/s
 TARGET_PEAK_RSS = 200.0  # MiB on the big file
+SMALL_FILES, SMALL_FILE_BYTES = 5000, 2048  # the directory case
 TARGET_VS_RIPGREP = 2.0  # "about 2x ripgrep on this kind of input"
 
 
@@ -323,6 +324,30 @@ def _run(args: argparse.Namespace, work: Path, results: dict[str, Any]) -> int:
                 )
             )
 
+    # (b2) many small files: a CI job's directory of logs and cassettes
+    many = work / "many"
+    many.mkdir()
+    for n in range(SMALL_FILES):
+        (many / f"f{n:05d}.log").write_bytes(
+            data[n * SMALL_FILE_BYTES : (n + 1) * SMALL_FILE_BYTES]
+        )
+    small_mib = SMALL_FILES * SMALL_FILE_BYTES / MIB
+    if leakcheck_bin is not None:
+        cmd = [leakcheck_bin, "scan", "--secrets-file", str(secrets_file), "--format", "json"]
+        runs = [run_child([*cmd, str(many)], out_json) for _ in range(args.repeat)]
+        report = json.loads(out_json.read_text())
+        results["small_files"] = {"files": SMALL_FILES, "seconds": best(r[0] for r in runs)}
+        rows.append(
+            Row(
+                f"leakcheck scan, {SMALL_FILES:,} files of 2 KiB",
+                best(r[0] for r in runs),
+                small_mib,
+                f"{report.get('sources')} sources, {len(report['findings'])} findings, "
+                f"startup included",
+                rss_mib=max(r[2] for r in runs),
+            )
+        )
+
     # (c) ripgrep over the same needles
     rg_rows: dict[str, Row] = {}
     if rg is None:
@@ -361,6 +386,18 @@ def _run(args: argparse.Namespace, work: Path, results: dict[str, Any]) -> int:
                 rss_mib=max(r[2] for r in runs),
             )
             rows.append(rg_rows[label])
+
+        cmd = [rg, "--no-config", "-F", "-a", "-c", "-j1", "-f", str(patterns), str(many)]
+        runs = [run_child(cmd, out_json) for _ in range(args.repeat)]
+        rows.append(
+            Row(
+                f"rg -F -f -j1, {SMALL_FILES:,} files of 2 KiB",
+                best(r[0] for r in runs),
+                small_mib,
+                "the same directory",
+                rss_mib=max(r[2] for r in runs),
+            )
+        )
 
     # (d) bytes.find over every needle
     if not args.no_find_loop:
