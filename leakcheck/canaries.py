@@ -484,6 +484,12 @@ class CanaryFactory:
             raise ValueError(f"unknown secret kind {kind!r}; known kinds: {known}") from None
         n = self._counts.get(kind, 0) + 1
         self._counts[kind] = n
+        return self.nth(kind, n, spec)
+
+    def nth(self, kind: str, n: int, spec: Kind | None = None) -> Secret:
+        """The ``n``-th canary of ``kind`` (from 1), whatever was drawn before: what a
+        ``leakcheck scan --canaries-from`` rebuilds from a run's report."""
+        spec = KINDS[kind] if spec is None else spec
         rng = random.Random(f"leakcheck:{self.seed}:{self.namespace}:{kind}:{n}")
         value, bits = spec.generate(rng)
         assert sum(bits) >= MIN_CANARY_BITS, (kind, sum(bits))

@@ -7,6 +7,7 @@ argv (where shell history, ``ps`` and CI logs would keep them); nothing printed 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -14,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from . import __version__
-from .canaries import KINDS, Secret, WeakSecretError
+from .canaries import KINDS, CanaryFactory, Secret, WeakSecretError
 from .detect import Scanner
 from .engine import BACKENDS
 from .findings import Finding
@@ -74,6 +75,56 @@ def load_secrets(path: str) -> list[Secret]:
     return secrets
 
 
+def load_canaries(path: str) -> tuple[list[Secret], int]:
+    """The canaries a pytest run planted, rebuilt from its ``--leakcheck-report`` (the
+    report holds their seed, tests and ids, never a value), and how many secrets its tests
+    registered themselves (those cannot be rebuilt: they come with ``--secrets-file``)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot read report {path!r}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"report {path!r} is not valid UTF-8") from None
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(
+            f"report {path!r} is not valid JSON (line {exc.lineno}, column {exc.colno})"
+        ) from None
+    if not (
+        isinstance(document, dict)
+        and document.get("tool") == "leakcheck"
+        and isinstance(document.get("seed"), str)
+        and isinstance(document.get("tests"), list)
+    ):
+        raise UsageError(
+            f"{path!r} is not a leakcheck report (pytest --leakcheck-report=PATH writes one)"
+        )
+    seed, canaries, registered = document["seed"], [], 0
+    for n, record in enumerate(document["tests"], start=1):
+        listed = record.get("secrets") if isinstance(record, dict) else None
+        test = record.get("test") if isinstance(record, dict) else None
+        if not isinstance(listed, list) or not isinstance(test, str):
+            raise UsageError(
+                f"report {path!r} test {n}: no list of its secrets (written by an older "
+                "leakcheck? run pytest again)"
+            )
+        factory = CanaryFactory(seed, namespace=test)
+        for entry in listed:
+            if not isinstance(entry, dict) or not entry.get("generated"):
+                registered += 1
+                continue
+            kind, _, number = str(entry.get("id", "")).partition("#")
+            if kind not in KINDS or not number.isdigit() or int(number) < 1:
+                raise UsageError(
+                    f"report {path!r} test {n}: {str(entry.get('id'))[:40]!r} is not a "
+                    "canary id (KIND#N)"
+                )
+            canary = factory.nth(kind, int(number))
+            canaries.append(dataclasses.replace(canary, id=f"{canary.id}@{test}"))
+    return canaries, registered
+
+
 def _walk(path: str) -> Iterator[str]:
     if os.path.isdir(path):
         for root, dirs, files in os.walk(path):
@@ -100,9 +151,14 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     scan.add_argument(
         "--secrets-file",
-        required=True,
         metavar="FILE",
         help="one secret per line (UTF-8), or a .json list; secrets are never taken from argv",
+    )
+    scan.add_argument(
+        "--canaries-from",
+        metavar="REPORT",
+        help="also search for every canary a pytest run planted, rebuilt from its "
+        "--leakcheck-report JSON (which holds the seed and canary ids, never a value)",
     )
     scan.add_argument("--format", choices=sorted(RENDERERS), default="text")
     scan.add_argument("--output", "-o", metavar="FILE", help="write the report here")
@@ -185,7 +241,20 @@ def _schema(version: str) -> int:
 
 
 def _scan(args: argparse.Namespace, out: Path | None) -> int:
-    secrets = load_secrets(args.secrets_file)
+    if not args.secrets_file and not args.canaries_from:
+        raise UsageError("give --secrets-file FILE, --canaries-from REPORT, or both")
+    secrets = load_secrets(args.secrets_file) if args.secrets_file else []
+    if args.canaries_from:
+        canaries, registered = load_canaries(args.canaries_from)
+        if registered and not args.secrets_file:
+            print(
+                f"leakcheck: note: {registered} secret(s) that tests registered themselves "
+                "cannot be rebuilt from the report: pass them with --secrets-file",
+                file=sys.stderr,
+            )
+        if not canaries and not secrets:
+            raise UsageError(f"report {args.canaries_from!r} lists no canary to search for")
+        secrets += canaries
     try:
         scanner = Scanner(secrets, decode=args.decode, backend=args.engine)
     except RuntimeError as exc:

@@ -504,6 +504,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             "test": item.nodeid,
             "forbidden": len(forbidden),
             "findings": [_masked(leak.to_dict(), check.mask) for leak in leaks],
+            # ids only, never values: `leakcheck scan --canaries-from` rebuilds the
+            # canaries from these, the seed and the test id
+            "secrets": [
+                {"id": check.mask(s.id), "kind": s.kind, "generated": s.generated}
+                for s in check.secrets
+            ],
             "inactive_sinks": check.inactive_sinks(),
             **({"matrix": _masked(check.matrix, check.mask)} if check.matrix else {}),
         }

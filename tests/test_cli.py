@@ -343,7 +343,7 @@ def test_missing_secrets_file_option(cli, tmp_path) -> None:
     run = cli("scan", tmp_path)
     assert run.code == 2 and run.out == ""
     assert run.err.splitlines()[-1] == (
-        "leakcheck scan: error: the following arguments are required: --secrets-file"
+        "leakcheck: error: give --secrets-file FILE, --canaries-from REPORT, or both"
     )
 
 

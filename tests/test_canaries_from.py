@@ -1,0 +1,190 @@
+"""``leakcheck scan --canaries-from REPORT``: the canaries a pytest run planted, rebuilt from
+its JSON report (seed, test ids, canary ids; never a value), searched for in the artifacts
+the run left behind (logs, cassettes, dumps)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import self_scan
+
+from leakcheck import cli
+from leakcheck.canaries import Secret
+from leakcheck.cli import load_canaries
+
+pytest_plugins = ["pytester"]
+
+SEED = "canaries-from-1"
+
+#: Each inner test writes what it planted into an artifact (or not), and the sha256 of every
+#: canary value it made into a side file, so the rebuilt ones can be proven equal.
+SUITE = """
+import hashlib, json, os
+from pathlib import Path
+import pytest
+
+ARTIFACTS = Path(os.environ["LEAKCHECK_TEST_ARTIFACTS"])
+
+def _note(leakcheck, request):
+    hashes = ARTIFACTS / "planted.jsonl"
+    with hashes.open("a") as out:
+        for secret in leakcheck.secrets:
+            digest = hashlib.sha256(secret.value.encode()).hexdigest()
+            out.write(json.dumps([request.node.nodeid, secret.id, digest]) + "\\n")
+
+def test_writes_a_key_to_its_log(leakcheck, request):
+    leakcheck.secret("bearer")
+    key = leakcheck.secret("api_key")
+    (ARTIFACTS / "gateway.log").write_text(f"GET /v1/deployments?api_key={key} 401\\n")
+    _note(leakcheck, request)
+
+@pytest.mark.parametrize("region", ["eu", "us"])
+def test_writes_a_host_to_a_cassette(leakcheck, request, region):
+    host = leakcheck.secret("hostname")
+    if region == "us":
+        (ARTIFACTS / "cassette.json").write_text(json.dumps({"url": f"https://{host}/x"}))
+    _note(leakcheck, request)
+
+def test_registers_its_own_token(leakcheck, request):
+    leakcheck.register("ghp_Zq7Xk2Lm9Pw4Rt6Yv8Bn3Cd5Fg1Hj0Ks9Q")
+    leakcheck.secret("cookie")
+    _note(leakcheck, request)
+
+def test_without_secrets():
+    pass
+"""
+
+
+def run_suite(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, *args: str, subprocess: bool
+) -> tuple[Path, Path]:
+    artifacts = pytester.path / "artifacts"
+    artifacts.mkdir()
+    monkeypatch.setenv("LEAKCHECK_TEST_ARTIFACTS", str(artifacts))
+    pytester.makepyfile(test_gw=SUITE)
+    report = pytester.path / "leakcheck.json"
+    run = pytester.runpytest_subprocess if subprocess else pytester.runpytest
+    result = run(
+        "-p", "no:randomly", "-p", "no:hypothesispytest",
+        f"--leakcheck-seed={SEED}", f"--leakcheck-report={report}", *args,
+    )  # fmt: skip
+    result.assert_outcomes(passed=5)
+    return report, artifacts
+
+
+def planted(artifacts: Path) -> dict[str, str]:
+    """``{id@test: sha256 of its value}`` as the inner run recorded them."""
+    lines = (artifacts / "planted.jsonl").read_text().splitlines()
+    return {f"{i}@{test}": digest for test, i, digest in map(json.loads, lines)}
+
+
+def scan(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    capsys.readouterr()  # an in-process inner run's own output is not the scan's
+    code = cli.main(["scan", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["serial", "xdist"])
+def test_rebuilt_canaries_are_the_planted_ones_and_are_found(
+    pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    workers: tuple[str, ...],
+) -> None:
+    report, artifacts = run_suite(pytester, monkeypatch, *workers, subprocess=bool(workers))
+    canaries, registered = load_canaries(str(report))
+    by_id = {c.id: hashlib.sha256(c.value.encode()).hexdigest() for c in canaries}
+    expected = {k: v for k, v in planted(artifacts).items() if "#user" not in k}
+    assert by_id == expected
+    assert registered == 1
+    # the report itself holds no form of any of them
+    self_scan(report.read_text(encoding="utf-8"), canaries, "the JSON report")
+
+    code, out, err = scan(
+        capsys, "--canaries-from", str(report), "--format", "json", str(artifacts)
+    )
+    assert code == 1, err
+    found = {(f["secret_id"], Path(f["source"]).name) for f in json.loads(out)["findings"]}
+    assert found == {
+        ("api_key#1@test_gw.py::test_writes_a_key_to_its_log", "gateway.log"),
+        ("hostname#1@test_gw.py::test_writes_a_host_to_a_cassette[us]", "cassette.json"),
+    }
+    assert "1 secret(s) that tests registered themselves cannot be rebuilt" in err
+    self_scan(out + err, canaries, "scan output")
+
+
+def test_a_clean_artifact_passes_and_registered_secrets_come_from_a_file(
+    pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    report, _ = run_suite(pytester, monkeypatch, subprocess=False)
+    clean = tmp_path / "clean.log"
+    clean.write_text("GET /v1/deployments?api_key=[REDACTED] 401\n")
+    secrets = tmp_path / "secrets.txt"
+    secrets.write_text("ghp_Zq7Xk2Lm9Pw4Rt6Yv8Bn3Cd5Fg1Hj0Ks9Q\n")
+    code, out, err = scan(capsys, "--canaries-from", str(report), str(clean))
+    assert (code, "note:" in err) == (0, True), (code, err)
+    code, out, err = scan(
+        capsys, "--canaries-from", str(report), "--secrets-file", str(secrets), str(clean)
+    )
+    assert (code, err) == (0, "")
+    clean.write_text("token ghp_Zq7Xk2Lm9Pw4Rt6Yv8Bn3Cd5Fg1Hj0Ks9Q\n")
+    code, out, _ = scan(
+        capsys, "--canaries-from", str(report), "--secrets-file", str(secrets), str(clean)
+    )
+    assert code == 1 and "S1 (secret, direct): 1 hit" in out
+    self_scan(out, [Secret.from_user("ghp_Zq7Xk2Lm9Pw4Rt6Yv8Bn3Cd5Fg1Hj0Ks9Q", id="S1")])
+
+
+def _report(tests: Any, **extra: Any) -> str:
+    return json.dumps({"tool": "leakcheck", "seed": "1", "tests": tests, **extra})
+
+
+BAD_REPORTS = [
+    ("not json", "{", "is not valid JSON (line 1"),
+    ("another tool", json.dumps({"tool": "gitleaks"}), "is not a leakcheck report"),
+    ("no seed", json.dumps({"tool": "leakcheck", "tests": []}), "is not a leakcheck report"),
+    ("old report", _report([{"test": "t.py::t", "findings": []}]), "test 1: no list of its"),
+    (
+        "bad id",
+        _report([{"test": "t.py::t", "secrets": [{"id": "beaver#1", "generated": True}]}]),
+        "test 1: 'beaver#1' is not a canary id (KIND#N)",
+    ),
+    (
+        "zero",
+        _report([{"test": "t.py::t", "secrets": [{"id": "bearer#0", "generated": True}]}]),
+        "is not a canary id",
+    ),
+    ("nothing planted", _report([]), "lists no canary to search for"),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"), [b[1:] for b in BAD_REPORTS], ids=[b[0] for b in BAD_REPORTS]
+)
+def test_a_bad_report_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str, message: str
+) -> None:
+    report = tmp_path / "report.json"
+    report.write_text(text)
+    (tmp_path / "a.log").write_text("hello\n")
+    code, out, err = scan(capsys, "--canaries-from", str(report), str(tmp_path / "a.log"))
+    assert code == 2 and out == ""
+    assert err.startswith("leakcheck: error: ") and message in err, err
+    assert "Traceback" not in err
+
+
+def test_scan_needs_some_secrets(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    (tmp_path / "a.log").write_text("hello\n")
+    code, _, err = scan(capsys, str(tmp_path / "a.log"))
+    assert code == 2
+    assert "give --secrets-file FILE, --canaries-from REPORT, or both" in err
+    code, _, err = scan(capsys, "--canaries-from", str(tmp_path / "missing.json"), "x")
+    assert code == 2 and "cannot read report" in err and "No such file" in err
