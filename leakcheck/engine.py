@@ -103,11 +103,14 @@ def _pivots(patterns: Sequence[bytes]) -> dict[int, float]:
     starts = [
         range(len(p) - ANCHOR_BYTES + 1) if len(p) > ANCHOR_BYTES else range(1) for p in patterns
     ]
-    cover = [0] * 256
+    # cover[byte]: the patterns that byte can anchor, as the bits of one int (set in a
+    # bitmap first: or-ing bits into a growing int would copy it for every pattern)
+    bitmaps = [bytearray((len(patterns) + 7) // 8) for _ in range(256)]
     for index, (pattern, positions) in enumerate(zip(patterns, starts, strict=True)):
-        bit = 1 << index
-        for byte in {pattern[j] for j in positions}:
-            cover[byte] |= bit
+        where, bit = index >> 3, 1 << (index & 7)
+        for byte in set(pattern[positions.start : positions.stop]):
+            bitmaps[byte][where] |= bit
+    cover = [int.from_bytes(bitmap, "little") for bitmap in bitmaps]
     frequency = [2.0 ** (w / 8) for w in _BYTE_WEIGHT]
     share = [f / sum(frequency) for f in frequency]
     uncovered = (1 << len(patterns)) - 1
@@ -181,18 +184,17 @@ class AhoCorasickEngine:
         ahocorasick = self._ahocorasick
         anchored = len(self._patterns) >= ANCHOR_FROM_PATTERNS
         pivots = _pivots(self._patterns) if anchored else {}
+        pivot_bytes = set(pivots)
         anchors: dict[bytes, list[tuple[int, int]]] = {}
         for index, pattern in enumerate(self._patterns):
             if not anchored:  # the whole pattern is its own anchor
                 anchors.setdefault(pattern, []).append((index, 0))
                 continue
-            positions = (
-                range(len(pattern) - ANCHOR_BYTES + 1) if len(pattern) > ANCHOR_BYTES else range(1)
-            )
-            offset = min(
-                (j for j in positions if pattern[j] in pivots),
-                key=lambda j, p=pattern: pivots[p[j]],
-            )
+            # the first place (as an anchor's start) of the rarest pivot the pattern holds
+            starts = pattern[: max(len(pattern) - ANCHOR_BYTES + 1, 1)]
+            present = pivot_bytes.intersection(starts)
+            rarest = min(pivots[byte] for byte in present)
+            offset = min(starts.index(byte) for byte in present if pivots[byte] == rarest)
             anchor = pattern[offset : offset + ANCHOR_BYTES]
             anchors.setdefault(anchor, []).append((index, offset))
         automaton = ahocorasick.Automaton()
