@@ -286,8 +286,11 @@ def _run(args: argparse.Namespace, work: Path, results: dict[str, Any]) -> int:
                 "json",
                 *extra,
             ]
+            # the empty file's fixed cost with the engine the corpus gets ("auto" picks the
+            # automaton for an input this small)
+            fixed_cmd = base_cmd if "--engine" in extra else [*base_cmd, "--engine", backends[0]]
             fixed = best(
-                [run_child(base_cmd + [str(empty)], out_json)[0] for _ in range(args.repeat)]
+                [run_child(fixed_cmd + [str(empty)], out_json)[0] for _ in range(args.repeat)]
             )
             runs = [run_child(base_cmd + [str(corpus)], out_json) for _ in range(args.repeat)]
             wall = best(r[0] for r in runs)

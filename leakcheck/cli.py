@@ -125,6 +125,19 @@ def load_canaries(path: str) -> tuple[list[Secret], int]:
     return canaries, registered
 
 
+def _total_size(targets: list[str | None]) -> int | None:
+    """Bytes to scan, or None when unknown (stdin)."""
+    total = 0
+    for path in targets:
+        if path is None:
+            return None
+        try:
+            total += os.path.getsize(path)
+        except OSError:
+            pass  # reported when it is read
+    return total
+
+
 def _walk(path: str) -> Iterator[str]:
     if os.path.isdir(path):
         for root, dirs, files in os.walk(path):
@@ -255,31 +268,39 @@ def _scan(args: argparse.Namespace, out: Path | None) -> int:
         if not canaries and not secrets:
             raise UsageError(f"report {args.canaries_from!r} lists no canary to search for")
         secrets += canaries
-    try:
-        scanner = Scanner(secrets, decode=args.decode, backend=args.engine)
-    except RuntimeError as exc:
-        raise UsageError(str(exc)) from None
-    findings: list[Finding] = []
+    # what to read, first: its size lets "auto" pick the engine that finishes first
+    targets: list[str | None] = []  # None: stdin
     errors: list[str] = []
-    sources = 0
     for arg in args.paths:
         if arg == "-":
+            targets.append(None)
+        elif not os.path.exists(arg):
+            errors.append(f"no such file or directory: {arg}")
+        else:
+            targets += (
+                path for path in _walk(arg) if not (os.path.islink(path) and os.path.isdir(path))
+            )
+    try:
+        scanner = Scanner(
+            secrets, decode=args.decode, backend=args.engine, input_bytes=_total_size(targets)
+        )
+    except RuntimeError as exc:
+        raise UsageError(str(exc)) from None
+    errors = [scanner.mask(error) for error in errors]
+    findings: list[Finding] = []
+    sources = 0
+    for path in targets:
+        if path is None:
             sources += 1
             findings += scanner.scan_stream(sys.stdin.buffer, "<stdin>")
             continue
-        if not os.path.exists(arg):
-            errors.append(scanner.mask(f"no such file or directory: {arg}"))
-            continue
-        for path in _walk(arg):
-            if os.path.islink(path) and os.path.isdir(path):
-                continue
-            try:
-                with open(path, "rb") as stream:
-                    sources += 1
-                    # a path may hold a secret (a directory named after a user): masked
-                    findings += scanner.scan_stream(stream, scanner.mask(path))
-            except OSError as exc:
-                errors.append(scanner.mask(f"cannot read {path}: {exc.strerror}"))
+        try:
+            with open(path, "rb") as stream:
+                sources += 1
+                # a path may hold a secret (a directory named after a user): masked
+                findings += scanner.scan_stream(stream, scanner.mask(path))
+        except OSError as exc:
+            errors.append(scanner.mask(f"cannot read {path}: {exc.strerror}"))
     summary = ScanSummary(
         findings=findings,
         sources=sources,

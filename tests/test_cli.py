@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import functools
-import importlib.util
 import io
 import json
 import os
@@ -293,10 +292,35 @@ def test_engine_option(cli, secrets_file, secrets, tmp_path, engine: str) -> Non
     run = cli("scan", "--engine", engine, "--format", "json", "--secrets-file", secrets_file, log)
     assert run.code == 1
     report = json.loads(run.out)
-    if engine == "auto":
-        engine = "hyperscan" if importlib.util.find_spec("hyperscan") else "ahocorasick"
+    if engine == "auto":  # a small input: building the automaton beats compiling
+        engine = "ahocorasick"
     assert report["engine"] == engine
     assert len(report["findings"]) == len(secrets)
+
+
+def test_auto_engine_follows_the_input_size(cli, secrets_file, secrets, tmp_path, monkeypatch):
+    """``auto`` compiles hyperscan only when the input repays it (and when the size is not
+    known, as for stdin); the automaton otherwise. Same findings either way."""
+    pytest.importorskip("hyperscan")
+    import leakcheck.detect as detect_module
+
+    log = tmp_path / "leaky.log"
+    log.write_text(leaky_text(secrets), encoding="utf-8")
+
+    def engine_and_findings(*paths: object) -> tuple[str, list]:
+        run = cli("scan", "--format", "json", "--secrets-file", secrets_file, *paths)
+        report = json.loads(run.out)
+        return report["engine"], [(f["secret_id"], f["form"]) for f in report["findings"]]
+
+    small = engine_and_findings(log)
+    assert small[0] == "ahocorasick"
+    monkeypatch.setattr(detect_module, "AUTOMATON_BELOW_BYTES_PER_NEEDLE", 0)
+    large = engine_and_findings(log)
+    assert large[0] == "hyperscan" and sorted(large[1]) == sorted(small[1])
+    monkeypatch.undo()
+    stdin = io.TextIOWrapper(io.BufferedReader(Pipe(log.read_bytes())))
+    monkeypatch.setattr(sys, "stdin", stdin)
+    assert engine_and_findings("-") == large
 
 
 def test_engine_hyperscan_unavailable_is_a_usage_error(cli, secrets_file, tmp_path, monkeypatch):
