@@ -75,10 +75,11 @@ def load_secrets(path: str) -> list[Secret]:
     return secrets
 
 
-def load_canaries(path: str) -> tuple[list[Secret], int]:
+def load_canaries(path: str) -> tuple[list[Secret], int, int]:
     """The canaries a pytest run planted, rebuilt from its ``--leakcheck-report`` (the
-    report holds their seed, tests and ids, never a value), and how many secrets its tests
-    registered themselves (those cannot be rebuilt: they come with ``--secrets-file``)."""
+    report holds their seed, tests and ids, never a value); how many secrets its tests
+    registered themselves (those come with ``--secrets-file``); and how many canaries
+    cannot be rebuilt, their test's id having held a secret (masked in the report)."""
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
@@ -100,7 +101,7 @@ def load_canaries(path: str) -> tuple[list[Secret], int]:
         raise UsageError(
             f"{path!r} is not a leakcheck report (pytest --leakcheck-report=PATH writes one)"
         )
-    seed, canaries, registered = document["seed"], [], 0
+    seed, canaries, registered, lost = document["seed"], [], 0, 0
     for n, record in enumerate(document["tests"], start=1):
         listed = record.get("secrets") if isinstance(record, dict) else None
         test = record.get("test") if isinstance(record, dict) else None
@@ -110,9 +111,15 @@ def load_canaries(path: str) -> tuple[list[Secret], int]:
                 "leakcheck? run pytest again)"
             )
         factory = CanaryFactory(seed, namespace=test)
+        # a test id that held a secret was masked in the report: its canaries were made
+        # from the id as it was, which the report no longer has
+        masked_id = "\u00abcanary:" in test
         for entry in listed:
             if not isinstance(entry, dict) or not entry.get("generated"):
                 registered += 1
+                continue
+            if masked_id:
+                lost += 1
                 continue
             kind, _, number = str(entry.get("id", "")).partition("#")
             if kind not in KINDS or not number.isdigit() or int(number) < 1:
@@ -122,7 +129,7 @@ def load_canaries(path: str) -> tuple[list[Secret], int]:
                 )
             canary = factory.nth(kind, int(number))
             canaries.append(dataclasses.replace(canary, id=f"{canary.id}@{test}"))
-    return canaries, registered
+    return canaries, registered, lost
 
 
 def _total_size(targets: list[str | None]) -> int | None:
@@ -258,11 +265,17 @@ def _scan(args: argparse.Namespace, out: Path | None) -> int:
         raise UsageError("give --secrets-file FILE, --canaries-from REPORT, or both")
     secrets = load_secrets(args.secrets_file) if args.secrets_file else []
     if args.canaries_from:
-        canaries, registered = load_canaries(args.canaries_from)
+        canaries, registered, lost = load_canaries(args.canaries_from)
         if registered and not args.secrets_file:
             print(
                 f"leakcheck: note: {registered} secret(s) that tests registered themselves "
                 "cannot be rebuilt from the report: pass them with --secrets-file",
+                file=sys.stderr,
+            )
+        if lost:
+            print(
+                f"leakcheck: warning: {lost} canary(ies) cannot be rebuilt: their test's id "
+                "holds a secret and is masked in the report (keep secrets out of test ids)",
                 file=sys.stderr,
             )
         if not canaries and not secrets:

@@ -97,11 +97,11 @@ def test_rebuilt_canaries_are_the_planted_ones_and_are_found(
     workers: tuple[str, ...],
 ) -> None:
     report, artifacts = run_suite(pytester, monkeypatch, *workers, subprocess=bool(workers))
-    canaries, registered = load_canaries(str(report))
+    canaries, registered, lost = load_canaries(str(report))
     by_id = {c.id: hashlib.sha256(c.value.encode()).hexdigest() for c in canaries}
     expected = {k: v for k, v in planted(artifacts).items() if "#user" not in k}
     assert by_id == expected
-    assert registered == 1
+    assert (registered, lost) == (1, 0)
     # the report itself holds no form of any of them
     self_scan(report.read_text(encoding="utf-8"), canaries, "the JSON report")
 
@@ -188,3 +188,27 @@ def test_scan_needs_some_secrets(capsys: pytest.CaptureFixture[str], tmp_path: P
     assert "give --secrets-file FILE, --canaries-from REPORT, or both" in err
     code, _, err = scan(capsys, "--canaries-from", str(tmp_path / "missing.json"), "x")
     assert code == 2 and "cannot read report" in err and "No such file" in err
+
+
+def test_canaries_of_a_test_whose_id_was_masked_are_named_not_rebuilt(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A test id holding a registered secret is masked in the report; its canaries were
+    made from the id as it was: never silently searched for as something else."""
+    report = tmp_path / "report.json"
+    planted = {"id": "bearer#1", "kind": "bearer", "generated": True}
+    report.write_text(
+        _report(
+            [
+                {"test": "t.py::test_a[\u00abcanary:secret:raw\u00bb]", "secrets": [planted]},
+                {"test": "t.py::test_b", "secrets": [planted]},
+            ]
+        )
+    )
+    canaries, registered, lost = load_canaries(str(report))
+    assert [c.id for c in canaries] == ["bearer#1@t.py::test_b"]
+    assert (registered, lost) == (0, 1)
+    (tmp_path / "a.log").write_text("hello\n")
+    code, _, err = scan(capsys, "--canaries-from", str(report), str(tmp_path / "a.log"))
+    assert code == 0
+    assert "warning: 1 canary(ies) cannot be rebuilt: their test's id holds a secret" in err
