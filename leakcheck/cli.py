@@ -13,6 +13,7 @@ import os
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from . import __version__
 from .canaries import KINDS, CanaryFactory, Secret, WeakSecretError
@@ -92,6 +93,11 @@ def load_canaries(path: str) -> tuple[list[Secret], int, int]:
         raise UsageError(
             f"report {path!r} is not valid JSON (line {exc.lineno}, column {exc.colno})"
         ) from None
+    return canaries_from_report(document, path)
+
+
+def canaries_from_report(document: Any, path: str = "<report>") -> tuple[list[Secret], int, int]:
+    """``load_canaries`` of a report already read (``path`` names it in messages)."""
     if not (
         isinstance(document, dict)
         and document.get("tool") == "leakcheck"

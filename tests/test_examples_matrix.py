@@ -278,6 +278,12 @@ def _assert_no_canary_in(out: str, report: dict[str, Any], planted: list[str]) -
         secrets += check.secrets
     rebuilt = sorted(hashlib.sha256(s.value.encode()).hexdigest() for s in secrets)
     assert rebuilt == sorted(planted), "the rebuilt canaries are not the ones the run planted"
+    # and `leakcheck scan --canaries-from` rebuilds the same ones from the report alone
+    from leakcheck.cli import canaries_from_report
+
+    from_report, registered, lost = canaries_from_report(report)
+    assert (registered, lost) == (0, 0)
+    assert sorted(hashlib.sha256(s.value.encode()).hexdigest() for s in from_report) == rebuilt
     snapshots = (ROOT / "examples/__leakcheck_snapshots__/test_leaky_matrix.json").read_text()
     for name, text in (("output", out), ("report", json.dumps(report)), ("snapshot", snapshots)):
         self_scan(text, secrets, f"leaky matrix {name}")
