@@ -21,6 +21,7 @@ from .detect import Scanner
 from .engine import BACKENDS
 from .findings import Finding
 from .report import RENDERERS, ScanSummary
+from .serialize import parse_json, read_json_file
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -43,12 +44,7 @@ def load_secrets(path: str) -> list[Secret]:
         raise UsageError(f"secrets file {path!r} is not valid UTF-8 (line {line})") from None
     entries: list[tuple[str, str, str]] = []  # (value, kind, id)
     if path.endswith(".json"):
-        try:
-            document = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise UsageError(
-                f"secrets file {path!r} is not valid JSON (line {exc.lineno}, column {exc.colno})"
-            ) from None
+        document = parse_json(text, f"secrets file {path!r}", UsageError)
         if not isinstance(document, list):
             raise UsageError(f"secrets file {path!r}: expected a JSON list")
         for n, item in enumerate(document, start=1):
@@ -81,19 +77,7 @@ def load_canaries(path: str) -> tuple[list[Secret], int, int]:
     report holds their seed, tests and ids, never a value); how many secrets its tests
     registered themselves (those come with ``--secrets-file``); and how many canaries
     cannot be rebuilt, their test's id having held a secret (masked in the report)."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"cannot read report {path!r}: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise UsageError(f"report {path!r} is not valid UTF-8") from None
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UsageError(
-            f"report {path!r} is not valid JSON (line {exc.lineno}, column {exc.colno})"
-        ) from None
-    return canaries_from_report(document, path)
+    return canaries_from_report(read_json_file(path, f"report {path!r}", UsageError), path)
 
 
 def canaries_from_report(document: Any, path: str = "<report>") -> tuple[list[Secret], int, int]:

@@ -77,6 +77,7 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from .canaries import Secret, SecretClass
+from .serialize import read_json_file
 from .stages import SSH, Stage, get_stage
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -272,19 +273,7 @@ def _validator(schema: SchemaArg) -> tuple[Validator, Mapping[str, Any]]:
             _default_validator = jsonschema.Draft202012Validator(_PRISTINE_DEFAULT)
         return _default_validator, _PRISTINE_DEFAULT
     if isinstance(schema, (str, os.PathLike)):
-        try:
-            with open(schema, encoding="utf-8") as stream:
-                loaded = json.load(stream)
-        except OSError as exc:
-            raise ValueError(
-                f"cannot read schema file {os.fspath(schema)!r}: {exc.strerror}"
-            ) from None
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            where = f" (line {exc.lineno}, column {exc.colno})" if hasattr(exc, "lineno") else ""
-            raise ValueError(
-                f"schema file {os.fspath(schema)!r} is not valid JSON{where}"
-            ) from None
-        schema = loaded
+        schema = read_json_file(schema, f"schema file {os.fspath(schema)!r}")
     if not isinstance(schema, Mapping):
         raise ValueError(f"a schema is a JSON object, a path or None, not {type(schema).__name__}")
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import traceback
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 __all__ = [
+    "parse_json",
+    "read_json_file",
     "to_jsonable",
     "leaves",
     "safe_repr",
@@ -22,6 +25,31 @@ __all__ = [
     "exception_args",
     "TEXT_ATTRIBUTES",
 ]
+
+
+def parse_json(text: str, label: str, error: type[Exception] = ValueError) -> Any:
+    """``json.loads(text)``; ``error("LABEL is not valid JSON (line L, column C)")`` (one
+    line, naming where, quoting nothing of the text) when it is not."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise error(f"{label} is not valid JSON (line {exc.lineno}, column {exc.colno})") from None
+
+
+def read_json_file(
+    path: str | os.PathLike[str], label: str, error: type[Exception] = ValueError
+) -> Any:
+    """The JSON document in the UTF-8 file at ``path``, or one clear ``error`` naming
+    ``label`` (never a traceback for a user's file)."""
+    try:
+        with open(path, encoding="utf-8") as stream:
+            text = stream.read()
+    except OSError as exc:
+        raise error(f"cannot read {label}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise error(f"{label} is not valid UTF-8") from None
+    return parse_json(text, label, error)
+
 
 #: Exception attributes that carry text a careless wrapper forwards (httpx ``.request``,
 #: ``json.JSONDecodeError.doc``, ``subprocess.CalledProcessError.cmd``/``.stderr``, ...).

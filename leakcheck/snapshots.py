@@ -77,7 +77,7 @@ import pytest
 
 from .canaries import Secret, canary_lookalikes
 from .placements import BASELINE_PLACEMENTS
-from .serialize import to_jsonable
+from .serialize import read_json_file, to_jsonable
 
 __all__ = [
     "BASELINE_PLACEMENTS",
@@ -235,20 +235,9 @@ def _dump(document: Any) -> str:
 
 
 def _read_json(path: Path, what: str) -> dict[str, Any] | None:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    if not path.exists():
         return None
-    except OSError as exc:
-        raise SnapshotError(f"cannot read {what} {path}: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise SnapshotError(f"{what} {path} is not UTF-8") from None
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise SnapshotError(
-            f"{what} {path} is not valid JSON (line {exc.lineno}, column {exc.colno})"
-        ) from None
+    document = read_json_file(path, f"{what} {path}", SnapshotError)
     if (
         not isinstance(document, dict)
         or document.get("format") != FORMAT
