@@ -7,9 +7,12 @@
    output and the JSON reports go to build/demo/.
 2. Runs `leakcheck scan` over the bundled captured logs (corpora/demo/), as a job would scan
    logs and traces after the tests, with JSON and SARIF reports.
+3. Runs `leakcheck scan --canaries-from` with the leaky run's report over that run's own
+   pytest output and JSON report: every canary it planted, rebuilt, in no form there.
 
 Exits non-zero only if a verdict is not the expected one (careful passes, leaky fails,
-leaky log has findings, clean log has none).
+leaky log has findings, clean log has none, the leaky run's outputs hold none of its
+canaries).
 """
 
 from __future__ import annotations
@@ -112,6 +115,20 @@ def main() -> int:
     print(f"  {'log':<20} {'findings':>8}  verdict")
     for log, findings, verdict, code in rows:
         print(f"  {log:<20} {findings:>8}  {verdict} (exit {code})")
+
+    print("\nleakcheck demo, part 3: the CI step after the tests, over their own outputs")
+    report = (OUT / "leaky-matrix.json").relative_to(ROOT)
+    outputs = [str((OUT / f).relative_to(ROOT)) for f in ("leaky-matrix.txt", "leaky-matrix.json")]
+    print(f"  $ leakcheck scan --canaries-from {report} {' '.join(outputs)}")
+    done = subprocess.run(
+        [LEAKCHECK, "scan", "--canaries-from", str(report), *outputs],
+        cwd=ROOT, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    print("  " + (done.stdout.splitlines() or [done.stderr.strip()])[0])
+    print("  (every canary the leaky run planted, rebuilt from its report: its failure texts")
+    print("   and JSON report show them masked only)")
+    ok &= done.returncode == 0
+
     print(f"\nall reports (pytest output, JSON, SARIF): {OUT.relative_to(ROOT)}/")
     if not ok:
         print("demo: unexpected verdicts (see above)", file=sys.stderr)
