@@ -135,14 +135,21 @@ def _total_size(targets: list[str | None]) -> int | None:
     return total
 
 
-def _walk(path: str) -> Iterator[str]:
-    if os.path.isdir(path):
-        for root, dirs, files in os.walk(path):
-            dirs.sort()
-            for name in sorted(files):
-                yield os.path.join(root, name)
-    else:
+def _walk(path: str, special: list[str]) -> Iterator[str]:
+    """``path`` itself (a file, a FIFO, ``/dev/stdin``: what the user named is read), or
+    every regular file below a directory. Below a directory, a FIFO, socket or device is
+    listed in ``special`` instead: opening a FIFO nobody writes to would wait forever."""
+    if not os.path.isdir(path):
         yield path
+        return
+    for root, dirs, files in os.walk(path):
+        dirs.sort()
+        for name in sorted(files):
+            entry = os.path.join(root, name)
+            if os.path.isfile(entry) or not os.path.exists(entry):  # dangling: say so
+                yield entry
+            else:
+                special.append(entry)
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -274,6 +281,7 @@ def _scan(args: argparse.Namespace, out: Path | None) -> int:
     # what to read, first: its size lets "auto" pick the engine that finishes first
     targets: list[str | None] = []  # None: stdin
     errors: list[str] = []
+    special: list[str] = []
     for arg in args.paths:
         if arg == "-":
             targets.append(None)
@@ -281,7 +289,9 @@ def _scan(args: argparse.Namespace, out: Path | None) -> int:
             errors.append(f"no such file or directory: {arg}")
         else:
             targets += (
-                path for path in _walk(arg) if not (os.path.islink(path) and os.path.isdir(path))
+                path
+                for path in _walk(arg, special)
+                if not (os.path.islink(path) and os.path.isdir(path))
             )
     try:
         scanner = Scanner(
@@ -290,6 +300,11 @@ def _scan(args: argparse.Namespace, out: Path | None) -> int:
     except RuntimeError as exc:
         raise UsageError(str(exc)) from None
     errors = [scanner.mask(error) for error in errors]
+    for path in special:
+        print(
+            scanner.mask(f"leakcheck: note: not read (a FIFO, socket or device): {path}"),
+            file=sys.stderr,
+        )
     findings: list[Finding] = []
     sources = 0
     for path in targets:

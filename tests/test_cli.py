@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import functools
 import io
 import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -503,3 +505,41 @@ def test_console_script_subprocess(secrets_file, secrets, tmp_path) -> None:
         timeout=120,
     )
     assert done.returncode == 0 and done.stderr == b""
+
+
+def test_special_files_below_a_directory_are_named_not_opened(
+    cli, secrets_file, secrets, tmp_path
+) -> None:
+    """A FIFO in a scanned directory would block the scan forever if opened; it is named
+    on stderr instead. A FIFO named on the command line is read (`<(cmd)` is one)."""
+    root = tmp_path / "artifacts"
+    root.mkdir()
+    os.mkfifo(root / "pipe")
+    (root / "leaky.log").write_text(leaky_text(secrets), encoding="utf-8")
+
+    def unblock_a_reader() -> None:  # should the scan open the FIFO after all: EOF it
+        with contextlib.suppress(OSError):  # ENXIO: nobody is reading, as it should be
+            os.close(os.open(root / "pipe", os.O_WRONLY | os.O_NONBLOCK))
+
+    watchdog = threading.Timer(0.5, unblock_a_reader)
+    watchdog.start()
+    try:
+        run = cli("scan", "--format", "json", "--secrets-file", secrets_file, root)
+    finally:
+        watchdog.cancel()
+    assert run.code == 1
+    assert json.loads(run.out)["sources"] == 1
+    assert run.err == f"leakcheck: note: not read (a FIFO, socket or device): {root / 'pipe'}\n"
+
+    named = tmp_path / "named"
+    os.mkfifo(named)
+    writer = threading.Thread(target=lambda: named.write_text(leaky_text(secrets)))
+    writer.start()
+    try:
+        run = cli("scan", "--format", "json", "--secrets-file", secrets_file, named)
+    finally:  # a writer still waiting for a reader is let go
+        with contextlib.suppress(OSError):
+            os.close(os.open(named, os.O_RDONLY | os.O_NONBLOCK))
+        writer.join(timeout=0.5)
+    assert not writer.is_alive()
+    assert run.code == 1 and len(json.loads(run.out)["findings"]) == len(secrets)
