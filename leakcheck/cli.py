@@ -135,14 +135,19 @@ def _total_size(targets: list[str | None]) -> int | None:
     return total
 
 
-def _walk(path: str, special: list[str]) -> Iterator[str]:
+def _walk(path: str, special: list[str], errors: list[str]) -> Iterator[str]:
     """``path`` itself (a file, a FIFO, ``/dev/stdin``: what the user named is read), or
     every regular file below a directory. Below a directory, a FIFO, socket or device is
-    listed in ``special`` instead: opening a FIFO nobody writes to would wait forever."""
+    listed in ``special`` instead: opening a FIFO nobody writes to would wait forever. A
+    directory that cannot be listed is an error, never silently left out."""
     if not os.path.isdir(path):
         yield path
         return
-    for root, dirs, files in os.walk(path):
+
+    def unlisted(exc: OSError) -> None:
+        errors.append(f"cannot list {exc.filename}: {exc.strerror}")
+
+    for root, dirs, files in os.walk(path, onerror=unlisted):
         dirs.sort()
         for name in sorted(files):
             entry = os.path.join(root, name)
@@ -290,7 +295,7 @@ def _scan(args: argparse.Namespace, out: Path | None) -> int:
         else:
             targets += (
                 path
-                for path in _walk(arg, special)
+                for path in _walk(arg, special, errors)
                 if not (os.path.islink(path) and os.path.isdir(path))
             )
     try:

@@ -543,3 +543,24 @@ def test_special_files_below_a_directory_are_named_not_opened(
         writer.join(timeout=0.5)
     assert not writer.is_alive()
     assert run.code == 1 and len(json.loads(run.out)["findings"]) == len(secrets)
+
+
+def test_a_directory_that_cannot_be_listed_is_an_error(
+    cli, secrets_file, secrets, tmp_path, monkeypatch
+) -> None:
+    root = tmp_path / "artifacts"
+    (root / "locked").mkdir(parents=True)
+    (root / "leaky.log").write_text(leaky_text(secrets), encoding="utf-8")
+    real = os.scandir
+
+    def scandir(path):  # root runs the tests: chmod 000 would not stop it
+        if str(path).endswith("locked"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    run = cli("scan", "--format", "json", "--secrets-file", secrets_file, root)
+    assert run.code == 2  # an error outranks the findings: the scan was incomplete
+    report = json.loads(run.out)
+    assert report["errors"] == [f"cannot list {root / 'locked'}: Permission denied"]
+    assert len(report["findings"]) == len(secrets)
