@@ -10,6 +10,7 @@ import argparse
 import dataclasses
 import json
 import os
+import stat
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -123,15 +124,19 @@ def canaries_from_report(document: Any, path: str = "<report>") -> tuple[list[Se
 
 
 def _total_size(targets: list[str | None]) -> int | None:
-    """Bytes to scan, or None when unknown (stdin)."""
+    """Bytes to scan, or None when unknown: stdin, or a FIFO or device named on the
+    command line (``<(kubectl logs ...)`` may stream gigabytes)."""
     total = 0
     for path in targets:
         if path is None:
             return None
         try:
-            total += os.path.getsize(path)
+            status = os.stat(path)
         except OSError:
-            pass  # reported when it is read
+            continue  # reported when it is read
+        if not stat.S_ISREG(status.st_mode):
+            return None
+        total += status.st_size
     return total
 
 
