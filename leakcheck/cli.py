@@ -20,7 +20,7 @@ from . import __version__
 from .canaries import KINDS, CanaryFactory, Secret, WeakSecretError
 from .detect import Scanner
 from .engine import BACKENDS
-from .findings import Finding
+from .findings import MASK_LABEL, Finding
 from .report import RENDERERS, ScanSummary
 from .serialize import parse_json, read_json_file
 
@@ -104,7 +104,7 @@ def canaries_from_report(document: Any, path: str = "<report>") -> tuple[list[Se
         factory = CanaryFactory(seed, namespace=test)
         # a test id that held a secret was masked in the report: its canaries were made
         # from the id as it was, which the report no longer has
-        masked_id = "\u00abcanary:" in test
+        masked_id = MASK_LABEL.search(test) is not None
         for entry in listed:
             if not isinstance(entry, dict) or not entry.get("generated"):
                 registered += 1
@@ -298,11 +298,7 @@ def _scan(args: argparse.Namespace, out: Path | None) -> int:
         elif not os.path.exists(arg):
             errors.append(f"no such file or directory: {arg}")
         else:
-            targets += (
-                path
-                for path in _walk(arg, special, errors)
-                if not (os.path.islink(path) and os.path.isdir(path))
-            )
+            targets += _walk(arg, special, errors)
     try:
         scanner = Scanner(
             secrets, decode=args.decode, backend=args.engine, input_bytes=_total_size(targets)

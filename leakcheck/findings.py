@@ -64,6 +64,10 @@ def mask_label(kind: str, form: str) -> str:
     return f"\u00abcanary:{kind}:{form}\u00bb"
 
 
+#: What ``mask_label`` writes: where masked text shows that a secret was there.
+MASK_LABEL = re.compile(r"\u00abcanary:[^\u00bb\n]*\u00bb")
+
+
 def widen(buf: bytes, start: int, end: int) -> tuple[int, int]:
     low = max(0, start - WIDEN_BYTES)
     before = _TOKEN_RUN.match(buf[low:start][::-1])

@@ -76,6 +76,7 @@ from typing import Any, TextIO
 import pytest
 
 from .canaries import Secret, canary_lookalikes
+from .findings import MASK_LABEL
 from .placements import BASELINE_PLACEMENTS
 from .serialize import read_json_file, to_jsonable
 
@@ -133,7 +134,6 @@ _FINGERPRINTS = [
     re.compile(r"MD5:(?:[0-9a-f]{2}:){15}[0-9a-f]{2}"),
     re.compile(r"AAAA[A-Za-z0-9+/]{20,}={0,2}"),
 ]
-_LABEL = re.compile(r"\u00abcanary:[^\u00bb\n]*\u00bb")
 _LABEL_LENGTH = re.compile(r"\b(prefix|suffix)-\d+\b")
 _PATH_END = r"[^\s'\"`),;\]}>\u00bb]*"
 
@@ -168,7 +168,7 @@ def normalize(
     text = _SSL_LINE.sub(r"(\1:LINE)", text)
     for pattern in _FINGERPRINTS:
         text = pattern.sub("FINGERPRINT", text)
-    return _LABEL.sub(lambda m: _LABEL_LENGTH.sub(r"\1", m.group(0)), text)
+    return MASK_LABEL.sub(lambda m: _LABEL_LENGTH.sub(r"\1", m.group(0)), text)
 
 
 def _map_strings(value: Any, fn: Callable[[str], str]) -> Any:
