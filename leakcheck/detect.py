@@ -16,7 +16,7 @@ from typing import BinaryIO
 from . import engine as engine_module
 from .canaries import Secret
 from .decode import all_decoders, decode_runs
-from .engine import Engine, available_backends, build_engine
+from .engine import Engine, build_engine, resolve_backend
 from .findings import CONTEXT_BYTES, WIDEN_BYTES, Finding, Span, mask_all, masked_excerpt
 from .forms import (
     FORMS,
@@ -120,8 +120,7 @@ class Scanner:
         (self._patterns, self._forms, self._owner, self._shared) = self._index(self._deferred)
         self._needles: dict[int, tuple[Needle, ...]] = {}
         self._longest = (0, 1)  # (patterns counted, longest of them): see max_needle
-        if backend == "auto" and _prefer_automaton(len(self._patterns), input_bytes):
-            self._backend = backend = "ahocorasick"
+        self._backend = backend = resolve_backend(backend, len(self._patterns), input_bytes)
         self.engine: Engine = build_engine(self._patterns, backend)
 
     def _index(self, deferred: Container[int]) -> _Index:
@@ -460,23 +459,6 @@ class Scanner:
         if not every:
             return text
         return mask_all(buf, [h.span() for h in every])
-
-
-#: ``backend="auto"`` takes pyahocorasick over hyperscan when the input (``input_bytes``) is
-#: under this many bytes per needle: hyperscan compiles about 35 us per needle at 150,000
-#: needles, which the automaton (7 us per needle to build, 16 MiB/s to search at that
-#: size) repays on inputs up to about 400 bytes per needle (measured: 147,462 needles of a
-#: 423-case matrix's canaries, 8 MiB scanned in 5.5 s by hyperscan, 2.1 s by the
-#: automaton; 64 MiB in 5.6 s by both).
-AUTOMATON_BELOW_BYTES_PER_NEEDLE = 256
-
-
-def _prefer_automaton(needles: int, input_bytes: int | None) -> bool:
-    return (
-        input_bytes is not None
-        and input_bytes < needles * AUTOMATON_BELOW_BYTES_PER_NEEDLE
-        and available_backends() == ["hyperscan", "ahocorasick"]
-    )
 
 
 def _defers(backend: str, forms: tuple[FormFn, ...], secrets: list[Secret]) -> bool:

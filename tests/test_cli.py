@@ -305,7 +305,7 @@ def test_auto_engine_follows_the_input_size(cli, secrets_file, secrets, tmp_path
     """``auto`` compiles hyperscan only when the input repays it (and when the size is not
     known, as for stdin); the automaton otherwise. Same findings either way."""
     pytest.importorskip("hyperscan")
-    import leakcheck.detect as detect_module
+    import leakcheck.engine as engine_module
 
     log = tmp_path / "leaky.log"
     log.write_text(leaky_text(secrets), encoding="utf-8")
@@ -317,7 +317,7 @@ def test_auto_engine_follows_the_input_size(cli, secrets_file, secrets, tmp_path
 
     small = engine_and_findings(log)
     assert small[0] == "ahocorasick"
-    monkeypatch.setattr(detect_module, "AUTOMATON_BELOW_BYTES_PER_NEEDLE", 0)
+    monkeypatch.setattr(engine_module, "AUTOMATON_BELOW_BYTES_PER_NEEDLE", 0)
     large = engine_and_findings(log)
     assert large[0] == "hyperscan" and sorted(large[1]) == sorted(small[1])
     monkeypatch.undo()
