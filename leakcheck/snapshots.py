@@ -731,7 +731,8 @@ class SnapshotSession:
     ) -> str | None:
         """Record ``entry`` (already masked) for ``item``; the failure text for the test
         (drift, missing snapshot, an entry that holds a secret), or None. ``secrets`` are the
-        test's own (the session's are added); ``scanner`` may be a ready scanner for them."""
+        test's own; ``scanner`` may be a ready scanner for them. (The session's secrets are
+        checked once, at the end, before a snapshot or pending file is written.)"""
         module = _module_of(item.nodeid)
         key = item_key(item)
         if key is None and _case_of(item) is not None:
@@ -914,11 +915,11 @@ class SnapshotSession:
                     summary["deleted"].append(f"{module}: {key}")
             if not write:
                 continue
+            if (entries != stored or pending) and scanner is False:
+                scanner = self._session_scanner()
             if entries != stored:
-                if scanner is False:
-                    scanner = self._session_scanner()
                 self._write_snapshots(path, entries, scanner)
-            self._write_pending(module, path, pending)
+            self._write_pending(module, path, pending, scanner)
 
     def _unused(
         self,
@@ -979,7 +980,9 @@ class SnapshotSession:
         document = _read_json(self._pending_path(module), "pending file")
         return dict(document["entries"]) if document else {}
 
-    def _write_pending(self, module: str, snapshot: Path, pending: dict[str, Any]) -> None:
+    def _write_pending(
+        self, module: str, snapshot: Path, pending: dict[str, Any], scanner: Any = None
+    ) -> None:
         path = self._pending_path(module)
         if not pending:
             if path.exists():
@@ -993,9 +996,16 @@ class SnapshotSession:
             "entries": pending,
         }
         text = _dump(document)
+        # the session's secrets too, as for snapshot files: a drifted entry can hold
+        # another test's secret, which that entry's own check does not know
+        hits = _secret_hits(text + "\n".join(_strings(pending)), scanner)
         shapes = canary_lookalikes(text)
-        if shapes:
-            self.problems.append(f"refused to write {self._rel(path)}: canary-shaped text")
+        if hits or shapes:
+            found = hits + [f"text shaped like a {kind} canary" for kind in shapes]
+            self.problems.append(
+                f"refused to write {self._rel(path)}: it would hold a form of a registered "
+                f"secret ({', '.join(found)})"
+            )
             return
         _write_atomic(path, text)
 
@@ -1072,10 +1082,14 @@ def review(
     ask = ask or builtins.input  # looked up now: tests and wrappers replace it
     width = width or shutil.get_terminal_size((100, 24)).columns
     guard: Callable[[str], str] = _withhold_lookalikes
+    detector: Any = None
     if secrets:
         from .detect import Scanner
+        from .forms import MASKING_FORMS
 
-        scanner = Scanner(list(secrets), decode=True)
+        # masking windows too: a piece of a secret cut by the side-by-side rows is hidden
+        scanner = Scanner(list(secrets), decode=True, forms=MASKING_FORMS)
+        detector = Scanner(list(secrets), decode=True)  # what it would write: real hits
 
         def guard(text: str) -> str:
             return _withhold_lookalikes(scanner.mask(text))
@@ -1110,7 +1124,11 @@ def review(
                 before, after = guard(_field_text(old, name)), guard(_field_text(new, name))
                 for row in side_by_side(before, after, width):
                     say(row)
-            unsafe = canary_lookalikes(_scan_text(new))
+            unsafe = [
+                f"text shaped like a {kind} canary" for kind in canary_lookalikes(_scan_text(new))
+            ]
+            if secrets and _secret_hits(_scan_text(new), detector):
+                unsafe.append("a secret of --secrets-file")
             choice = decision
             if choice is None and interactive and not stop:
                 choice = _ask(ask)
@@ -1119,7 +1137,7 @@ def review(
                 break
             if choice == "accept":
                 if unsafe:
-                    say(f"refusing to accept {key}: it holds text shaped like a canary")
+                    say(f"refusing to accept {key}: it holds {', '.join(unsafe)}")
                     continue
                 current = read_entries(snapshot)
                 current[key] = new

@@ -426,6 +426,24 @@ def test_a_canary_in_an_entry_refuses_the_write(pytester: pytest.Pytester) -> No
     self_scan("\n".join(result.outlines + result.errlines), secrets, "inner output")
 
 
+def test_a_drifted_entry_with_another_tests_secret_is_never_written_pending(
+    pytester: pytest.Pytester,
+) -> None:
+    """Check mode: test_c's entry drifted from its snapshot and holds test_a's password,
+    which test_c's own check cannot know; the session's secrets keep it out of the
+    pending file."""
+    pytester.makepyfile(test_leaky=LEAKY, conftest='pytest_plugins = ["leakcheck.snapshots"]')
+    stored = snapshot_entry({"message": "x old"}, None, key="k")
+    directory = pytester.path / "__leakcheck_snapshots__"
+    directory.mkdir()
+    (directory / "test_leaky.json").write_text(render_snapshot_file({"k": stored}))
+    result = run(pytester, "-p", "no:randomly", "-k", "not test_b", seed="leaky-1")
+    out = result.stdout.str()
+    assert "refused to write .leakcheck/pending/" in out and "password#1 (raw)" in out
+    assert not list((pytester.path / PENDING_DIR).glob("*.json"))
+    assert result.ret == 1
+
+
 def test_snapshot_files_hold_no_canary_form(
     inner: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -547,6 +565,30 @@ def test_review_never_shows_or_accepts_canary_shaped_text(
     assert "«canary?:bearer: line withheld»" in shown
     assert "refusing to accept c/http_401" in shown
     assert "c/http_401" not in _snapshot(tmp_path)
+
+
+def test_review_masks_pieces_and_refuses_a_listed_secret(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--secrets-file: a piece of a listed secret (a truncated repr) is not shown, and an
+    entry holding the secret is never accepted into a snapshot file."""
+    _pending_tree(tmp_path)
+    token = "ghp_Zq7Xk2Lm9Pw4Rt6Yv8Bn3Cd5Fg1Hj0Ks9Q"
+    path = tmp_path / PENDING_DIR / "test_x.json"
+    document = json.loads(path.read_text(encoding="utf-8"))
+    new = document["entries"]["c/http_401"]["new"]
+    new["response"]["message"] = f"bad {token}"
+    new["exception"] = f"AuthError('bad {token[:14]}...')"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    secrets = tmp_path / "secrets.txt"
+    secrets.write_text(token + "\n")
+    args = ["review", "--dir", str(tmp_path), "--accept-all", "--secrets-file", str(secrets)]
+    assert main(args) == 1
+    shown = capsys.readouterr().out
+    assert token[4:14] not in shown
+    assert "refusing to accept c/http_401: it holds a secret of --secrets-file" in shown
+    assert "c/http_401" not in _snapshot(tmp_path)
+    self_scan(shown, [Secret.from_user(token, id="S1")], "review output")
 
 
 # --- units -----------------------------------------------------------------------------------
