@@ -272,8 +272,13 @@ class _State:
         if xml is None:
             return
         reporter = xml.node_reporter(report)  # the open one for this test
-        for name, value in list(reporter.attrs.items()):
-            reporter.attrs[name] = self.mask_live(value)
+        if not reporter.attrs.keys() - _JUNIT_OWN_ATTRIBUTES:
+            # nothing recorded: skip the session-wide masker, which is rebuilt whenever a
+            # test has added secrets (per test, it made --junitxml runs quadratic)
+            return
+        reporter.attrs = {
+            self.mask_live(name): self.mask_live(value) for name, value in reporter.attrs.items()
+        }
 
     # xdist: the controller hands its seed to the workers and merges what they found.
     @pytest.hookimpl(optionalhook=True)
@@ -364,6 +369,9 @@ class _State:
 
 
 _STATE = pytest.StashKey[_State]()
+#: What junitxml writes on a test case itself (from the node id); anything else came from
+#: ``record_xml_attribute``.
+_JUNIT_OWN_ATTRIBUTES = frozenset({"classname", "name", "file", "line", "url"})
 _UNCAPTURED = {
     "no": "pytest -s/--capture=no: output goes straight to the terminal, neither scanned nor "
     "masked",
