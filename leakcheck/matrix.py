@@ -326,7 +326,8 @@ def run_case(check: LeakCheck, target: Target, spec: CaseSpec, *, nodeid: str = 
     leak verdict fails; the leak verdict is the fixture's, made at the end of the test."""
     case = build_case(check, target, spec)
     records = ProtectedRecordSink()
-    check.sinks.append(records)
+    if records.name not in check.skip_sinks:  # an opt-out is honoured, as for every sink
+        check.sinks.append(records)
     try:
         # which library exception the gateway turned into this envelope (snapshots)
         with library_exceptions() as escaped:

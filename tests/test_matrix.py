@@ -259,3 +259,25 @@ def test_matrix_under_xdist_merges_every_case(pytester: pytest.Pytester) -> None
     assert {r["outcome"] for r in data["tests"]} == {"passed"}
     assert "request ids across 16 case(s): FAILED" in result.stdout.str()
     assert result.ret == 1
+
+
+def test_an_opted_out_protected_record_is_not_scanned(pytester: pytest.Pytester) -> None:
+    """skip_sinks names the protected record like any sink: its leak is then not judged
+    (and the opt-out is listed), where without it the same case fails."""
+    pytester.makepyfile(toy=TOY)
+    pytester.makepyfile(
+        test_toy="import pytest\nfrom toy import ToyTarget\n"
+        "from leakcheck.matrix import stage_matrix\n"
+        "pytestmark = pytest.mark.leakcheck(skip_sinks={'protected record': 'GW-7: reviewed'})\n"
+        "test_gateway = stage_matrix(ToyTarget('record_token'))\n"
+    )
+    result = pytester.runpytest(
+        "-p", "no:randomly", "-rA", "--leakcheck-seed=matrix-1", "--no-leakcheck-snapshots",
+        "-k", "gateway_exception",
+    )  # fmt: skip
+    assert set(inner_outcomes(result).values()) == {"PASSED"}, result.stdout.str()
+    out = result.stdout.str()
+    assert "[LEAK] operator: protected record" not in out
+    assert "sink 'protected record' (GW-7: reviewed)" in out
+    without, _ = _inner(pytester, "record_token", args=("-k", "gateway_exception"))
+    assert set(inner_outcomes(without).values()) == {"FAILED"}
