@@ -515,7 +515,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             # ids only, never values: `leakcheck scan --canaries-from` rebuilds the
             # canaries from these, the seed and the test id
             "secrets": [
-                {"id": check.mask(s.id), "kind": s.kind, "generated": s.generated}
+                {"id": check.mask(s.id), "kind": check.mask(s.kind), "generated": s.generated}
                 for s in check.secrets
             ],
             "inactive_sinks": check.inactive_sinks(),

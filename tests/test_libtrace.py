@@ -218,33 +218,42 @@ def test_an_outer_tracer_keeps_its_events(no_tracer: None) -> None:
     assert isinstance(escaped.last, httpx.ConnectError)
 
 
+def _refused_call(client: httpx.Client) -> None:
+    """Gateway code: a call whose connection is refused, the error swallowed."""
+    try:
+        client.get("https://api.upstream.test/")
+    except httpx.ConnectError:
+        pass
+
+
 def test_a_tracer_that_reinstalls_itself_does_not_push_the_recorder_out(no_tracer: None) -> None:
-    """coverage's CTracer, called from Python on a call event, reinstalls itself."""
-    calls = []
+    """coverage's CTracer, called from Python on a call event, reinstalls itself (here as
+    another function): the recorder chains to what it installed, and leaves that in place."""
+    calls: list[str] = []
+
+    def successor(frame: Any, event: str, arg: Any) -> None:
+        calls.append("successor")
+        sys.settrace(successor)
 
     def greedy(frame: Any, event: str, arg: Any) -> None:
-        calls.append(event)
-        sys.settrace(greedy)
+        calls.append("greedy")
+        sys.settrace(successor)
 
     client = httpx.Client(transport=httpx.MockTransport(_refusing_handler))
-
-    def gateway() -> None:  # a frame made after the tracer put itself back
-        try:
-            client.get("https://api.upstream.test/")
-        except httpx.ConnectError:
-            pass
 
     sys.settrace(greedy)
     try:
         with library_exceptions() as escaped:
-            gateway()
-            gateway()
+            _refused_call(client)
+            _refused_call(client)
+            inside = list(calls)
         after = sys.gettrace()
     finally:
         sys.settrace(None)
     assert len(escaped.all) == 2
-    assert calls
-    assert after is greedy
+    # once greedy put successor in its place, the recorder chained to successor
+    assert inside[0] == "greedy" and "successor" in inside
+    assert after is successor
 
 
 def test_nested_recorders_under_an_outer_tracer(no_tracer: None) -> None:
@@ -255,19 +264,13 @@ def test_nested_recorders_under_an_outer_tracer(no_tracer: None) -> None:
 
     client = httpx.Client(transport=httpx.MockTransport(_refusing_handler))
 
-    def gateway() -> None:
-        try:
-            client.get("https://api.upstream.test/")
-        except httpx.ConnectError:
-            pass
-
     sys.settrace(outer)
     try:
         with library_exceptions() as first:
             with library_exceptions() as second:
-                gateway()
+                _refused_call(client)
             assert sys.gettrace() == first._trace_fn
-            gateway()
+            _refused_call(client)
         after = sys.gettrace()
     finally:
         sys.settrace(None)
