@@ -26,6 +26,7 @@ from .extensions import skipped_plugins
 from .forms import MASKING_FORMS
 from .harness import LeakCheck
 from .policy import DEFAULT_POLICY, Policy, PolicyError
+from .serialize import map_strings
 
 __all__ = ["LeakcheckOptions", "leakcheck"]
 
@@ -316,7 +317,7 @@ class _State:
             path.parent.mkdir(parents=True, exist_ok=True)
             # Mask every string, then dump: masking the dumped text could swallow the
             # backslash of an escaped quote and leave invalid JSON.
-            text = json.dumps(_masked(document, self.mask), indent=2, ensure_ascii=False)
+            text = json.dumps(map_strings(document, self.mask), indent=2, ensure_ascii=False)
             path.write_text(text + "\n", encoding="utf-8")
 
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
@@ -511,7 +512,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         record: dict[str, Any] = {
             "test": item.nodeid,
             "forbidden": len(forbidden),
-            "findings": [_masked(leak.to_dict(), check.mask) for leak in leaks],
+            "findings": [map_strings(leak.to_dict(), check.mask) for leak in leaks],
             # ids only, never values: `leakcheck scan --canaries-from` rebuilds the
             # canaries from these, the seed and the test id
             "secrets": [
@@ -519,7 +520,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
                 for s in check.secrets
             ],
             "inactive_sinks": check.inactive_sinks(),
-            **({"matrix": _masked(check.matrix, check.mask)} if check.matrix else {}),
+            **({"matrix": map_strings(check.matrix, check.mask)} if check.matrix else {}),
         }
         state.records.append(record)
         if forbidden:
@@ -553,17 +554,6 @@ def _request_id_problems(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     from .contract import check_request_ids  # jsonschema: only when a matrix ran
 
     return [v.to_dict() for v in check_request_ids(ids)]
-
-
-def _masked(value: Any, mask: Any) -> Any:
-    """``value`` (JSON data) with every string masked."""
-    if isinstance(value, str):
-        return mask(value)
-    if isinstance(value, dict):
-        return {_masked(k, mask): _masked(v, mask) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_masked(v, mask) for v in value]
-    return value
 
 
 def _hand_over_output(item: pytest.Item, check: LeakCheck) -> None:

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 __all__ = [
+    "map_strings",
     "parse_json",
     "read_json_file",
     "to_jsonable",
@@ -25,6 +26,17 @@ __all__ = [
     "exception_args",
     "TEXT_ATTRIBUTES",
 ]
+
+
+def map_strings(value: Any, fn: Callable[[str], str]) -> Any:
+    """JSON data ``value`` with ``fn`` applied to every string, keys included."""
+    if isinstance(value, str):
+        return fn(value)
+    if isinstance(value, dict):
+        return {fn(str(k)): map_strings(v, fn) for k, v in value.items()}
+    if isinstance(value, list):
+        return [map_strings(v, fn) for v in value]
+    return value
 
 
 def parse_json(text: str, label: str, error: type[Exception] = ValueError) -> Any:

@@ -78,7 +78,7 @@ import pytest
 from .canaries import Secret, canary_lookalikes
 from .findings import MASK_LABEL
 from .placements import BASELINE_PLACEMENTS
-from .serialize import read_json_file, to_jsonable
+from .serialize import map_strings, read_json_file, to_jsonable
 
 __all__ = [
     "BASELINE_PLACEMENTS",
@@ -171,16 +171,6 @@ def normalize(
     return MASK_LABEL.sub(lambda m: _LABEL_LENGTH.sub(r"\1", m.group(0)), text)
 
 
-def _map_strings(value: Any, fn: Callable[[str], str]) -> Any:
-    if isinstance(value, str):
-        return fn(value)
-    if isinstance(value, dict):
-        return {fn(str(k)): _map_strings(v, fn) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_map_strings(v, fn) for v in value]
-    return value
-
-
 def _type_name(exc: BaseException) -> str:
     cls = type(exc)
     return f"{cls.__module__}.{cls.__qualname__}"
@@ -202,7 +192,7 @@ def snapshot_entry(
     session fills them in). ``ports`` and ``paths`` name extra run-specific values (a fault's
     port, a temporary directory) to replace wherever they appear."""
     masked = mask or (lambda text: text)
-    response = _map_strings(to_jsonable(envelope), masked)
+    response = map_strings(to_jsonable(envelope), masked)
     rid = envelope.get("request_id") if isinstance(envelope, Mapping) else None
     ids = [masked(rid)] if isinstance(rid, str) and len(rid) >= 4 else []
     ports, paths = list(ports), list(paths)
@@ -220,7 +210,7 @@ def snapshot_entry(
         type_name = _type_name(exception)
     return {
         "key": key,
-        "response": _map_strings(response, norm),
+        "response": map_strings(response, norm),
         "exception": text,
         "exception_type": type_name,
         "versions": dict(sorted((versions or {}).items())),
