@@ -10,7 +10,6 @@ found through the ``leakcheck.plugins`` entry-point group (a module's ``SINKS``)
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import sys
 import threading
@@ -21,7 +20,21 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from .policy import SinkClass
-from .serialize import exception_texts, leaves, safe_repr, to_jsonable
+from .serialize import (
+    BUDGET_CHARS,
+    FIELD_BUDGET,
+    INLINE_MAX,
+    Serialized,
+    _ReprWriter,
+    bytes_of,
+    exception_message,
+    exception_texts,
+    repr_and_str,
+    safe_repr,
+    safe_str,
+    text_of,
+    type_name,
+)
 
 __all__ = [
     "Captured",
@@ -42,7 +55,13 @@ __all__ = [
 class Captured:
     """One captured text. ``group`` ties the texts of one object together, and a
     ``fallback`` text (the whole JSON, the repr) is reported only for secrets that no
-    field-level text of the same group already showed."""
+    field-level text of the same group already showed. ``uninspected`` says why this part
+    of the sink could not be inspected (a generator, an object whose repr shows nothing of
+    it, what lay beyond the budget): reports list it as "could not inspect".
+
+    Whatever a sink hands over, the fields hold plain ``str`` (``text``: ``str`` or
+    ``bytes``), read through the base types: a ``str`` subclass whose ``encode`` or
+    ``__len__`` raises cannot break the verdict."""
 
     sink: str
     sink_class: SinkClass
@@ -51,6 +70,23 @@ class Captured:
     note: str = ""
     group: str = ""
     fallback: bool = False
+    uninspected: str = ""
+
+    def __post_init__(self) -> None:
+        for name in ("sink", "path", "note", "group", "uninspected"):
+            value = getattr(self, name)
+            if type(value) is not str:
+                object.__setattr__(self, name, safe_str(value))
+        text = self.text
+        if type(text) is not str and type(text) is not bytes:
+            if issubclass(type(text), (bytes, bytearray, memoryview)):
+                try:
+                    text = bytes_of(text)
+                except Exception:  # noqa: BLE001 - a released memoryview
+                    text = safe_repr(text)
+            else:
+                text = safe_str(text)
+            object.__setattr__(self, "text", text)
 
     def __repr__(self) -> str:  # the text is what leaked: never shown (-l, tracebacks)
         return f"Captured(sink={self.sink!r}, path={self.path!r}, chars={len(self.text)})"
@@ -93,7 +129,7 @@ class ExposedSink(_Passive):
         self._objects: list[tuple[str, Any]] = []
 
     def add(self, obj: Any, label: str) -> None:
-        self._objects.append((label, obj))
+        self._objects.append((safe_str(label), obj))
 
     def collect(self) -> Iterator[Captured]:
         for n, (label, obj) in enumerate(self._objects):
@@ -116,21 +152,70 @@ class ProtectedRecordSink(ExposedSink):
 def describe(
     obj: Any, sink: str, sink_class: SinkClass, label: str, group: str
 ) -> Iterator[Captured]:
-    """The texts of one caller-visible object."""
+    """The texts of one caller-visible object: each field with its JSON path, the whole
+    JSON and the repr (fallbacks), an exception's traceback, args and text attributes.
+
+    Each object of the graph is serialized once: a shared sub-object's fields are named at
+    its first path, with a note saying at how many other paths they also are. Within a
+    budget (``serialize.BUDGET_CHARS`` of JSON, and of repr, ``FIELD_BUDGET`` fields; a
+    string of ``INLINE_MAX`` characters or more is searched as its own field, once, never
+    copied into the JSON or the repr). What could not be inspected (a generator, an object
+    whose repr names only its type, what lay beyond the budget) is yielded as a
+    ``Captured`` with ``uninspected`` set; so is an object leakcheck failed to serialize."""
     prefix = f"{label} " if label != sink else ""
-    if isinstance(obj, BaseException):
+    try:
+        yield from _describe(obj, sink, sink_class, prefix, group)
+    except Exception as exc:  # noqa: BLE001 - a fault of ours must not hide the object
+        yield Captured(
+            sink,
+            sink_class,
+            f"{prefix}$",
+            "",
+            group=group,
+            uninspected=f"{type_name(obj)}: could not serialize it (raised {type_name(exc)})",
+        )
+
+
+def _describe(
+    obj: Any, sink: str, sink_class: SinkClass, prefix: str, group: str
+) -> Iterator[Captured]:
+    kind = type(obj)
+    if issubclass(kind, BaseException):
         for field, text in exception_texts(obj):
-            yield Captured(
-                sink, sink_class, f"{prefix}{type(obj).__name__}.{field}", text, group=group
-            )
-    jsonable = to_jsonable(obj)
-    for path, text in leaves(jsonable):
-        yield Captured(sink, sink_class, f"{prefix}{path}", text, group=group)
-    if isinstance(obj, (bytes, bytearray, memoryview)):
-        yield Captured(sink, sink_class, f"{prefix}bytes", bytes(obj), group=group)
-    whole = json.dumps(jsonable, ensure_ascii=False)
-    yield Captured(sink, sink_class, f"{prefix}json", whole, group=group, fallback=True)
-    yield Captured(sink, sink_class, f"{prefix}repr", safe_repr(obj), group=group, fallback=True)
+            yield Captured(sink, sink_class, f"{prefix}{type_name(obj)}.{field}", text, group=group)
+    serialized = Serialized(obj, long_texts=True, budget=BUDGET_CHARS)
+    fields = 0
+    for path, text, note in serialized.fields():
+        if fields == FIELD_BUDGET:
+            break
+        fields += 1
+        yield Captured(sink, sink_class, f"{prefix}{path}", text, note=note, group=group)
+    if issubclass(kind, (bytes, bytearray, memoryview)):
+        data = bytes_of(obj)
+        if len(data) < INLINE_MAX:  # a long one was its own field, once
+            yield Captured(sink, sink_class, f"{prefix}bytes", data, group=group)
+    beyond = (
+        f"fields after the first {FIELD_BUDGET:,} are searched here only"
+        if fields == FIELD_BUDGET
+        else ""
+    )
+    yield Captured(
+        sink, sink_class, f"{prefix}json", serialized.json(), note=beyond, group=group,
+        fallback=True,
+    )  # fmt: skip
+    writer = _ReprWriter(budget=BUDGET_CHARS, inline_max=INLINE_MAX)
+    yield Captured(sink, sink_class, f"{prefix}repr", writer.text(obj), group=group, fallback=True)
+    for text in writer.large:  # an object's own long repr: searched apart, not copied
+        yield Captured(sink, sink_class, f"{prefix}repr", text, group=group, fallback=True)
+    uninspected = serialized.not_inspected
+    if writer.cut:
+        uninspected.append(
+            ("repr", "over budget", f"not inspected: the repr beyond {BUDGET_CHARS:,} characters")
+        )
+    for path, what, why in uninspected:
+        yield Captured(
+            sink, sink_class, f"{prefix}{path}", "", group=group, uninspected=f"{what}: {why}"
+        )
 
 
 class ExceptionSink(_Passive):
@@ -150,7 +235,7 @@ class ExceptionSink(_Passive):
             group = f"{self.name}#{n}"
             for field, text in exception_texts(exc):
                 yield Captured(
-                    self.name, SinkClass.CALLER, f"{type(exc).__name__}.{field}", text, group=group
+                    self.name, SinkClass.CALLER, f"{type_name(exc)}.{field}", text, group=group
                 )
 
 
@@ -220,7 +305,10 @@ class LoggingSink:
             if isinstance(kept, logging.LogRecord):
                 record = kept
             would_emit = not logger.disabled and original_enabled(logger, record.levelno)
-            note = "" if would_emit else _not_emitted_note(logger, record)
+            try:
+                note = "" if would_emit else _not_emitted_note(logger, record)
+            except Exception:  # noqa: BLE001 - a record with hostile level attributes
+                note = "not emitted in production"
             records.append((record, note, _record_texts(record)))
             if would_emit:
                 logger.callHandlers(record)
@@ -240,7 +328,7 @@ class LoggingSink:
 
     def collect(self) -> Iterator[Captured]:
         for n, (record, note, texts) in enumerate(self._records):
-            where = f"{record.name} {record.levelname}"
+            where = f"{safe_str(record.name)} {safe_str(record.levelname)}"
             group = f"{self.name}#{n}"
 
             def item(
@@ -252,8 +340,13 @@ class LoggingSink:
 
             for field, text in texts:
                 yield item(field, text)
-            if record.exc_info and record.exc_info[1] is not None:
-                for field, text in exception_texts(record.exc_info[1]):
+            exc_info = record.exc_info
+            if isinstance(exc_info, tuple) and len(exc_info) > 1:
+                exc = exc_info[1]
+            else:
+                exc = None
+            if issubclass(type(exc), BaseException):
+                for field, text in exception_texts(exc):  # type: ignore[arg-type]
                     yield item(f"exc_info.{field}", text)
             elif record.exc_text:
                 yield item("exc_text", record.exc_text)
@@ -261,23 +354,31 @@ class LoggingSink:
                 yield item("stack_info", record.stack_info)
 
 
-def _record_texts(record: logging.LogRecord) -> list[tuple[str, str]]:
-    """``(field, text)`` of a record's message, args and ``extra``, rendered now."""
-    texts = []
-    # structlog's ProcessorFormatter hands logging the event dict *before* the formatter's
-    # own processors (a redactor among them) run: the structlog sink captures what they
-    # render, and this raw dict would be a false leak.
-    prerendered = _is_structlog_event(record)
-    if not prerendered:
-        try:
-            texts.append(("message", record.getMessage()))
-        except Exception:  # noqa: BLE001 - a bad format string is the app's bug, not ours
-            texts.append(("msg", safe_repr(record.msg)))
-        if record.args:
-            texts.append(("args", safe_repr(record.args)))
-    for key, value in vars(record).items():
-        if key not in _RECORD_ATTRIBUTES and not (prerendered and key in _STRUCTLOG_EXTRAS):
-            texts.append((f"extra.{key}", safe_repr(value) + "\n" + _str(value)))
+def _record_texts(record: logging.LogRecord) -> list[tuple[str, str | bytes]]:
+    """``(field, text)`` of a record's message, args and ``extra``, rendered now. Never
+    raises (it runs inside the app's logging call): a message whose ``__str__`` raises is
+    captured by its repr, a ``str`` subclass by its characters too, whatever it says."""
+    texts: list[tuple[str, str | bytes]] = []
+    try:
+        # structlog's ProcessorFormatter hands logging the event dict *before* the
+        # formatter's own processors (a redactor among them) run: the structlog sink
+        # captures what they render, and this raw dict would be a false leak.
+        prerendered = _is_structlog_event(record)
+        if not prerendered:
+            try:
+                texts.append(("message", record.getMessage()))
+            except Exception:  # noqa: BLE001 - a bad format string is the app's bug, not ours
+                texts.append(("msg", safe_repr(record.msg)))
+            if type(record.msg) is not str and isinstance(record.msg, str):
+                # its own __str__ may say anything; a JSON formatter writes its characters
+                texts.append(("msg", text_of(record.msg)))
+            if record.args:
+                texts.append(("args", safe_repr(record.args)))
+        for key, value in list(vars(record).items()):
+            if key not in _RECORD_ATTRIBUTES and not (prerendered and key in _STRUCTLOG_EXTRAS):
+                texts.append((f"extra.{safe_str(key)}", repr_and_str(value)))
+    except Exception as exc:  # noqa: BLE001 - never break the app's logging call
+        texts.append(("record", f"<{type_name(record)}: could not be read ({type_name(exc)})>"))
     return texts
 
 
@@ -290,13 +391,6 @@ def _is_structlog_event(record: logging.LogRecord) -> bool:
         and hasattr(record, "_logger")
         and "leakcheck.plugins.structlog_sink" in sys.modules
     )
-
-
-def _str(value: object) -> str:
-    try:
-        return str(value)
-    except Exception:  # noqa: BLE001
-        return ""
 
 
 def _not_emitted_note(logger: logging.Logger, record: logging.LogRecord) -> str:
@@ -328,27 +422,21 @@ class CrashHookSink:
         texts = self._texts
 
         def excepthook(kind: Any, value: Any, tb: Any) -> None:
-            texts.append(("sys.excepthook", "".join(traceback.format_exception(kind, value, tb))))
+            texts.append(("sys.excepthook", _formatted(kind, value, tb)))
             saved[0](kind, value, tb)
 
         def thread_hook(args: Any) -> None:
             texts.append(
                 (
                     "threading.excepthook",
-                    "".join(
-                        traceback.format_exception(
-                            args.exc_type, args.exc_value, args.exc_traceback
-                        )
-                    ),
+                    _formatted(args.exc_type, args.exc_value, args.exc_traceback),
                 )
             )
             saved[1](args)
 
         def unraisable_hook(args: Any) -> None:
-            text = "".join(
-                traceback.format_exception(args.exc_type, args.exc_value, args.exc_traceback)
-            )
-            texts.append(("sys.unraisablehook", f"{args.err_msg or ''}\n{text}"))
+            text = _formatted(args.exc_type, args.exc_value, args.exc_traceback)
+            texts.append(("sys.unraisablehook", f"{safe_str(args.err_msg or '')}\n{text}"))
             saved[2](args)
 
         sys.excepthook, threading.excepthook, sys.unraisablehook = (
@@ -366,6 +454,17 @@ class CrashHookSink:
     def collect(self) -> Iterator[Captured]:
         for path, text in self._texts:
             yield Captured(self.name, SinkClass.OPERATOR, path, text)
+
+
+def _formatted(kind: Any, value: Any, tb: Any) -> str:
+    """What the default hook prints for an exception, never raising; with the exception's
+    args and text attributes when the traceback cannot be formatted."""
+    try:
+        return "".join(traceback.format_exception(kind, value, tb))
+    except Exception:  # noqa: BLE001 - a hook must not fail on the app's exception
+        if issubclass(type(value), BaseException):
+            return "\n".join(str(text) for _, text in exception_texts(value))
+        return safe_repr(value)
 
 
 class WarningsSink:
@@ -392,24 +491,57 @@ class WarningsSink:
         context, self._context = self._context, None
         context.__exit__(None, None, None)
         for w in self._log:
-            text = str(w.message)
-            masked = self._mask(text)
-            message: Warning | str = w.message
-            if masked != text:
-                try:
-                    message = w.category(masked)
-                except Exception:  # noqa: BLE001 - a category with a custom signature
+            try:
+                self._hand_on(w)
+            except Exception:  # noqa: BLE001 - a warning we cannot pass on is still captured
+                continue
+
+    def _hand_on(self, w: warnings.WarningMessage) -> None:
+        """Pass ``w`` on to whoever recorded before us; as a fresh warning of its text,
+        masked, when it shows a secret or when its own ``__str__`` would not print that
+        text (raises, or says something else): the next recorder (pytest's summary) calls
+        it."""
+        text = _warning_text(w.message)
+        masked = self._mask(text)
+        category = w.category if isinstance(w.category, type) else UserWarning
+        message: Any = w.message
+        if masked != text or not _prints_as(message, text):
+            try:
+                message = category(masked)
+                if not _prints_as(message, masked):
                     message = UserWarning(masked)
-            warnings.showwarning(message, w.category, w.filename, w.lineno, w.file, w.line)
+            except Exception:  # noqa: BLE001 - a category with a custom signature
+                message = UserWarning(masked)
+            if not issubclass(type(message), category):
+                category = UserWarning
+        warnings.showwarning(message, category, w.filename, w.lineno, w.file, w.line)
 
     def collect(self) -> Iterator[Captured]:
         for w in self._log:
+            category = w.category
+            name = category.__name__ if isinstance(category, type) else type_name(category)
             yield Captured(
                 self.name,
                 SinkClass.OPERATOR,
-                f"{w.category.__name__} {w.filename}:{w.lineno}",
-                str(w.message),
+                f"{safe_str(name)} {safe_str(w.filename)}:{safe_str(w.lineno)}",
+                _warning_text(w.message),
             )
+
+
+def _warning_text(message: object) -> str:
+    """A warning's text, read through the base types (never raising)."""
+    if issubclass(type(message), BaseException):
+        return exception_message(message)  # type: ignore[arg-type]
+    return safe_str(message)
+
+
+def _prints_as(message: object, text: str) -> bool:
+    """Whether ``str(message)`` gives exactly ``text`` (and does not raise)."""
+    try:
+        printed = str(message)
+    except Exception:  # noqa: BLE001
+        return False
+    return type(printed) is str and printed == text
 
 
 SinkFactory = Callable[[], Sink]

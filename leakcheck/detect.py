@@ -320,8 +320,7 @@ class Scanner:
 
     def scan(self, data: str | bytes, source: str = "<text>") -> list[Finding]:
         """Every finding in ``data`` (str is searched as its UTF-8 bytes)."""
-        if isinstance(data, str):
-            data = data.encode("utf-8", "surrogatepass")
+        data = _as_bytes(data)
         findings = [
             finding
             for hit, buf, spans in self._settled(data, 0, 0, len(data))
@@ -446,19 +445,32 @@ class Scanner:
         return sorted(h.start for h in report)
 
     def contains_any(self, data: str | bytes) -> bool:
-        if isinstance(data, str):
-            data = data.encode("utf-8", "surrogatepass")
+        data = _as_bytes(data)
         if self._search(data):
             return True
         return bool(self.decode and self._decoded(data, self.decode_depth))
 
     def mask(self, text: str) -> str:
-        """``text`` with every form of every secret masked: for messages we print ourselves."""
+        """``text`` with every form of every secret masked: for messages we print ourselves.
+        Always a plain ``str``."""
+        text = text if type(text) is str else str.__str__(text)
         buf = text.encode("utf-8", "surrogatepass")
         _, every = self._hits(buf)
         if not every:
             return text
         return mask_all(buf, [h.span() for h in every])
+
+
+def _as_bytes(data: str | bytes) -> bytes:
+    """``data`` as the bytes to search: a ``str`` (or a subclass, read through ``str``
+    itself: its own ``encode`` may raise or lie) as UTF-8 with surrogates passed through, a
+    ``bytes`` subclass as plain ``bytes``."""
+    kind = type(data)
+    if issubclass(kind, str):
+        return str.encode(data, "utf-8", "surrogatepass")  # type: ignore[arg-type]
+    if kind is not bytes and issubclass(kind, bytes):
+        return bytes.__getitem__(data, slice(None))
+    return data  # type: ignore[return-value]
 
 
 def _defers(backend: str, forms: tuple[FormFn, ...], secrets: list[Secret]) -> bool:

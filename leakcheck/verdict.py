@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import io
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 
@@ -11,7 +12,11 @@ from .detect import JOIN_SEPARATOR, Scanner
 from .findings import Finding
 from .policy import Policy, SinkClass
 
-__all__ = ["Leak", "judge", "format_leaks"]
+__all__ = ["Leak", "NotInspected", "Verdict", "judge", "format_leaks", "STREAM_FROM"]
+
+#: A captured text this long (characters or bytes) or longer is searched on its own, in
+#: chunks of ``detect.CHUNK_BYTES``: never joined with the others, never encoded whole.
+STREAM_FROM = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -36,13 +41,49 @@ class Leak:
         return data
 
 
+@dataclass(frozen=True)
+class NotInspected:
+    """A part of a sink leakcheck could not inspect (a generator it must not consume, an
+    object whose repr names only its type, what lay beyond the budget): not searched, so
+    never taken as clean. Listed in the report; it does not fail the test."""
+
+    sink: str
+    sink_class: SinkClass
+    path: str
+    what: str  # "generator: an iterator: its items are not read (...)"
+
+    @property
+    def where(self) -> str:
+        return f"{self.sink} {self.path}"
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "sink": self.sink,
+            "sink_class": self.sink_class.value,
+            "path": self.path,
+            "what": self.what,
+        }
+
+
+class Verdict(list[Leak]):
+    """The leaks ``judge`` found (a list), and ``not_inspected``: what it could not look
+    at."""
+
+    not_inspected: list[NotInspected]
+
+    def __init__(self, leaks: Iterable[Leak] = (), not_inspected: Iterable[NotInspected] = ()):
+        super().__init__(leaks)
+        self.not_inspected = list(not_inspected)
+
+
+def _encoded(text: str | bytes) -> bytes:
+    return text if type(text) is bytes else str.encode(text, "utf-8", "surrogatepass")  # type: ignore[arg-type]
+
+
 def _suspects(scanner: Scanner, items: list[Captured]) -> set[int]:
     """Indexes of the items that hold a hit, from one search over all of them joined: a
     test captures dozens of small texts, and most hold nothing."""
-    texts = [
-        t if isinstance(t, bytes) else t.encode("utf-8", "surrogatepass")
-        for t in (item.text for item in items)
-    ]
+    texts = [_encoded(item.text) for item in items]
     starts, position = [], 0
     for text in texts:
         starts.append(position)
@@ -53,16 +94,60 @@ def _suspects(scanner: Scanner, items: list[Captured]) -> set[int]:
     }
 
 
-def judge(scanner: Scanner, captured: Iterable[Captured], policy: Policy) -> list[Leak]:
+class _EncodedText(io.RawIOBase):
+    """A ``str`` read as its UTF-8 bytes (surrogates passed through), a slice at a time:
+    a long text is searched without a whole copy of it in bytes."""
+
+    _PIECE = 1 << 20  # characters encoded at a time
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._position = 0
+        self._pending = bytearray()
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, target: bytearray | memoryview) -> int:  # type: ignore[override]
+        wanted = len(target)
+        while len(self._pending) < wanted and self._position < len(self._text):
+            piece = self._text[self._position : self._position + self._PIECE]
+            self._position += len(piece)
+            self._pending += str.encode(piece, "utf-8", "surrogatepass")
+        size = min(wanted, len(self._pending))
+        target[:size] = self._pending[:size]
+        del self._pending[:size]
+        return size
+
+
+def _scan(scanner: Scanner, item: Captured) -> list[Finding]:
+    """Every finding in one item; a long text in chunks (bounded memory, one pass)."""
+    text = item.text
+    if len(text) < STREAM_FROM:
+        return scanner.scan(text, source=item.sink)
+    stream = io.BytesIO(text) if type(text) is bytes else _EncodedText(text)  # type: ignore[arg-type]
+    return list(scanner.scan_stream(stream, source=item.sink))  # type: ignore[arg-type]
+
+
+def judge(scanner: Scanner, captured: Iterable[Captured], policy: Policy) -> Verdict:
+    """Every hit in ``captured``, located and judged by ``policy``; what could not be
+    inspected, in ``not_inspected``. A text of ``STREAM_FROM`` or more is searched on its
+    own, in chunks; the others in one joined search first (most hold nothing)."""
     leaks: list[Leak] = []
     pending_fallback: list[tuple[Captured, Finding]] = []
     shown: set[tuple[str, str]] = set()  # (group, secret id) seen at field level
     items = list(captured)
-    suspects = _suspects(scanner, items)
+    not_inspected = [
+        NotInspected(item.sink, item.sink_class, item.path, item.uninspected)
+        for item in items
+        if item.uninspected
+    ]
+    small = [i for i, item in enumerate(items) if len(item.text) < STREAM_FROM]
+    suspects = {small[i] for i in _suspects(scanner, [items[i] for i in small])}
     for index, item in enumerate(items):
-        if index not in suspects:
+        if index not in suspects and len(item.text) < STREAM_FROM:
             continue
-        for finding in scanner.scan(item.text, source=item.sink):
+        for finding in _scan(scanner, item):
             if item.fallback:
                 pending_fallback.append((item, finding))
                 continue
@@ -73,7 +158,7 @@ def judge(scanner: Scanner, captured: Iterable[Captured], policy: Policy) -> lis
         if (item.group, finding.secret_id) not in shown:
             shown.add((item.group, finding.secret_id))
             leaks.append(_leak(item, finding, policy))
-    return leaks
+    return Verdict(leaks, not_inspected)
 
 
 def _leak(item: Captured, finding: Finding, policy: Policy) -> Leak:
@@ -88,7 +173,8 @@ def _leak(item: Captured, finding: Finding, policy: Policy) -> Leak:
 
 
 def format_leaks(leaks: list[Leak], *, header: str = "") -> str:
-    """A failure message a person can act on, grouped per secret; masked evidence only."""
+    """A failure message a person can act on, grouped per secret; masked evidence only.
+    A ``Verdict``'s ``not_inspected`` parts are listed after the leaks."""
     lines = [header] if header else []
     by_secret: dict[str, list[Leak]] = {}
     for leak in leaks:
@@ -105,4 +191,15 @@ def format_leaks(leaks: list[Leak], *, header: str = "") -> str:
             lines.append(f"      {leak.finding.excerpt}")
             if leak.note:
                 lines.append(f"      ({leak.note})")
+    lines += format_not_inspected(getattr(leaks, "not_inspected", ()))
     return "\n".join(lines)
+
+
+def format_not_inspected(parts: Iterable[NotInspected]) -> list[str]:
+    """``could not inspect`` lines (none when everything was inspected)."""
+    parts = list(parts)
+    if not parts:
+        return []
+    lines = [f"could not inspect {len(parts)} part(s) (not searched; not a failure):"]
+    lines += [f"  [not inspected] {p.sink_class.value}: {p.where}  {p.what}" for p in parts]
+    return lines

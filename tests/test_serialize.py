@@ -168,7 +168,8 @@ def test_cycles_and_depth() -> None:
     items.append(items)
     assert to_jsonable(items) == ["x", "<cycle list>"]
     shared = {"detail": "y"}
-    assert to_jsonable([shared, shared]) == [{"detail": "y"}, {"detail": "y"}]  # not a cycle
+    # not a cycle: written once, then referred to by its first path
+    assert to_jsonable([shared, shared]) == [{"detail": "y"}, "<same dict as $[0]>"]
     deep: dict[str, Any] = {}
     current = deep
     for _ in range(200):
