@@ -252,6 +252,17 @@ class Scanner:
         ]
 
     @property
+    def forms(self) -> tuple[FormFn, ...]:
+        return self._all_forms
+
+    def needles_so_far(self) -> list[bytes]:
+        """The needles made so far and, in place of the needles still put off, each
+        secret's anchor run (which every one of them holds): what a text must hold for
+        this scanner to find anything in it."""
+        with self._lock:
+            return [*self._patterns, *self._deferred.values()]
+
+    @property
     def max_needle(self) -> int:
         self._make_all()
         # patterns are only ever appended: the count says whether the cached value holds

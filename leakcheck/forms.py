@@ -720,7 +720,47 @@ def window_forms(s: Secret) -> list[tuple[str, bytes]]:
             bounds = [j for j, byte in enumerate(data) if byte & 0xC0 != 0x80]
             bounds.append(len(data))
             windows.update(dict.fromkeys([data[bounds[i] : bounds[i + size]] for i in kept]))
+    windows.update(dict.fromkeys(_byte_spelling_windows(value, bits)))
     return list(zip(repeat("fragment"), windows))
+
+
+#: Encodings whose bytes a ``repr`` spells with ``\\x`` escapes: ``-l`` locals holding
+#: ``token.encode()`` or ``token.encode("utf-16-le")`` (a Windows API, a PowerShell
+#: transcript) show nearly every piece of the secret in a truncated ``b'...'``.
+_WINDOW_ENCODINGS = ("utf-8", "utf-16-le")
+
+
+@functools.cache
+def _char_spellings(char: str) -> tuple[bytes, ...]:
+    """``char`` as the ``repr`` of its bytes in each of _WINDOW_ENCODINGS (both quotes),
+    and as raw UTF-16-LE: a window's spelling is the join of its characters'."""
+    spellings = []
+    for encoding in _WINDOW_ENCODINGS:
+        data = char.encode(encoding, "surrogatepass")
+        spellings += [_py_bytes_escape(data, quote).encode() for quote in "'\""]
+        if encoding != "utf-8":
+            spellings.append(data)
+    return tuple(spellings)
+
+
+def _byte_spelling_windows(value: str, bits: tuple[float, ...]) -> list[bytes]:
+    """Windows of WINDOW_CHARS characters of the secret as the ``repr`` of its encoded
+    bytes spells them, and as raw UTF-16-LE: one window per run of the secret's
+    characters, whatever the number of escapes that spell it."""
+    total = list(accumulate(bits, initial=0))
+    starts = [
+        i
+        for i in range(len(value) - WINDOW_CHARS + 1)
+        if total[i + WINDOW_CHARS] - total[i] >= TAIL_BITS
+    ]
+    if not starts:
+        return []
+    by_char = [_char_spellings(c) for c in value]
+    windows: list[bytes] = []
+    for k in range(len(by_char[0])):
+        spelled = [spellings[k] for spellings in by_char]
+        windows += [b"".join(spelled[i : i + WINDOW_CHARS]) for i in starts]
+    return windows
 
 
 #: WINDOW_CHARS characters none of which is a letter or digit (``[^\W_]`` is exactly

@@ -71,6 +71,7 @@ class LeakCheck:
         self.backend = backend
         self.skip_sinks = dict(skip_sinks or {})
         self._secrets: list[Secret] = []
+        self._session_secrets = 0  # how many of them ``register_secret`` added
         self._scanner: Scanner | None = None
         self._masker: Scanner | None = None
         self._exposed = ExposedSink()
@@ -115,9 +116,15 @@ class LeakCheck:
 
     def register(self, value: str, kind: str = "secret", *, id: str | None = None) -> str:
         """Search for a user-supplied secret too (rejected, without echo, if too weak)."""
-        secret_id = id or f"{kind}#user{len(self._secrets) + 1}"
+        # numbered among the test's own secrets: the session's do not shift the ids
+        secret_id = id or f"{kind}#user{len(self._secrets) - self._session_secrets + 1}"
         self._add(Secret.from_user(value, kind=kind, id=secret_id))
         return value
+
+    def register_secret(self, secret: Secret) -> Secret:
+        """Search for (and mask) a ``Secret`` made elsewhere: a session-wide one."""
+        self._session_secrets += 1
+        return self._add(secret)
 
     def _add(self, secret: Secret) -> Secret:
         self._secrets.append(secret)
@@ -139,6 +146,10 @@ class LeakCheck:
 
     def _build_masker(self) -> Scanner:
         return Scanner(self._secrets, decode=True, forms=MASKING_FORMS, backend=self.backend)
+
+    def built_masker(self) -> Scanner | None:
+        """The masking scanner over this check's secrets, if one was built already."""
+        return self._masker
 
     def mask(self, text: str) -> str:
         """``text`` with every form and every short piece of every secret masked."""

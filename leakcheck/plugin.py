@@ -8,8 +8,10 @@ masked evidence only. Every report of a test that registered secrets (failure te
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
+import os
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -21,14 +23,13 @@ import pytest
 from . import snapshots
 from .canaries import Secret
 from .capture import ProtectedRecordSink
-from .detect import Scanner
 from .extensions import skipped_plugins
-from .forms import MASKING_FORMS
+from .forms import WINDOW_CHARS
 from .harness import LeakCheck
+from .masking import SessionMasker, mask_strings
 from .policy import DEFAULT_POLICY, Policy, PolicyError
-from .serialize import map_strings
 
-__all__ = ["LeakcheckOptions", "leakcheck"]
+__all__ = ["LeakcheckOptions", "leakcheck", "register_session_secret"]
 
 _LEAKCHECK = pytest.StashKey[LeakCheck]()
 _MARKER = "leakcheck"
@@ -169,9 +170,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="pairs to forbid, e.g. 'context: operator'",
     )
     parser.addini("leakcheck_report", default="", help="JSON report path")
+    parser.addini(
+        "leakcheck_secret_env",
+        type="linelist",
+        default=[],
+        help="environment variables whose values are secrets for the whole session: masked "
+        "in everything pytest prints from the first line, searched in every test",
+    )
     snapshots.addoption(parser)
 
 
+@pytest.hookimpl(trylast=True)  # after the terminal reporter exists: its writer is masked
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
@@ -181,7 +190,26 @@ def pytest_configure(config: pytest.Config) -> None:
     state = _State(config)
     config.stash[_STATE] = state
     config.pluginmanager.register(state, "leakcheck-state")
+    state.mask_terminal()
     snapshots.install(config, lambda: state.secrets)
+
+
+def register_session_secret(
+    config: pytest.Config, value: str, kind: str = "secret", *, id: str | None = None
+) -> Secret:
+    """Register a secret for the whole session (from a conftest's ``pytest_configure``):
+    masked in everything pytest prints from then on, test ids included, and searched in
+    every test that uses the ``leakcheck`` fixture. A value a test registers itself is
+    masked only from the moment it registers it; one that shows in a test id (a
+    parametrize value) is printed by ``-v`` before that, so it must be registered here."""
+    state = config.stash[_STATE]
+    secret_id = id or f"{kind}#session{len(state.session_secrets) + 1}"
+    try:
+        secret = Secret.from_user(value, kind=kind, id=secret_id)
+    except ValueError as exc:
+        raise pytest.UsageError(f"leakcheck session secret: {exc}") from None
+    state.add_session_secret(secret)
+    return secret
 
 
 class _State:
@@ -204,31 +232,66 @@ class _State:
         self.report_path = config.getoption("--leakcheck-report") or config.getini(
             "leakcheck_report"
         )
+        #: leakcheck_secret_env names that are not set (said in the header)
+        self.missing_env: list[str] = []
         capture = config.getoption("capture", "fd")
         #: why the stdout/stderr sinks see nothing, when pytest does not capture output
         self.uncaptured = _UNCAPTURED.get(capture, "")
         #: what the capture mode lets through unscanned or unmasked, for the header
         self.capture_note = _CAPTURE_NOTES.get(capture, "")
+        #: the secrets of every test that ended (the snapshots' guard reads them)
         self.secrets: list[Secret] = []
+        #: every secret of every test that ended and of the session: everything pytest
+        #: prints is masked with it and the running tests' own (under xdist, in the
+        #: worker that knows the secrets, before a report travels to the controller)
+        self.masker = SessionMasker()
+        self.session_secrets: list[Secret] = []
         self.running: dict[str, LeakCheck] = {}
         self.records: list[dict[str, Any]] = []
         self.opt_outs: list[dict[str, str]] = []
         self.request_id_problems: list[dict[str, Any]] = []
-        self._scanner: Scanner | None = None
+        for name in config.getini("leakcheck_secret_env"):
+            self._add_env_secret(name)
+
+    def _add_env_secret(self, name: str) -> None:
+        value = os.environ.get(name)
+        if not value:
+            self.missing_env.append(name)
+            return
+        try:
+            secret = Secret.from_user(value, kind="secret", id=f"${name}")
+        except ValueError as exc:
+            raise pytest.UsageError(f"leakcheck_secret_env {name}: {exc}") from None
+        self.add_session_secret(secret)
+
+    def add_session_secret(self, secret: Secret) -> None:
+        self.session_secrets.append(secret)
+        self.masker.add([secret])
 
     def mask(self, text: str) -> str:
-        if not self.secrets:
-            return text
-        if self._scanner is None or len(self._scanner.secrets) != len(self.secrets):
-            self._scanner = Scanner(self.secrets, decode=True, forms=MASKING_FORMS)
-        return self._scanner.mask(text)
-
-    def mask_live(self, text: str) -> str:
-        """``mask`` plus the secrets of the tests still running (registered, not yet
-        handed to the session)."""
+        """``text`` with every form and piece of every secret seen so far masked: those of
+        the tests still running (each with its own masker), then every other one."""
         for check in list(self.running.values()):
             text = check.mask(text)
-        return self.mask(text)
+        return self.masker.mask(text)
+
+    def mask_terminal(self) -> None:
+        """Mask every write to pytest's terminal: the last net under every line pytest
+        prints (test ids in ``-v`` lines and failure headers, the short summary, warnings,
+        exit and interrupt banners, INTERNALERROR), with what the process knows then."""
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        writer = getattr(reporter, "_tw", None)
+        if writer is None:
+            return
+        write = writer.write
+
+        def masked_write(msg: str, **markup: bool) -> None:
+            # a progress dot cannot hold a masking window
+            if len(msg) >= WINDOW_CHARS:
+                msg = self.mask(msg)
+            write(msg, **markup)
+
+        writer.write = masked_write  # type: ignore[method-assign]
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -247,19 +310,36 @@ class _State:
 
     def _masked_format(self, fmt: Any) -> Any:
         def format(record: logging.LogRecord) -> str:
-            return self.mask_live(fmt(record))
+            return self.mask(fmt(record))
 
         return format
 
+    @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         """A marker written wrong is a usage error before any test runs, not a traceback
         in one test's setup. (An xdist worker cannot stop the session that way: there the
-        fixture fails the test with the same message.)"""
+        fixture fails the test with the same message.) A test id that shows a session
+        secret (a parametrize value) is masked before anything prints it."""
+        if len(self.masker):
+            _mask_test_ids(items, self.mask)
         if hasattr(self.config, "workerinput"):
             return
         for item in items:
             if item.get_closest_marker(_MARKER) is not None:  # nothing to check otherwise
                 _options(item, self.policy)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_make_collect_report(self, collector: pytest.Collector) -> Any:
+        report = yield
+        _mask_report(report, self.mask)
+        return report
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_warning_recorded(self, warning_message: Any, when: str, nodeid: str) -> None:
+        """A warning reaches the summary long after the test that raised it, and under xdist
+        through the controller, which knows no secret: mask it here, first, in place (a
+        ``__del__`` after the test, a thread dying late, a warning during collection)."""
+        _mask_warning(warning_message, self.mask)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -274,11 +354,9 @@ class _State:
             return
         reporter = xml.node_reporter(report)  # the open one for this test
         if not reporter.attrs.keys() - _JUNIT_OWN_ATTRIBUTES:
-            # nothing recorded: skip the session-wide masker, which is rebuilt whenever a
-            # test has added secrets (per test, it made --junitxml runs quadratic)
-            return
+            return  # nothing recorded: junitxml's own attributes come from masked reports
         reporter.attrs = {
-            self.mask_live(name): self.mask_live(value) for name, value in reporter.attrs.items()
+            self.mask(name): self.mask(value) for name, value in reporter.attrs.items()
         }
 
     # xdist: the controller hands its seed to the workers and merges what they found.
@@ -294,11 +372,20 @@ class _State:
             self.records.extend(data["records"])
             self.opt_outs.extend(data["opt_outs"])
 
+    @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        from _pytest.junitxml import xml_key
+
+        xml = self.config.stash.get(xml_key, None)
+        if xml is not None:
+            # before junitxml writes: every test case, with every secret known by now
+            # (record_testsuite_property, and a test's output holding a later one's secret)
+            _mask_junit(xml, self.mask)
         if hasattr(self.config, "workeroutput"):
-            self.config.workeroutput["leakcheck"] = json.dumps(
-                {"records": self.records, "opt_outs": self.opt_outs}
-            )
+            # masked again with every secret this worker saw (a later test may have
+            # registered a value an earlier record shows): the controller knows none
+            output = mask_strings({"records": self.records, "opt_outs": self.opt_outs}, self.mask)
+            self.config.workeroutput["leakcheck"] = json.dumps(output)
             return
         self.request_id_problems = _request_id_problems(self.records)
         if self.request_id_problems and session.exitstatus == 0:
@@ -317,7 +404,7 @@ class _State:
             path.parent.mkdir(parents=True, exist_ok=True)
             # Mask every string, then dump: masking the dumped text could swallow the
             # backslash of an escaped quote and leave invalid JSON.
-            text = json.dumps(map_strings(document, self.mask), indent=2, ensure_ascii=False)
+            text = json.dumps(mask_strings(document, self.mask), indent=2, ensure_ascii=False)
             path.write_text(text + "\n", encoding="utf-8")
 
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
@@ -325,6 +412,11 @@ class _State:
         header = [f"leakcheck: {state}, canary seed {self.seed}"]
         if self.enabled and self.capture_note:
             header.append(f"leakcheck: {self.capture_note}")
+        if self.session_secrets:
+            header.append(f"leakcheck: {len(self.session_secrets)} session secret(s) masked")
+        for name in self.missing_env:
+            header.append(f"leakcheck: leakcheck_secret_env: ${name} is not set")
+        header.append(f"leakcheck: {_MASKING_LIMIT}")
         return header
 
     @pytest.hookimpl(tryfirst=True)
@@ -370,6 +462,12 @@ class _State:
 
 
 _STATE = pytest.StashKey[_State]()
+#: What masking cannot reach, said in every session header.
+_MASKING_LIMIT = (
+    "output is masked with each secret from the moment it is registered; what was printed "
+    "before (a value logged or a parametrize id shown by -v before the test registered it) "
+    "cannot be: register such values for the session (leakcheck_secret_env)"
+)
 #: What junitxml writes on a test case itself (from the node id); anything else came from
 #: ``record_xml_attribute``.
 _JUNIT_OWN_ATTRIBUTES = frozenset({"classname", "name", "file", "line", "url"})
@@ -410,8 +508,12 @@ def leakcheck(request: pytest.FixtureRequest) -> Iterator[LeakCheck]:
         skip_sinks=options.skip_sinks,
         sinks=None if state.enabled else [],
     )
+    for secret in state.session_secrets:
+        check.register_secret(secret)
     for sink, reason in options.skip_sinks.items():
-        state.opt_outs.append({"test": request.node.nodeid, "sink": sink, "reason": reason})
+        state.opt_outs.append(
+            {"test": state.mask(request.node.nodeid), "sink": sink, "reason": state.mask(reason)}
+        )
     if state.uncaptured:
         # never silently clean: what pytest does not capture, no sink sees
         check.stdout.inactive_reason = check.stderr.inactive_reason = state.uncaptured
@@ -422,6 +524,8 @@ def leakcheck(request: pytest.FixtureRequest) -> Iterator[LeakCheck]:
             check.start()
         yield check
     finally:
+        # the session masker takes the secrets over before the check stops being asked
+        state.masker.add(check.secrets, check.built_masker())
         state.running.pop(request.node.nodeid, None)
         check.stop()
         state.secrets.extend(check.secrets)
@@ -460,6 +564,18 @@ def _tapped_readouterr(readouterr: Any, name: str, check: LeakCheck) -> Any:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
     outcome = yield
     report: pytest.TestReport = outcome.get_result()
+    state = item.config.stash[_STATE]
+    try:
+        _judge_report(item, call, report, state)
+    finally:
+        # every report, of any test: a secret the session knows may show in a test that
+        # never asked for the fixture (a module fixture's teardown, a later test's output)
+        _mask_report(report, state.mask)
+
+
+def _judge_report(
+    item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestReport, state: _State
+) -> None:
     check = item.stash.get(_LEAKCHECK, None)
     if check is None:
         return
@@ -479,7 +595,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             del report.wasxfail
     if not check.secrets:
         return
-    state = item.config.stash[_STATE]
+    if call.when == "call":
+        _fail_on_secret_in_test_id(item, report, check)
     if call.when == "call" and state.enabled:
         raised = call.excinfo.value if call.excinfo is not None else None
         # our own verdicts (a matrix failure, already masked) are not the gateway's output,
@@ -497,8 +614,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         # in the record's outcome and the grid
         session = snapshots.session_of(item.config)
         drift = session.apply(item, report, check) if session is not None else None
-        # Masked here, with every piece of this test's secrets: under xdist the controller
-        # that writes the report never sees the secrets.
         if check.matrix is not None:
             # a direct secret in the protected record breaks assertion 4; elsewhere, 2
             sinks = {leak.sink for leak in forbidden}
@@ -512,16 +627,18 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         record: dict[str, Any] = {
             "test": item.nodeid,
             "forbidden": len(forbidden),
-            "findings": [map_strings(leak.to_dict(), check.mask) for leak in leaks],
+            "findings": [leak.to_dict() for leak in leaks],
             # ids only, never values: `leakcheck scan --canaries-from` rebuilds the
             # canaries from these, the seed and the test id
             "secrets": [
-                {"id": check.mask(s.id), "kind": check.mask(s.kind), "generated": s.generated}
-                for s in check.secrets
+                {"id": s.id, "kind": s.kind, "generated": s.generated} for s in check.secrets
             ],
             "inactive_sinks": check.inactive_sinks(),
-            **({"matrix": map_strings(check.matrix, check.mask)} if check.matrix else {}),
+            **({"matrix": check.matrix} if check.matrix else {}),
         }
+        # masked here, with every secret this process knows: under xdist the controller
+        # that writes the report knows none
+        record = mask_strings(record, state.mask)
         state.records.append(record)
         if forbidden:
             original = report.longreprtext if report.failed else ""
@@ -542,7 +659,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             if hasattr(report, "wasxfail"):
                 del report.wasxfail
         record["outcome"] = report.outcome
-    _mask_report(report, check)
 
 
 def _request_id_problems(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -567,41 +683,168 @@ def _hand_over_output(item: pytest.Item, check: LeakCheck) -> None:
             check.stderr.add(f"pytest log capture ({when})", content)
 
 
-def _mask_report(report: pytest.TestReport, check: LeakCheck) -> None:
+def _fail_on_secret_in_test_id(
+    item: pytest.Item, report: pytest.TestReport, check: LeakCheck
+) -> None:
+    """A secret registered by a test whose id shows it (a parametrize value) came too late:
+    ``-v`` printed the id before the test ran. Never silently: the test fails, saying how
+    to register it in time."""
+    shown = sorted({f.secret_id for f in check.scanner.scan(item.nodeid)})
+    if not shown:
+        return
+    message = (
+        f"leakcheck: secret(s) {', '.join(shown)} show in this test's id, which pytest "
+        "printed before the test registered them: register them for the session "
+        "(ini leakcheck_secret_env, or leakcheck.plugin.register_session_secret in a "
+        "conftest's pytest_configure) or give the test an id without them "
+        "(@pytest.mark.parametrize(..., ids=...))"
+    )
+    original = report.longreprtext if report.failed else ""
+    report.outcome = "failed"
+    report.longrepr = "\n\n".join(p for p in (message, original) if p)
+
+
+def _mask_test_ids(items: list[pytest.Item], mask: Any) -> None:
+    """Each test id with every session secret in it masked (a parametrize value), before
+    any report, the terminal, JUnit or the JSON report shows it; kept unique."""
+    seen: set[str] = set()
+    for item in items:
+        masked = mask(item.nodeid)
+        if masked != item.nodeid:
+            unique, n = masked, 1
+            while unique in seen:
+                n += 1
+                unique = f"{masked}#{n}"
+            item._nodeid = unique
+        seen.add(item.nodeid)
+
+
+def _mask_warning(message: Any, mask: Any) -> None:
+    """``warnings.WarningMessage`` ``message`` masked in place: the text pytest prints
+    (message and the source line it shows) and what xdist sends to the controller."""
+    try:
+        text = str(message.message)
+    except Exception:  # noqa: BLE001 - a warning whose __str__ raises prints nothing of it
+        text = f"<{type(message.message).__name__}: str() raised>"
+    masked = mask(text)
+    if masked != text:
+        category = message.category if isinstance(message.category, type) else UserWarning
+        try:
+            replacement: Any = category(masked)
+            rebuilt = str(replacement) == masked
+        except Exception:  # noqa: BLE001 - a warning class with its own signature
+            rebuilt = False
+        message.message = replacement if rebuilt else masked
+    line = message.line
+    if line is None and isinstance(message.filename, str) and isinstance(message.lineno, int):
+        import linecache
+
+        line = linecache.getline(message.filename, message.lineno)  # what pytest would show
+    if isinstance(line, str) and mask(line) != line:
+        message.line = mask(line)
+    for name in ("filename", "source"):
+        value = getattr(message, name, None)
+        if isinstance(value, str):
+            setattr(message, name, mask(value))
+        elif value is not None and name == "source":
+            message.source = None  # an object whose allocation trace pytest would print
+
+
+def _mask_junit(xml: Any, mask: Any) -> None:
+    """Every test case junitxml is about to write (attributes, properties, failure texts,
+    captured output) and the suite's properties, masked."""
+    xml.global_properties = [(mask(str(k)), mask(str(v))) for k, v in xml.global_properties]
+    for reporter in getattr(xml, "node_reporters_ordered", []):
+        if "attrs" not in vars(reporter):  # finalized: it keeps only its element
+            _mask_element(reporter.to_xml(), mask)
+            continue
+        reporter.attrs = {mask(str(k)): mask(str(v)) for k, v in reporter.attrs.items()}
+        reporter.properties = [(mask(str(k)), mask(str(v))) for k, v in reporter.properties]
+        for node in reporter.nodes:
+            _mask_element(node, mask)
+
+
+def _mask_element(root: Any, mask: Any) -> None:
+    for element in root.iter():
+        if element.text:
+            element.text = mask(element.text)
+        if element.tail:
+            element.tail = mask(element.tail)
+        for key, value in list(element.attrib.items()):
+            masked_key = mask(key)
+            if masked_key != key:
+                del element.attrib[key]
+            element.attrib[masked_key] = mask(value)
+
+
+def _mask_report(report: pytest.TestReport | pytest.CollectReport, mask: Any) -> None:
     """No route to pytest's output may carry a secret: failure text, locals, sections,
     skip and xfail reasons, ``record_property`` values (JUnit properties)."""
+    properties = getattr(report, "user_properties", None)
     if (
         report.longrepr is None
         and not report.sections
-        and not report.user_properties
+        and not properties
         and not hasattr(report, "wasxfail")
     ):
         return
     if isinstance(report.longrepr, tuple):
         # A skip: (path, lineno, reason); pytest's terminal and JUnit writers need the tuple.
         report.longrepr = tuple(
-            check.mask(part) if isinstance(part, str) else part for part in report.longrepr
+            mask(part) if isinstance(part, str) else part for part in report.longrepr
         )
     elif report.longrepr is not None:
         text = report.longreprtext
-        masked = check.mask(text)
+        masked = mask(text)
         if masked != text:
-            report.longrepr = masked
+            # masked where it lies, so that pytest lays it out as ever (indentation, the
+            # crash line of the short summary); as one text if a piece still shows
+            if isinstance(report.longrepr, str) or not _mask_fields(report.longrepr, mask):
+                report.longrepr = masked
+            else:
+                shown = report.longreprtext
+                if mask(shown) != shown:
+                    report.longrepr = masked
     wasxfail = getattr(report, "wasxfail", None)
     if isinstance(wasxfail, str):
-        report.wasxfail = check.mask(wasxfail)
-    report.sections = [(title, check.mask(content)) for title, content in report.sections]
-    report.user_properties = [
-        (_mask_value(name, check), _mask_value(value, check))
-        for name, value in report.user_properties
-    ]
+        report.wasxfail = mask(wasxfail)
+    report.sections = [(title, mask(content)) for title, content in report.sections]
+    if properties:
+        report.user_properties = [  # type: ignore[union-attr]
+            (_mask_value(name, mask), _mask_value(value, mask)) for name, value in properties
+        ]
 
 
-def _mask_value(value: object, check: LeakCheck) -> object:
+def _mask_fields(obj: object, mask: Any) -> bool:
+    """Mask, in place, every string of pytest's failure representation ``obj`` (its
+    dataclasses: entries, lines, locals, arguments, crash location, sections); False when
+    it is not made of them."""
+    if not dataclasses.is_dataclass(obj) or isinstance(obj, type):
+        return False
+    for item in dataclasses.fields(obj):
+        setattr(obj, item.name, _masked_field(getattr(obj, item.name), mask))
+    return True
+
+
+def _masked_field(value: Any, mask: Any) -> Any:
+    if isinstance(value, str):
+        return mask(value)
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        # lines: masked together, so that a secret over several of them (a PEM) is found
+        joined = "\n".join(value)
+        masked = mask(joined)
+        return value if masked == joined else masked.split("\n")
+    if isinstance(value, (list, tuple)):
+        return type(value)(_masked_field(v, mask) for v in value)
+    _mask_fields(value, mask)
+    return value
+
+
+def _mask_value(value: object, mask: Any) -> object:
     """``value`` itself when it shows no secret, else its masked text."""
     try:
         text = value if isinstance(value, str) else str(value)
     except Exception:  # noqa: BLE001 - a raising __str__ cannot print a secret either
         return value
-    masked = check.mask(text)
+    masked = mask(text)
     return value if masked == text else masked

@@ -1,0 +1,240 @@
+"""One masker for everything a process prints: every secret registered so far, any test.
+
+A test's own reports are masked with its own secrets, but a session prints much that no
+test owns: a later test's output holding an earlier test's token, a module fixture's
+teardown error, a warning raised by a ``__del__`` after the test ended, the short summary,
+an exit banner. ``SessionMasker`` masks all of it with every secret the process has seen.
+
+Secrets arrive a few at a time, thousands in a session, and nearly every text to mask
+holds none of them. A scanner over all of them would have to be rebuilt at each arrival
+(an automaton costs ~6 us per needle, ~160 needles per secret: quadratic over a session).
+The masker keeps instead an index of a head of every needle of every secret it knows
+(HEAD_BYTES of its bytes, the last ones where no other secret has them; for put-off
+needles, of the anchor run each of them holds),
+by batch of secrets (a test's). A text is looked up in C first (the set of its 4-byte
+substrings meets the set of the heads' first four bytes: usually not at all), then at each
+place where a head's first four bytes occur, by its whole head; a text that holds a head is
+masked by a scanner over just the batches that own it. A clean text costs two set operations in C;
+six bytes keep chance matches rare even for the lowercase alphabet of a host name canary
+(four bytes of English text meet one of a thousand such canaries' heads in most lines).
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from array import array
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from itertools import compress
+from operator import itemgetter
+from typing import Any
+
+from .canaries import Secret
+from .decode import all_decoders, decode_runs
+from .detect import Scanner
+from .engine import available_backends
+from .forms import MASKING_FORMS, RUN_KEEPING_FORMS, WINDOW_CHARS, anchor_run, needle_table
+from .serialize import map_strings
+
+__all__ = ["SessionMasker", "mask_strings", "masking_scanner"]
+
+#: Texts to mask are small (a report, a warning): the automaton builds in well under a
+#: millisecond, where a hyperscan database takes ~20 ms to compile.
+_BACKEND = "ahocorasick" if "ahocorasick" in available_backends() else "auto"
+_KEY_CODE = next(code for code in "IL" if array(code).itemsize == 4)
+_EAGER_FORMS = tuple(f for f in MASKING_FORMS if f not in RUN_KEEPING_FORMS)
+#: Bytes of a needle's head (the shortest needle, a masking window, has at least these).
+HEAD_BYTES = WINDOW_CHARS
+_TAIL = itemgetter(slice(-HEAD_BYTES, None))
+_FIRST_FOUR = itemgetter(slice(0, 4))
+
+
+#: Scanners over the batches of recent texts, kept for the texts that follow (a failing
+#: test's report is masked field by field).
+_CACHED_SCANNERS = 32
+#: Decoding layers looked into: as many as a masking scanner decodes.
+_DECODE_DEPTH = 2
+
+
+def masking_scanner(secrets: Iterable[Secret]) -> Scanner:
+    """A scanner that masks every form and every short piece of ``secrets``."""
+    return Scanner(secrets, decode=True, forms=MASKING_FORMS, backend=_BACKEND)
+
+
+def _needle_material(secret: Secret) -> list[bytes]:
+    """What a text must hold for ``masking_scanner`` to find anything of ``secret``: every
+    needle made at once, and the anchor run each put-off needle holds."""
+    run = anchor_run(secret)
+    if run is None:  # nothing is put off: every needle is made at once
+        return list(needle_table(secret, MASKING_FORMS))
+    return [*needle_table(secret, _EAGER_FORMS), run]
+
+
+def _four_byte_keys(data: bytes, into: set[int]) -> None:
+    """Every 4-byte substring of ``data`` as an int (those at 0, 1, 2, 3 mod 4, each run
+    read as ints in C)."""
+    size = len(data)
+    for shift in range(4):
+        end = shift + (size - shift) // 4 * 4
+        if end > shift:
+            into.update(array(_KEY_CODE, data[shift:end]))
+
+
+@dataclass(frozen=True)
+class _Batch:
+    secrets: tuple[Secret, ...]
+
+
+class SessionMasker:
+    """Masks a text with every secret ``add``-ed so far (thread-safe: log handlers mask
+    from the threads that log)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._batches: list[_Batch] = []
+        self._values: set[str] = set()
+        #: a head -> the batch owning it, or the batches when several do
+        self._heads: dict[bytes, int | list[int]] = {}
+        #: the first four bytes of every head, as the ints ``_four_byte_keys`` makes
+        self._keys: set[int] = set()
+        #: batches with a needle shorter than a head: candidates for every text
+        self._always: list[int] = []
+        self._scanners: OrderedDict[tuple[int, ...], Scanner] = OrderedDict()
+        self._decoders = all_decoders()
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def add(self, secrets: Iterable[Secret], scanner: Scanner | None = None) -> None:
+        """Mask ``secrets`` from now on (a value already known is kept once). ``scanner``,
+        a masking scanner over them that exists already (a test's own), saves making their
+        needles again."""
+        fresh = tuple({s.value: s for s in secrets if s.value not in self._values}.values())
+        if not fresh:
+            return
+        if (
+            scanner is not None
+            and scanner.forms == MASKING_FORMS
+            and set(fresh) <= set(scanner.secrets)
+        ):
+            # (its needles of secrets already known too: their heads only add candidates)
+            needles = scanner.needles_so_far()
+        else:
+            needles = [n for secret in fresh for n in _needle_material(secret)]
+        short = min(map(len, needles), default=HEAD_BYTES) < HEAD_BYTES
+        long_needles = [n for n in needles if len(n) >= HEAD_BYTES] if short else needles
+        with self._lock:
+            index = len(self._batches)
+            self._batches.append(_Batch(fresh))
+            self._values.update(secret.value for secret in fresh)
+            heads = self._index(long_needles, index)
+            self._keys.update(array(_KEY_CODE, b"".join(map(_FIRST_FOUR, heads))))
+            if short:
+                self._always.append(index)
+
+    def _index(self, needles: list[bytes], index: int) -> set[bytes]:
+        """Index each of ``needles`` (of batch ``index``) by its tail or, where another
+        batch has that tail already (a kind's fixed suffix: ``corp.internal``), by its
+        start or its middle: fixed text is then owned by the batch that came first, and a
+        text holding it (any line saying "internal") costs one small scanner, not one over
+        every batch of the kind. The heads used."""
+        owners = self._heads
+        tails = set(map(_TAIL, needles))
+        taken = set(filter(owners.__contains__, tails))  # (made in C, as below)
+        heads = tails - taken
+        owners.update(dict.fromkeys(heads, index))
+        if not taken:
+            return heads
+        for needle in compress(needles, map(taken.__contains__, map(_TAIL, needles))):
+            head = needle[:HEAD_BYTES]
+            if head in owners:
+                middle = (len(needle) - HEAD_BYTES) // 2
+                head = needle[middle : middle + HEAD_BYTES]
+            owner = owners.setdefault(head, index)
+            if isinstance(owner, int):
+                if owner != index:
+                    owners[head] = [owner, index]
+            elif owner[-1] != index:
+                owner.append(index)
+            heads.add(head)
+        return heads
+
+    def _candidates(self, buf: bytes) -> tuple[int, ...]:
+        """The batches owning a head that ``buf`` holds (in it or decoded)."""
+        layers = [buf]
+        layer = [buf]
+        for _ in range(_DECODE_DEPTH):
+            layer = [decoded for data in layer for *_, decoded in decode_runs(data, self._decoders)]
+            layers += layer
+        found = set(self._always)
+        with self._lock:
+            for data in layers:
+                present: set[int] = set()
+                _four_byte_keys(data, present)
+                for key in present & self._keys:
+                    self._owners_at(data, key.to_bytes(4, sys.byteorder), found)
+        return tuple(sorted(found))
+
+    def _owners_at(self, data: bytes, start: bytes, found: set[int]) -> None:
+        """Add to ``found`` the owners of the heads at each place ``start`` occurs."""
+        position = data.find(start)
+        while position >= 0:
+            owner = self._heads.get(data[position : position + HEAD_BYTES])
+            if isinstance(owner, int):
+                found.add(owner)
+            elif owner is not None:
+                found.update(owner)
+            position = data.find(start, position + 1)
+
+    def _scanner(self, indexes: tuple[int, ...]) -> Scanner:
+        with self._lock:
+            scanner = self._scanners.get(indexes)
+            if scanner is not None:
+                self._scanners.move_to_end(indexes)
+                return scanner
+            secrets = [s for i in indexes for s in self._batches[i].secrets]
+        scanner = masking_scanner(secrets)
+        with self._lock:
+            self._scanners[indexes] = scanner
+            while len(self._scanners) > _CACHED_SCANNERS:
+                self._scanners.popitem(last=False)
+        return scanner
+
+    def mask(self, text: str) -> str:
+        """``text`` with every form and every piece of every known secret masked."""
+        if not self._batches or not text:
+            return text
+        indexes = self._candidates(str.encode(text, "utf-8", "surrogatepass"))
+        if not indexes:
+            return text
+        return self._scanner(indexes).mask(text)
+
+
+#: Joins the strings of a document for one masking pass; no needle spans it.
+_STRING_SEPARATOR = "\n\x00\x00\n"
+
+
+def mask_strings(value: Any, mask: Callable[[str], str]) -> Any:
+    """JSON data ``value`` with every string masked by ``mask`` (keys included), the data
+    itself when none needs it: one pass over all of them first, since nearly always none
+    does (a report record holds a few dozen short strings)."""
+    strings: list[str] = []
+    _strings(value, strings)
+    joined = _STRING_SEPARATOR.join(strings)
+    if mask(joined) == joined:
+        return value
+    return map_strings(value, mask)
+
+
+def _strings(value: Any, into: list[str]) -> None:
+    if isinstance(value, str):
+        into.append(value)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            into.append(str(key))
+            _strings(item, into)
+    elif isinstance(value, list):
+        for item in value:
+            _strings(item, into)
