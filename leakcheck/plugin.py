@@ -706,7 +706,8 @@ def _fail_on_secret_in_test_id(
 
 def _mask_test_ids(items: list[pytest.Item], mask: Any) -> None:
     """Each test id with every session secret in it masked (a parametrize value), before
-    any report, the terminal, JUnit or the JSON report shows it; kept unique."""
+    any report, the terminal, JUnit, pytest's cache or the JSON report shows it; kept
+    unique."""
     seen: set[str] = set()
     for item in items:
         masked = mask(item.nodeid)
@@ -715,8 +716,19 @@ def _mask_test_ids(items: list[pytest.Item], mask: Any) -> None:
             while unique in seen:
                 n += 1
                 unique = f"{masked}#{n}"
-            item._nodeid = unique
+            _rename(item, unique, mask)
         seen.add(item.nodeid)
+
+
+def _rename(item: pytest.Item, nodeid: str, mask: Any) -> None:
+    """Give ``item`` the id ``nodeid``, its name and location masked the same way."""
+    if isinstance(getattr(item, "_nodeid", None), str):  # pytest < 9
+        item._nodeid = nodeid
+    else:  # pytest 9: a structured NodeId
+        item._id = type(item._id).parse(nodeid)  # type: ignore[attr-defined]
+    item.name = mask(item.name)
+    path, line, domain = item.location  # a cached property: replaced as it is kept
+    item.__dict__["location"] = (path, line, mask(domain))
 
 
 def _mask_warning(message: Any, mask: Any) -> None:
