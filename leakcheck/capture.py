@@ -191,8 +191,11 @@ def _describe(
         fields += 1
         yield Captured(sink, sink_class, f"{prefix}{path}", text, note=note, group=group)
     if issubclass(kind, (bytes, bytearray, memoryview)):
-        data = bytes_of(obj)
-        if len(data) < INLINE_MAX:  # a long one was its own field, once
+        try:
+            data = bytes_of(obj)
+        except ValueError:  # a released memoryview: nothing left to read
+            data = None
+        if data is not None and len(data) < INLINE_MAX:  # a long one was its own field
             yield Captured(sink, sink_class, f"{prefix}bytes", data, group=group)
     beyond = (
         f"fields after the first {FIELD_BUDGET:,} are searched here only"

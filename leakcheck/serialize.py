@@ -615,7 +615,8 @@ class Serialized:
         if issubclass(kind, str):
             size = str.__len__(obj)
             if not (self._long_texts and size >= INLINE_MAX):
-                self._charge(size + 2)
+                # a long one is the app's own object, referred to, not copied: not counted
+                self._charge(size + 2 if size < INLINE_MAX else 64)
                 return text_of(obj)
         elif issubclass(kind, int):
             value = int.__int__(obj)
@@ -686,8 +687,8 @@ class Serialized:
             members = _members(obj)
             out = []
             for i, member in enumerate(members):
-                if self._over():
-                    self._skip(node, i, len(members) - i)
+                if self._over():  # said in the value too: a consumer sees where it stops
+                    out.append(self._skip(node, i, len(members) - i))
                     break
                 self._charge(2)
                 out.append(self._value(member, node, i, depth))
@@ -727,10 +728,13 @@ class Serialized:
             pairs = obj.items()
         out: dict[str, Any] = {}
         try:
-            for pair in pairs:
+            for i, pair in enumerate(pairs):
                 if self._over():
-                    remaining = len(pairs) - len(out) if isinstance(pairs, list) else 1
-                    self._skip(node, None, remaining)
+                    remaining = len(pairs) - i if isinstance(pairs, list) else 1
+                    marker = "<not inspected>"
+                    while marker in out:
+                        marker += "'"
+                    out[marker] = self._skip(node, None, remaining)
                     break
                 key_obj, value = pair
                 key = _key_text(key_obj)
@@ -818,8 +822,9 @@ def to_jsonable(obj: Any) -> Any:
     object once (see :class:`Serialized`).
 
     Never raises: a part that cannot be read (a raising property, ``items`` or ``__str__``)
-    becomes its safe repr, and only that part."""
-    return Serialized(obj).value
+    becomes its safe repr, and only that part. Within ``BUDGET_CHARS`` (an ``items()`` that
+    never ends ends there)."""
+    return Serialized(obj, budget=BUDGET_CHARS).value
 
 
 def _field(obj: object, name: str) -> object:

@@ -617,6 +617,14 @@ def test_long_exception_attribute_and_log_extra_are_one_text_each() -> None:
     assert sizes == [len(document)]  # the text itself, once: no repr, no str copy
 
 
+def test_a_released_memoryview_is_not_a_failure_to_serialize() -> None:
+    view = memoryview(b"gone")
+    view.release()
+    items = list(describe(view, "tool response", SinkClass.CALLER, "tool response", "g"))
+    assert [i.uninspected for i in items if i.uninspected] == []
+    assert [i.path for i in items] == ["$", "json", "repr"]
+
+
 def test_exposed_sink_names_its_label_safely() -> None:
     class Label(str):
         def __format__(self, spec: str) -> str:

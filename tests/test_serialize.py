@@ -4,6 +4,7 @@ paths, and every text an exception carries. None of it may raise on hostile obje
 from __future__ import annotations
 
 import collections
+import collections.abc
 import dataclasses
 import json
 import subprocess
@@ -201,6 +202,31 @@ def test_hostile_objects_never_raise(obj: Any) -> None:
     assert list(leaves(value)) is not None
     if isinstance(obj, (dict, list, RaisingArgs)):
         assert "kept" in json.dumps(value)  # one bad part does not hide the others
+
+
+class ManyItems(collections.abc.Mapping):  # type: ignore[type-arg]
+    """A mapping whose items() goes on and on (its len and iteration are no help)."""
+
+    def __getitem__(self, key: Any) -> Any:
+        raise KeyError(key)
+
+    def __len__(self) -> int:
+        raise RuntimeError("len")
+
+    def __iter__(self) -> Any:
+        raise RuntimeError("iter")
+
+    def items(self) -> Any:
+        return ((f"key{i}", i) for i in range(2_000_000))
+
+
+def test_to_jsonable_stops_at_the_budget_and_says_so() -> None:
+    value = to_jsonable(ManyItems())
+    assert 100_000 < len(value) < 1_000_000, len(value)
+    assert value["<not inspected>"] == "<not inspected: over budget>"
+    rows = to_jsonable([f"row {i}" for i in range(2_000_000)])
+    assert 100_000 < len(rows) < 1_500_000, len(rows)
+    assert rows[-1] == "<not inspected: over budget>"
 
 
 def test_a_raising_part_hides_only_itself() -> None:
