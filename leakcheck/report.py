@@ -1,17 +1,26 @@
-"""Render findings as text, JSON or SARIF 2.1.0. Excerpts are already masked by span."""
+"""Render findings as text, JSON or SARIF 2.1.0. Excerpts are already masked by span.
+
+A report is built as a document first (the text report's lines, the JSON or SARIF object),
+so that a caller can mask every string of it before it is dumped (``render(..., mask=)``):
+masking the dumped JSON could cut through an escape sequence.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 from . import __version__
 from .findings import Finding
+from .serialize import map_strings
 
-__all__ = ["ScanSummary", "render_text", "render_json", "render_sarif", "RENDERERS"]
+__all__ = ["ScanSummary", "render", "render_text", "render_json", "render_sarif", "RENDERERS"]
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
@@ -27,13 +36,22 @@ class ScanSummary:
     engine: str = ""
     decode: bool = False
     errors: list[str] = field(default_factory=list)
+    #: (source, why) of each entry that was not read: a FIFO, socket or device below a
+    #: directory, a symlink back to a directory being read. Never reported as clean.
+    not_read: list[tuple[str, str]] = field(default_factory=list)
+    #: what the user should know that is neither a finding nor an error (duplicates)
+    notes: list[str] = field(default_factory=list)
+    #: source -> its SARIF artifact URI, where the source name alone cannot give it (a
+    #: file name that is not UTF-8 is shown with backslash escapes; its URI percent-encodes
+    #: the raw bytes)
+    uris: dict[str, str] = field(default_factory=dict)
 
 
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-def render_text(summary: ScanSummary) -> str:
+def text_lines(summary: ScanSummary) -> list[str]:
     findings = summary.findings
     lines = []
     hit_sources = len({f.source for f in findings})
@@ -56,15 +74,28 @@ def render_text(summary: ScanSummary) -> str:
         form_width = max(len(f.form) for f in group)
         for f in group:
             lines.append(f"  {f.location:<{width}}  {f.form:<{form_width}}  {f.excerpt}")
+    for source, why in summary.not_read:
+        lines.append(f"not read ({why}): {source}")
     for error in summary.errors:
         lines.append(f"error: {error}")
     if not findings and not summary.errors:
-        lines.append("clean: no form of any secret was found")
-    return "\n".join(lines) + "\n"
+        if summary.not_read:
+            count = len(summary.not_read)
+            lines.append(
+                f"no finding in what was read; {count} "
+                f"{'entry was' if count == 1 else 'entries were'} not read (above): not clean"
+            )
+        else:
+            lines.append("clean: no form of any secret was found")
+    return lines
 
 
-def render_json(summary: ScanSummary) -> str:
-    document = {
+def render_text(summary: ScanSummary) -> str:
+    return render(summary, "text")
+
+
+def json_document(summary: ScanSummary) -> dict[str, Any]:
+    document: dict[str, Any] = {
         "tool": {"name": "leakcheck", "version": __version__},
         "engine": summary.engine,
         "decode": summary.decode,
@@ -74,18 +105,43 @@ def render_json(summary: ScanSummary) -> str:
         "findings": [f.to_dict() for f in summary.findings],
         "errors": summary.errors,
     }
-    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    # present only when there is something to say: a consumer that checks the keys of a
+    # clean report sees the same keys as before
+    if summary.not_read:
+        document["not_read"] = [{"source": s, "why": why} for s, why in summary.not_read]
+    if summary.notes:
+        document["notes"] = summary.notes
+    return document
 
 
-def _uri(source: str) -> str:
+def render_json(summary: ScanSummary) -> str:
+    return render(summary, "json")
+
+
+def _uri(source: str, uris: dict[str, str] | None = None) -> str:
     """A URI reference for SARIF: relative paths percent-encoded (spaces, non-ASCII)."""
+    if uris and source in uris:
+        return uris[source]
     if source.startswith("<"):
         return source.strip("<>") or "stdin"
     path = Path(source)
     return quote(path.as_posix()) if not path.is_absolute() else path.as_uri()
 
 
-def render_sarif(summary: ScanSummary) -> str:
+def path_uri(path: str) -> str:
+    """The SARIF URI of a file path as the OS gave it: its raw bytes percent-encoded (a
+    name that is not UTF-8 arrives surrogate-escaped)."""
+    if os.path.isabs(path):
+        return Path(path).as_uri()
+    return quote(os.fsencode(Path(path).as_posix()))
+
+
+#: What a masked URI keeps as it is (reserved characters and existing escapes); anything
+#: else a mask label brought in (``«»``, spaces) is percent-encoded again.
+_URI_SAFE = "/:%@!$&'()*+,;=~?#[]-._"
+
+
+def sarif_document(summary: ScanSummary) -> dict[str, Any]:
     rules = [
         {
             "id": f"leakcheck/{cls}",
@@ -116,7 +172,7 @@ def render_sarif(summary: ScanSummary) -> str:
                 "locations": [
                     {
                         "physicalLocation": {
-                            "artifactLocation": {"uri": _uri(f.source)},
+                            "artifactLocation": {"uri": _uri(f.source, summary.uris)},
                             "region": {
                                 "startLine": f.line,
                                 "startColumn": f.column,
@@ -150,18 +206,60 @@ def render_sarif(summary: ScanSummary) -> str:
                     {
                         "executionSuccessful": not summary.errors,
                         "toolExecutionNotifications": [
-                            {"level": "error", "message": {"text": e}} for e in summary.errors
+                            *({"level": "error", "message": {"text": e}} for e in summary.errors),
+                            *(
+                                {"level": "warning", "message": {"text": f"not read ({w}): {s}"}}
+                                for s, w in summary.not_read
+                            ),
+                            *({"level": "note", "message": {"text": n}} for n in summary.notes),
                         ],
                     }
                 ],
             }
         ],
     }
+    return document
+
+
+def render_sarif(summary: ScanSummary) -> str:
+    return render(summary, "sarif")
+
+
+def _requote_uris(document: dict[str, Any]) -> None:
+    for run in document["runs"]:
+        for result in run["results"]:
+            for location in result["locations"]:
+                artifact = location["physicalLocation"]["artifactLocation"]
+                artifact["uri"] = quote(artifact["uri"], safe=_URI_SAFE)
+
+
+DOCUMENTS: dict[str, Callable[[ScanSummary], Any]] = {
+    "text": text_lines,
+    "json": json_document,
+    "sarif": sarif_document,
+}
+
+
+def document(summary: ScanSummary, fmt: str) -> Any:
+    """The report as data: a list of lines (text) or a JSON object."""
+    return DOCUMENTS[fmt](summary)
+
+
+def dump(document: Any, fmt: str) -> str:
+    if fmt == "text":
+        return "\n".join(document) + "\n"
+    if fmt == "sarif":
+        _requote_uris(document)
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
 
 
+def render(summary: ScanSummary, fmt: str, mask: Callable[[str], str] | None = None) -> str:
+    """The report in ``fmt``; ``mask`` is applied to every string of the document (JSON
+    keys too) before it is dumped."""
+    built = document(summary, fmt)
+    if mask is not None:
+        built = map_strings(built, mask)
+    return dump(built, fmt)
+
+
 RENDERERS = {"text": render_text, "json": render_json, "sarif": render_sarif}
-
-
-def render(summary: ScanSummary, fmt: str) -> str:
-    return RENDERERS[fmt](summary)
