@@ -17,9 +17,10 @@ import pytest
 from conftest import self_scan
 
 import leakcheck.canaries as canaries_module
-from leakcheck import Secret, SecretClass
+from leakcheck import Scanner, Secret, SecretClass
 from leakcheck.cli import main
 from leakcheck.engine import available_backends
+from leakcheck.forms import MASKING_FORMS
 
 KINDS = ("bearer", "api_key", "password", "cookie", "user_name")
 
@@ -52,21 +53,40 @@ def secrets_file(tmp_path: Path, secrets: list[Secret]) -> Path:
     return path
 
 
+@functools.lru_cache(maxsize=64)
+def _strict(secrets: tuple[Secret, ...]) -> Scanner:
+    return Scanner(secrets, decode=True, forms=MASKING_FORMS, strict=True, backend="ahocorasick")
+
+
+def no_echo(text: str | bytes, secrets: list[Secret], what: str) -> None:
+    """No form (self_scan) and no 6-character piece (a strict scan) of any secret; the
+    frame is hidden (pytest prints a frame's arguments: ``text``)."""
+    __tracebackhide__ = True
+    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    try:
+        self_scan(data, secrets, what)
+    except AssertionError as exc:
+        raise AssertionError(str(exc)) from None
+    pieces = "; ".join(f"{f.secret_id} as {f.form}" for f in _strict(tuple(secrets)).scan(data))
+    assert not pieces, f"{what} shows pieces: {pieces}"
+
+
 @pytest.fixture
 def cli(capsys: pytest.CaptureFixture[str], secrets: list[Secret]):
-    """Run ``main(argv)``; every output is self-scanned for ``secrets`` and ``extra``."""
+    """Run ``main(argv)``; every output is checked for ``secrets`` and ``extra``."""
 
     def run(*argv: str | Path, extra: tuple[Secret, ...] = (), files=()) -> Run:
+        __tracebackhide__ = True
         everything = [*secrets, *extra]
         try:
             code = main([str(a) for a in argv])
         except SystemExit as exc:  # argparse's own usage errors
             code = exc.code
         out, err = capsys.readouterr()
-        self_scan(out, everything, "stdout")
-        self_scan(err, everything, "stderr")
+        no_echo(out, everything, "stdout")
+        no_echo(err, everything, "stderr")
         for path in files:
-            self_scan(Path(path).read_bytes(), everything, f"output file {Path(path).name}")
+            no_echo(Path(path).read_bytes(), everything, f"output file {Path(path).name}")
         assert "Traceback" not in err
         return Run(code, out, err)
 
