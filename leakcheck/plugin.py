@@ -202,13 +202,19 @@ def register_session_secret(
     every test that uses the ``leakcheck`` fixture. A value a test registers itself is
     masked only from the moment it registers it; one that shows in a test id (a
     parametrize value) is printed by ``-v`` before that, so it must be registered here."""
-    state = config.stash[_STATE]
-    secret_id = id or f"{kind}#session{len(state.session_secrets) + 1}"
+    # a conftest's pytest_configure may run before the plugin's: those wait for it
+    waiting = config.stash.setdefault(_EARLY_SESSION_SECRETS, [])
+    state = config.stash.get(_STATE, None)
+    known = len(state.session_secrets) if state is not None else len(waiting)
+    secret_id = id or f"{kind}#session{known + 1}"
     try:
         secret = Secret.from_user(value, kind=kind, id=secret_id)
     except ValueError as exc:
         raise pytest.UsageError(f"leakcheck session secret: {exc}") from None
-    state.add_session_secret(secret)
+    if state is None:
+        waiting.append(secret)
+    else:
+        state.add_session_secret(secret)
     return secret
 
 
@@ -252,6 +258,8 @@ class _State:
         self.request_id_problems: list[dict[str, Any]] = []
         for name in config.getini("leakcheck_secret_env"):
             self._add_env_secret(name)
+        for secret in config.stash.get(_EARLY_SESSION_SECRETS, []):
+            self.add_session_secret(secret)
 
     def _add_env_secret(self, name: str) -> None:
         value = os.environ.get(name)
@@ -333,6 +341,12 @@ class _State:
         report = yield
         _mask_report(report, self.mask)
         return report
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_internalerror(self, excrepr: Any) -> None:
+        """An INTERNALERROR is printed by the terminal, and sent by an xdist worker to the
+        controller as its text: masked here, in place, first."""
+        _mask_fields(excrepr, self.mask)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_warning_recorded(self, warning_message: Any, when: str, nodeid: str) -> None:
@@ -462,6 +476,7 @@ class _State:
 
 
 _STATE = pytest.StashKey[_State]()
+_EARLY_SESSION_SECRETS = pytest.StashKey[list[Secret]]()
 #: What masking cannot reach, said in every session header.
 _MASKING_LIMIT = (
     "output is masked with each secret from the moment it is registered; what was printed "
@@ -842,10 +857,16 @@ def _masked_field(value: Any, mask: Any) -> Any:
     if isinstance(value, str):
         return mask(value)
     if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
-        # lines: masked together, so that a secret over several of them (a PEM) is found
-        joined = "\n".join(value)
+        # lines: masked together, so that a secret over several of them (a PEM) is found;
+        # a native traceback's lines keep their own line ends
+        ended = all(line.endswith("\n") for line in value)
+        joined = ("" if ended else "\n").join(value)
         masked = mask(joined)
-        return value if masked == joined else masked.split("\n")
+        if masked == joined:
+            return value
+        if not ended:
+            return masked.split("\n")
+        return [line + "\n" for line in masked.removesuffix("\n").split("\n")]
     if isinstance(value, (list, tuple)):
         return type(value)(_masked_field(v, mask) for v in value)
     _mask_fields(value, mask)

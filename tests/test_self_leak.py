@@ -131,6 +131,23 @@ def test_interrupt(leakcheck):
     raise KeyboardInterrupt(f"interrupted with {token}")
 """
 
+INTERNAL = """
+import pytest
+
+def test_holds(leakcheck):
+    pytest.held = leakcheck.secret("bearer")
+"""
+
+#: A plugin of the app that breaks after a test, with the test's secret in its message.
+INTERNAL_CONFTEST = """
+import pytest
+
+def pytest_runtest_logfinish(nodeid, location):
+    held = getattr(pytest, "held", None)
+    if held:
+        raise RuntimeError(f"reporter broke on {held}")
+"""
+
 #: Canary kinds each inner test draws, in call order.
 KINDS = {
     f"{MODULE}::test_plants": ["bearer", "api_key"],
@@ -138,6 +155,7 @@ KINDS = {
     f"{MODULE}::test_hostile_and_foreign": ["cookie"],
     "test_exit.py::test_exit": ["bearer"],
     "test_interrupt.py::test_interrupt": ["bearer"],
+    "test_internal.py::test_holds": ["bearer"],
 }
 
 
@@ -281,6 +299,20 @@ def test_exit_banners_are_clean(
     assert_clean(outputs)
 
 
+@pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["serial", "xdist"])
+def test_an_internal_error_is_clean(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, workers: tuple[str, ...]
+) -> None:
+    result, outputs = run_inner(
+        pytester, monkeypatch, *workers, source=INTERNAL, module="test_internal.py",
+        conftest=INTERNAL_CONFTEST, subprocess=True,
+    )  # fmt: skip
+    if not workers:  # (xdist's controller reports a worker's INTERNALERROR and exits 0)
+        assert result.ret == pytest.ExitCode.INTERNAL_ERROR
+    _shows(str(outputs["stdout"]) + str(outputs["stderr"]), f"reporter broke on {MASKED}")
+    assert_clean(outputs)
+
+
 # --- the teeth: each masking step is what keeps some channel clean -----------------------
 
 #: (a masking step switched off by an inner conftest, the run that shows it missing)
@@ -289,6 +321,10 @@ STEPS = {
     "warnings": ("plugin._mask_warning = lambda message, mask: None", "xdist"),
     "test ids": ("plugin._mask_test_ids = lambda items, mask: None", "xdist"),
     "terminal": ("plugin._State.mask_terminal = lambda self: None", "interrupt"),
+    "internal errors": (
+        "plugin._State.pytest_internalerror = lambda self, excrepr: None",
+        "internal",
+    ),
     "junit": ("plugin._mask_junit = lambda xml, mask: None", "serial"),
     "live logs": ("plugin._State._masked_format = lambda self, fmt: fmt", "serial"),
     "json report": ("plugin.mask_strings = lambda value, mask: value", "serial"),
@@ -305,6 +341,11 @@ def test_each_masking_step_is_needed(
         _, outputs = run_inner(
             pytester, monkeypatch, "-n", "2", "--dist=loadfile", conftest=conftest, subprocess=True
         )
+    elif run == "internal":
+        _, outputs = run_inner(
+            pytester, monkeypatch, "-n", "2", source=INTERNAL, module="test_internal.py",
+            conftest=conftest + INTERNAL_CONFTEST, subprocess=True,
+        )  # fmt: skip
     elif run == "interrupt":
         _, outputs = run_inner(
             pytester, monkeypatch, source=INTERRUPT, module="test_interrupt.py",

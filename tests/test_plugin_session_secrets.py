@@ -1,0 +1,133 @@
+"""Secrets for the whole session: registered before collection, masked from the first line.
+
+A value a test registers itself is masked from then on; one that shows in a test id (a
+parametrize value) was printed by ``-v`` before the test ran. So such values are
+registered for the session (``leakcheck_secret_env``, ``register_session_secret``), and a
+test that registers a secret its own id shows fails, saying how to register it in time.
+"""
+
+from __future__ import annotations
+
+import pytest
+from conftest import self_scan
+
+from leakcheck import Secret
+
+pytest_plugins = ["pytester"]
+
+TOKEN = "ghp_Wd4Kx9Qm2Vt7Lp3Rz8Hn5Jc1Fb6Gs0Ya"
+OTHER = "xoxb-58Hq2Zr9Lm4Vt8Pb3Nw6Jc1Fd5GsK"
+SECRETS = [Secret.from_user(v, kind="secret", id=f"s{n}") for n, v in enumerate((TOKEN, OTHER))]
+
+ARGS = ("-p", "no:randomly", "-p", "no:cacheprovider", "-v", "-rA")
+
+
+def test_an_env_secret_is_masked_in_ids_and_searched_in_tests(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("STAGING_TOKEN", TOKEN)
+    pytester.makeini("[pytest]\nleakcheck_secret_env = STAGING_TOKEN\n")
+    pytester.makepyfile(
+        test_env="""
+        import os, pytest
+        TOKEN = os.environ["STAGING_TOKEN"]
+
+        @pytest.mark.parametrize("token", [TOKEN])
+        def test_param(token):
+            pass
+
+        def test_leaks(leakcheck):
+            leakcheck.expose({"detail": f"rejected {TOKEN}"})
+        """
+    )
+    result = pytester.runpytest(*ARGS)
+    text = "\n".join(result.outlines + result.errlines)
+    self_scan(text, SECRETS[:1], "inner output")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "leakcheck: 1 session secret(s) masked",
+            "*test_param[[]\u00abcanary:secret:*\u00bb[]] PASSED*",
+            "*$STAGING_TOKEN (secret, direct secret):*",
+        ]
+    )
+
+
+def test_an_unset_env_secret_is_said_in_the_header(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\nleakcheck_secret_env = LEAKCHECK_NOT_SET_ANYWHERE\n")
+    pytester.makepyfile(test_x="def test_x(): pass")
+    result = pytester.runpytest(*ARGS)
+    result.stdout.fnmatch_lines(
+        ["leakcheck: leakcheck_secret_env: $LEAKCHECK_NOT_SET_ANYWHERE is not set"]
+    )
+
+
+def test_a_conftest_registers_a_session_secret(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(
+        f"""
+        from leakcheck.plugin import register_session_secret
+
+        def pytest_configure(config):
+            register_session_secret(config, {OTHER!r}, kind="bearer", id="slack")
+        """
+    )
+    pytester.makepyfile(
+        test_api=f"""
+        import pytest
+
+        @pytest.mark.parametrize("token", [{OTHER!r}])
+        def test_param(token):
+            print("using", token)
+            assert not token
+        """
+    )
+    result = pytester.runpytest(*ARGS)
+    text = "\n".join(result.outlines + result.errlines)
+    self_scan(text, SECRETS[1:], "inner output")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*test_param[[]\u00abcanary:bearer:*\u00bb[]]*FAILED*"])
+
+
+def test_a_weak_session_secret_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(
+        """
+        from leakcheck.plugin import register_session_secret
+
+        def pytest_configure(config):
+            register_session_secret(config, "password", id="weak")
+        """
+    )
+    pytester.makepyfile(test_x="def test_x(): pass")
+    result = pytester.runpytest(*ARGS)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    errors = [line for line in result.errlines if "leakcheck session secret" in line]
+    assert len(errors) == 1 and "weak" in errors[0] and "password" not in errors[0]
+
+
+def test_a_secret_registered_too_late_for_its_own_id_fails_the_test(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``-v`` printed the id before the test registered the value: never silently."""
+    monkeypatch.setenv("LATE_TOKEN", TOKEN)
+    pytester.makepyfile(
+        test_late="""
+        import os, pytest
+
+        @pytest.mark.parametrize("token", [os.environ["LATE_TOKEN"], "plain-value"])
+        def test_late(leakcheck, token):
+            if token != "plain-value":
+                leakcheck.register(token, kind="bearer")
+        """
+    )
+    result = pytester.runpytest("-p", "no:randomly", "-p", "no:cacheprovider", "-rA")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*leakcheck: secret(s) bearer#user1 show in this test's id, which pytest printed "
+            "before the test registered them: register them for the session*",
+            "PASSED test_late.py::test_late[[]plain-value[]]",
+        ]
+    )
+    # after the registration, what pytest prints of the test's id is masked
+    failure_lines = [line for line in result.outlines if line.startswith("FAILED")]
+    self_scan("\n".join(failure_lines), SECRETS[:1], "short summary")
