@@ -874,10 +874,16 @@ def _masked_field(value: Any, mask: Any) -> Any:
 
 
 def _mask_value(value: object, mask: Any) -> object:
-    """``value`` itself when it shows no secret, else its masked text."""
-    try:
-        text = value if isinstance(value, str) else str(value)
-    except Exception:  # noqa: BLE001 - a raising __str__ cannot print a secret either
-        return value
+    """``value`` itself when it is plain and shows no secret, else its masked text (a
+    ``str`` subclass as its plain text: junitxml calls its ``__str__``, which may raise)."""
+    if isinstance(value, str):
+        text = str.__str__(value)
+    else:
+        try:
+            text = str(value)
+        except Exception as exc:  # noqa: BLE001 - junitxml would crash on it later
+            return f"<{type(value).__name__}: str() raised {type(exc).__name__}>"
     masked = mask(text)
-    return value if masked == text else masked
+    if masked == text and (type(value) is str or not isinstance(value, str)):
+        return value
+    return masked

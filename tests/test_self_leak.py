@@ -60,6 +60,11 @@ class Stubborn(str):
         raise RuntimeError("no encoding today")
 
 
+class NoText:
+    def __str__(self):
+        raise RuntimeError("no text today")
+
+
 @pytest.fixture(scope="module")
 def module_box():
     box = {}
@@ -108,6 +113,8 @@ def test_record_kinds(leakcheck, record_property, record_xml_attribute):
     record_property("bytes", key.encode())
     record_property("sequence", [key, HOLD["bearer"]])
     record_xml_attribute("upstream_key", key)
+    record_property("stubborn", Stubborn(f"k={key}"))
+    record_property("no_text", NoText())
 
 
 def test_hostile_and_foreign(leakcheck):
@@ -264,7 +271,7 @@ def test_every_channel_is_clean(
     nodeids = json.loads(outputs[".pytest_cache/v/cache/nodeids"])
     _shows("\n".join(nodeids), f"test_parametrized[{MASKED}")
     junit = outputs["junit.xml"].decode()  # type: ignore[union-attr]
-    _shows(junit, 'name="upstream"', 'name="mapping"', "upstream_key=")
+    _shows(junit, 'name="upstream"', 'name="mapping"', "upstream_key=", 'name="no_text"')
     report = json.loads(outputs["leakcheck.json"])
     assert {r["test"] for r in report["tests"]} >= {f"{MODULE}::test_plants"}
     assert_clean(outputs)
