@@ -435,11 +435,6 @@ class _State:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        # Warnings are printed from the terminal reporter's own records: mask them there.
-        for report in terminalreporter.stats.get("warnings", []):
-            message = getattr(report, "message", None)
-            if isinstance(message, str):
-                report.message = self.mask(message)
         leaky = [r for r in self.records if r["forbidden"]]
         if not self.records and not self.opt_outs:
             return

@@ -67,6 +67,8 @@ def _checker(secrets: tuple[Secret, ...]) -> Scanner:
 
 def self_scan(text: str | bytes, secrets: Iterable[Secret], what: str = "output") -> None:
     """Assert that no form of any of ``secrets`` appears in ``text``."""
+    # pytest prints a failing frame's arguments: the text under test, unmasked
+    __tracebackhide__ = True
     secrets = tuple(secrets)
     data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
     raw = [s.id for s in secrets if s.value.encode("utf-8", "surrogatepass") in data]

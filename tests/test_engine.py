@@ -251,3 +251,33 @@ def test_search_without_the_automaton_reports_hits_in_its_order(
     by_automaton = engine_module.AhoCorasickEngine(patterns).scan(data)
     assert len(by_keys) > 100
     assert by_keys == by_automaton
+
+
+_NEEDS_BOTH = pytest.mark.skipif(
+    available_backends() != ["hyperscan", "ahocorasick"], reason="needs both engines"
+)
+
+
+@_NEEDS_BOTH
+def test_auto_takes_the_automaton_for_a_needle_hyperscan_refuses() -> None:
+    """Hyperscan cannot compile a needle past HYPERSCAN_MAX_NEEDLE_BYTES (a PEM key's):
+    ``auto`` takes the automaton, an explicit ``hyperscan`` is a clear error."""
+    rng = random.Random(7)
+    long = bytes(rng.randrange(256) for _ in range(engine_module.HYPERSCAN_MAX_NEEDLE_BYTES + 1))
+    short = b"lck_short-needle"
+    engine = build_engine([long, short], "auto")
+    assert engine.name == "ahocorasick"
+    assert sorted(engine.scan(b"x" + long + short)) == [(0, len(long) + 1), (1, len(long) + 17)]
+    with pytest.raises(RuntimeError, match="cannot search for needles over 4000 bytes"):
+        build_engine([long], "hyperscan")
+    assert build_engine([short], "auto").name == "hyperscan"
+
+
+@_NEEDS_BOTH
+def test_auto_never_compiles_too_many_needles_with_hyperscan() -> None:
+    """Whatever the input (stdin: unknown size), past HYPERSCAN_MAX_NEEDLES the automaton
+    is taken; below it, an unknown size keeps hyperscan."""
+    cap = engine_module.HYPERSCAN_MAX_NEEDLES
+    assert engine_module.resolve_backend("auto", cap + 1, None) == "ahocorasick"
+    assert engine_module.resolve_backend("auto", cap, None) == "auto"
+    assert engine_module.resolve_backend("hyperscan", cap + 1, None) == "hyperscan"

@@ -170,6 +170,8 @@ STRICT = Scanner(SECRETS, decode=True, forms=leakcheck.forms.MASKING_FORMS, stri
 
 def assert_no_echo(name: str, text: str | bytes) -> None:
     """No form, nor any masking-size piece, of any canary in ``text``."""
+    # pytest prints a failing frame's arguments: the text under test, unmasked
+    __tracebackhide__ = True
     data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
     # Plain strings of ids, forms and places: asserting on the findings themselves would
     # print their excerpts.

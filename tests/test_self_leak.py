@@ -190,6 +190,8 @@ CHANNELS = (
 
 def assert_clean(outputs: dict[str, str | bytes]) -> None:
     """No spelling of any secret in any output: the oracle, then the strict scanner."""
+    # pytest prints a failing frame's arguments: the text under test, unmasked
+    __tracebackhide__ = True
     for name, content in outputs.items():
         found = hits(content, SECRETS)
         assert not found, f"{name}: {found}"
