@@ -73,6 +73,15 @@ class Captured:
     uninspected: str = ""
 
     def __post_init__(self) -> None:
+        if (
+            type(self.path) is str
+            and (type(self.text) is str or type(self.text) is bytes)
+            and type(self.sink) is str
+            and type(self.note) is str
+            and type(self.group) is str
+            and type(self.uninspected) is str
+        ):
+            return  # the common case, checked at once
         for name in ("sink", "path", "note", "group", "uninspected"):
             value = getattr(self, name)
             if type(value) is not str:

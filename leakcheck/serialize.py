@@ -11,6 +11,7 @@ serialized once (a shared sub-object is written at its first path), within a bud
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import os
 import re
@@ -310,6 +311,7 @@ _CONTAINER_REPRS = (
     (set.__repr__, "set"),
     (frozenset.__repr__, "frozenset"),
 )
+_CONTAINER_BY_ID = {id(fn): name for fn, name in _CONTAINER_REPRS}  # alive: ids stay theirs
 _OPEN_CLOSE = {"dict": "{}", "list": "[]", "tuple": "()", "set": "{}", "frozenset": "{}"}
 
 
@@ -348,6 +350,11 @@ class _ReprWriter:
         self.parts.append(piece)
         self.size += len(piece)
 
+    def _plain(self, obj: Any) -> bool:
+        if self.budget is not None and self.size > self.budget // 2:
+            return False  # near the budget: written piece by piece, to be cut exactly
+        return _plain_members(obj, self.inline_max)
+
     def _is_long(self, size: int) -> bool:
         return self.inline_max is not None and size >= self.inline_max
 
@@ -376,8 +383,8 @@ class _ReprWriter:
             else:
                 self._write(bytes.__repr__(data))
         else:
-            own = _class_attr(kind, "__repr__")  # compared by identity: it may be anything
-            container = next((name for fn, name in _CONTAINER_REPRS if own is fn), None)
+            # looked up by identity (id): the attribute may be anything, __hash__ included
+            container = _CONTAINER_BY_ID.get(id(_class_attr(kind, "__repr__")))
             if container is None or depth > _MAX_DEPTH:
                 self._write_own_repr(obj)
             else:
@@ -403,8 +410,14 @@ class _ReprWriter:
         if key in self._done:
             self._write(f"<same {type_name(obj)} as earlier>")
             return
-        self._active.add(key)
         self._done[key] = obj
+        if self._plain(obj):  # Python's own repr: it can call no code of the app's
+            try:
+                self._write(repr(obj))
+                return
+            except ValueError:  # an int too long to write: written member by member
+                pass
+        self._active.add(key)
         try:
             if container == "dict":
                 pairs = list(dict.items(obj))  # a snapshot: a member's repr may mutate it
@@ -439,6 +452,31 @@ class _ReprWriter:
             self._write(closing)
         finally:
             self._active.discard(key)
+
+
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+
+
+def _plain_members(obj: Any, inline_max: int | None, levels: int = 2) -> bool:
+    """Whether ``obj`` is a built-in container of exactly its type holding only plain
+    ``str``, ``int``, ``float``, ``bool`` and ``None`` (no string of ``inline_max`` or
+    more), or such containers (``levels`` deep: a log record's args, say): ``repr`` then
+    writes it without calling anything of the app's, and shallow, so fast."""
+    kind = type(obj)
+    if kind is dict:
+        members: Any = itertools.chain(dict.keys(obj), dict.values(obj))
+    elif kind in (list, tuple, set, frozenset):
+        members = obj
+    else:
+        return False
+    for member in members:
+        member_kind = type(member)
+        if member_kind not in _PLAIN:
+            if levels <= 1 or not _plain_members(member, inline_max, levels - 1):
+                return False
+        elif inline_max is not None and member_kind is str and len(member) >= inline_max:
+            return False
+    return True
 
 
 def _members(obj: Any) -> list[Any]:
