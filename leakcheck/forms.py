@@ -724,29 +724,27 @@ def window_forms(s: Secret) -> list[tuple[str, bytes]]:
     return list(zip(repeat("fragment"), windows))
 
 
-#: Encodings whose bytes a ``repr`` spells with ``\\x`` escapes: ``-l`` locals holding
-#: ``token.encode()`` or ``token.encode("utf-16-le")`` (a Windows API, a PowerShell
-#: transcript) show nearly every piece of the secret in a truncated ``b'...'``.
-_WINDOW_ENCODINGS = ("utf-8", "utf-16-le")
-
-
+# ``-l`` locals holding ``token.encode()`` or ``token.encode("utf-16-le")`` (a Windows API,
+# a PowerShell transcript) show nearly every piece of the secret in a truncated ``b'...'``.
 @functools.cache
 def _char_spellings(char: str) -> tuple[bytes, ...]:
-    """``char`` as the ``repr`` of its bytes in each of _WINDOW_ENCODINGS (both quotes),
-    and as raw UTF-16-LE: a window's spelling is the join of its characters'."""
-    spellings = []
-    for encoding in _WINDOW_ENCODINGS:
-        data = char.encode(encoding, "surrogatepass")
-        spellings += [_py_bytes_escape(data, quote).encode() for quote in "'\""]
-        if encoding != "utf-8":
-            spellings.append(data)
-    return tuple(spellings)
+    """``char`` as the ``repr`` of its UTF-16-LE bytes (both quotes), as those raw bytes,
+    and as the ``repr`` of its UTF-8 bytes (both quotes): a window's spelling is the join
+    of its characters'."""
+    utf16 = char.encode("utf-16-le", "surrogatepass")
+    utf8 = char.encode("utf-8", "surrogatepass")
+    return (
+        *(_py_bytes_escape(utf16, quote).encode() for quote in "'\""),
+        utf16,
+        *(_py_bytes_escape(utf8, quote).encode() for quote in "'\""),
+    )
 
 
 def _byte_spelling_windows(value: str, bits: tuple[float, ...]) -> list[bytes]:
     """Windows of WINDOW_CHARS characters of the secret as the ``repr`` of its encoded
     bytes spells them, and as raw UTF-16-LE: one window per run of the secret's
-    characters, whatever the number of escapes that spell it."""
+    characters, whatever the number of escapes that spell it. (The UTF-8 ``repr`` of a
+    window of ASCII characters is its ``str`` repr, which window_forms has already.)"""
     total = list(accumulate(bits, initial=0))
     starts = [
         i
@@ -756,10 +754,25 @@ def _byte_spelling_windows(value: str, bits: tuple[float, ...]) -> list[bytes]:
     if not starts:
         return []
     by_char = [_char_spellings(c) for c in value]
+
+    def holding(chars: str) -> list[int]:
+        count = list(accumulate((c in chars for c in value), initial=0))
+        return [i for i in starts if count[i + WINDOW_CHARS] != count[i]]
+
+    beyond_ascii = [i for i in starts if any(ord(c) > 0x7F for c in value[i : i + WINDOW_CHARS])]
+    quoted = set(holding("'\""))
+    # the double-quoted spellings differ from the single-quoted ones only around a quote
+    chosen = (
+        starts,
+        sorted(quoted),
+        starts,
+        beyond_ascii,
+        [i for i in beyond_ascii if i in quoted],
+    )
     windows: list[bytes] = []
-    for k in range(len(by_char[0])):
+    for k, positions in enumerate(chosen):
         spelled = [spellings[k] for spellings in by_char]
-        windows += [b"".join(spelled[i : i + WINDOW_CHARS]) for i in starts]
+        windows += [b"".join(spelled[i : i + WINDOW_CHARS]) for i in positions]
     return windows
 
 

@@ -48,6 +48,13 @@ _EAGER_FORMS = tuple(f for f in MASKING_FORMS if f not in RUN_KEEPING_FORMS)
 #: Bytes of a needle's head (the shortest needle, a masking window, has at least these).
 HEAD_BYTES = WINDOW_CHARS
 _TAIL = itemgetter(slice(-HEAD_BYTES, None))
+
+
+def _middle(needle: bytes) -> bytes:
+    start = (len(needle) - HEAD_BYTES) // 2
+    return needle[start : start + HEAD_BYTES]
+
+
 _FIRST_FOUR = itemgetter(slice(0, 4))
 
 
@@ -137,9 +144,9 @@ class SessionMasker:
     def _index(self, needles: list[bytes], index: int) -> set[bytes]:
         """Index each of ``needles`` (of batch ``index``) by its tail or, where another
         batch has that tail already (a kind's fixed suffix: ``corp.internal``), by its
-        start or its middle: fixed text is then owned by the batch that came first, and a
-        text holding it (any line saying "internal") costs one small scanner, not one over
-        every batch of the kind. The heads used."""
+        middle: fixed text is then owned by the batch that came first, and a text holding
+        it (any line saying "internal") costs one small scanner, not one over every batch
+        of the kind. The heads used."""
         owners = self._heads
         tails = set(map(_TAIL, needles))
         taken = set(filter(owners.__contains__, tails))  # (made in C, as below)
@@ -147,18 +154,18 @@ class SessionMasker:
         owners.update(dict.fromkeys(heads, index))
         if not taken:
             return heads
-        for needle in compress(needles, map(taken.__contains__, map(_TAIL, needles))):
-            head = needle[:HEAD_BYTES]
-            if head in owners:
-                middle = (len(needle) - HEAD_BYTES) // 2
-                head = needle[middle : middle + HEAD_BYTES]
-            owner = owners.setdefault(head, index)
+        moved = compress(needles, map(taken.__contains__, map(_TAIL, needles)))
+        middles = set(map(_middle, moved))
+        crowded = set(filter(owners.__contains__, middles))
+        owners.update(dict.fromkeys(middles - crowded, index))
+        heads |= middles
+        for head in crowded:  # rare: the same middle in two batches
+            owner = owners[head]
             if isinstance(owner, int):
                 if owner != index:
                     owners[head] = [owner, index]
             elif owner[-1] != index:
                 owner.append(index)
-            heads.add(head)
         return heads
 
     def _candidates(self, buf: bytes) -> tuple[int, ...]:
