@@ -28,6 +28,7 @@ from .forms import WINDOW_CHARS
 from .harness import LeakCheck
 from .masking import SessionMasker, mask_strings
 from .policy import DEFAULT_POLICY, Policy, PolicyError
+from .serialize import safe_str
 
 __all__ = ["LeakcheckOptions", "leakcheck", "register_session_secret"]
 
@@ -453,6 +454,12 @@ class _State:
                 inactive.setdefault(f"{sink} ({reason})", set()).add(record["test"])
         for what, tests in sorted(inactive.items()):
             terminalreporter.write_line(f"sink inactive in {len(tests)} test(s): {what}")
+        for record in self.records:
+            for part in record.get("not_inspected", []):
+                terminalreporter.write_line(
+                    f"could not inspect in {record['test']}: {part['sink']} {part['path']}  "
+                    f"{part['what']}"
+                )
         matrix = [r for r in self.records if "matrix" in r]
         if matrix:
             from .matrix import format_grid
@@ -644,6 +651,8 @@ def _judge_report(
                 {"id": s.id, "kind": s.kind, "generated": s.generated} for s in check.secrets
             ],
             "inactive_sinks": check.inactive_sinks(),
+            # what could not be inspected (a generator, an opaque object, over budget)
+            "not_inspected": [part.to_dict() for part in getattr(leaks, "not_inspected", [])],
             **({"matrix": check.matrix} if check.matrix else {}),
         }
         # masked here, with every secret this process knows: under xdist the controller
@@ -871,16 +880,16 @@ def _masked_field(value: Any, mask: Any) -> Any:
 
 
 def _mask_value(value: object, mask: Any) -> object:
-    """``value`` itself when it is plain and shows no secret, else its masked text (a
-    ``str`` subclass as its plain text: junitxml calls its ``__str__``, which may raise)."""
-    if isinstance(value, str):
-        text = str.__str__(value)
-    else:
-        try:
-            text = str(value)
-        except Exception as exc:  # noqa: BLE001 - junitxml would crash on it later
-            return f"<{type(value).__name__}: str() raised {type(exc).__name__}>"
+    """``value`` itself when it shows no secret and junitxml can print it; else its masked
+    text (a ``str`` subclass by its characters, an object whose ``__str__`` raises by its
+    safe repr: junitxml calls ``str()`` on what it gets)."""
+    text = safe_str(value)
     masked = mask(text)
-    if masked == text and (type(value) is str or not isinstance(value, str)):
-        return value
-    return masked
+    if masked != text or (type(value) is not str and isinstance(value, str)):
+        return masked
+    if type(value) is not str:
+        try:
+            str(value)
+        except Exception:  # noqa: BLE001 - an app's object: junitxml would crash on it
+            return text
+    return value

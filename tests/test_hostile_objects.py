@@ -559,6 +559,14 @@ def test_generator_and_leak(leakcheck):
         "[not inspected] caller: tool response $.handle  Handle: no JSON form" in section,
     ]
     assert listed == [True, True, True]
+    # a passing test's part that could not be inspected: in its record and the summary
+    passing = next(r for r in report["tests"] if r["test"].endswith("test_generator_passes"))
+    assert [(p["path"], p["sink_class"]) for p in passing["not_inspected"]] == [
+        ("$.rows", "caller")
+    ]
+    assert (
+        "could not inspect in test_inner.py::test_generator_passes: tool response $.rows" in section
+    )
     self_scan(section, _inner_secrets(report), "inner pytest output")
 
 
