@@ -251,7 +251,26 @@ class LeakCheck:
     # --- verdict --------------------------------------------------------------------------------
 
     def captured(self) -> list[Captured]:
-        return [item for sink in self.sinks for item in sink.collect()]
+        """What every sink captured. A sink whose ``collect()`` fails (a plugin's bug, an
+        app's object it cannot read) keeps what it gave before, and the rest of it is
+        reported as not inspected, naming the sink: never a crash, never silently clean."""
+        items: list[Captured] = []
+        for sink in self.sinks:
+            try:
+                for item in sink.collect():
+                    items.append(item)
+            except Exception as exc:  # noqa: BLE001 - one sink must not take the verdict
+                sink_class = getattr(sink, "sink_class", SinkClass.OPERATOR)
+                if not isinstance(sink_class, SinkClass):
+                    sink_class = SinkClass.OPERATOR
+                why = f"{type(sink).__name__}.collect() raised {type(exc).__name__}"
+                items.append(
+                    Captured(
+                        str(getattr(sink, "name", type(sink).__name__)), sink_class,
+                        "collect()", "", uninspected=f"the sink failed: {why}",
+                    )
+                )  # fmt: skip
+        return items
 
     def findings(self) -> list[Leak]:
         """Every hit so far (allowed ones too), without failing."""

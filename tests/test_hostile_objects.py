@@ -645,3 +645,27 @@ def test_exposed_sink_names_its_label_safely() -> None:
     sink.add({"a": "b"}, Label("reply"))  # type: ignore[arg-type]
     paths = [item.path for item in sink.collect()]
     assert "reply $.a" in paths
+
+
+def test_a_sink_whose_collect_fails_is_said_not_a_crash() -> None:
+    """A plugin sink's own bug: what it gave before the failure is judged, the rest is
+    reported as not inspected, naming the sink."""
+
+    class Broken:
+        name = "broken sink"
+
+        def start(self) -> None: ...
+
+        def stop(self) -> None: ...
+
+        def collect(self):  # type: ignore[no-untyped-def]
+            yield Captured(self.name, SinkClass.CALLER, "first", f"token {token}")
+            raise RuntimeError("the plugin's own bug")
+
+    check = LeakCheck(seed=SEED, namespace="broken", sinks=[Broken()])
+    token = check.secret("bearer")
+    found = check.findings()
+    assert [(leak.sink, leak.path) for leak in found] == [("broken sink", "first")]
+    assert [(p.sink, p.path, p.what) for p in found.not_inspected] == [
+        ("broken sink", "collect()", "the sink failed: Broken.collect() raised RuntimeError")
+    ]
