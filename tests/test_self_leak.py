@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 from leak_oracle import hits
 
+import leakcheck.plugin as leakcheck_plugin
 from leakcheck import CanaryFactory, Scanner, Secret
 from leakcheck.forms import MASKING_FORMS
 
@@ -326,26 +327,41 @@ def test_an_internal_error_is_clean(
 
 #: (a masking step switched off by an inner conftest, the run that shows it missing)
 STEPS = {
-    "reports": ("plugin._mask_report = lambda report, mask: None", "xdist"),
-    "warnings": ("plugin._mask_warning = lambda message, mask: None", "xdist"),
-    "test ids": ("plugin._mask_test_ids = lambda items, mask: None", "xdist"),
-    "terminal": ("plugin._State.mask_terminal = lambda self: None", "interrupt"),
+    "reports": ("plugin", "_mask_report", "lambda report, mask: None", "xdist"),
+    "warnings": ("plugin", "_mask_warning", "lambda message, mask: None", "xdist"),
+    "test ids": ("plugin", "_mask_test_ids", "lambda items, mask: None", "xdist"),
+    "terminal": ("plugin._State", "mask_terminal", "lambda self: None", "interrupt"),
     "internal errors": (
-        "plugin._State.pytest_internalerror = lambda self, excrepr: None",
-        "internal",
+        "plugin._State", "pytest_internalerror", "lambda self, excrepr: None", "internal",
     ),
-    "junit": ("plugin._mask_junit = lambda xml, mask: None", "serial"),
-    "live logs": ("plugin._State._masked_format = lambda self, fmt: fmt", "serial"),
-    "json report": ("plugin.mask_strings = lambda value, mask: value", "serial"),
-}
+    "junit": ("plugin", "_mask_junit", "lambda xml, mask: None", "serial"),
+    "live logs": ("plugin._State", "_masked_format", "lambda self, fmt: fmt", "serial"),
+    "json report": ("plugin", "mask_strings", "lambda value, mask: value", "serial"),
+}  # fmt: skip
+
+#: Switches one step off for one run, and back on after it: an in-process run shares the
+#: interpreter with the tests that follow.
+SWITCH_OFF = """
+import leakcheck.plugin as plugin
+
+_TARGET, _NAME = {target}, {name!r}
+_SAVED = getattr(_TARGET, _NAME)
+setattr(_TARGET, _NAME, {replacement})
+
+
+def pytest_unconfigure(config):
+    setattr(_TARGET, _NAME, _SAVED)
+"""
 
 
 @pytest.mark.parametrize("step", sorted(STEPS))
 def test_each_masking_step_is_needed(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, step: str
 ) -> None:
-    patch, run = STEPS[step]
-    conftest = f"import leakcheck.plugin as plugin\n{patch}\n"
+    target, name, replacement, run = STEPS[step]
+    conftest = SWITCH_OFF.format(target=target, name=name, replacement=replacement)
+    owner = eval(target, {"plugin": leakcheck_plugin})  # noqa: S307 - our own table
+    original = getattr(owner, name)
     if run == "xdist":
         _, outputs = run_inner(
             pytester, monkeypatch, "-n", "2", "--dist=loadfile", conftest=conftest, subprocess=True
@@ -362,7 +378,8 @@ def test_each_masking_step_is_needed(
         )  # fmt: skip
     else:
         _, outputs = run_inner(pytester, monkeypatch, conftest=conftest)
-    leaked = [name for name, content in outputs.items() if hits(content, SECRETS)]
+    assert getattr(owner, name) is original, "the step was not switched back on"
+    leaked = [channel for channel, content in outputs.items() if hits(content, SECRETS)]
     # names only: the contents hold the unmasked secrets now
     assert leaked, f"with {step} masking off, no output shows a secret: the step is untested"
 
