@@ -324,7 +324,7 @@ def build_engine(patterns: Sequence[bytes], backend: str = "auto") -> Engine:
         raise RuntimeError(
             f"engine 'hyperscan' cannot search for needles over {HYPERSCAN_MAX_NEEDLE_BYTES} "
             "bytes (a secret of some 1,500 characters or more): use --engine auto or "
-            "ahocorasick"
+            "--engine ahocorasick"
         )
     if backend == "hyperscan" or (backend == "auto" and not too_long):
         try:
