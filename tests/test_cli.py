@@ -13,6 +13,7 @@ import sys
 import threading
 from pathlib import Path
 
+import leak_oracle
 import pytest
 from conftest import self_scan
 
@@ -69,6 +70,8 @@ def no_echo(text: str | bytes, secrets: list[Secret], what: str) -> None:
         raise AssertionError(str(exc)) from None
     pieces = "; ".join(f"{f.secret_id} as {f.form}" for f in _strict(tuple(secrets)).scan(data))
     assert not pieces, f"{what} shows pieces: {pieces}"
+    spelled = leak_oracle.hits(data, secrets)  # the independent search, as for pytest's output
+    assert not spelled, f"{what}: {spelled}"
 
 
 @pytest.fixture

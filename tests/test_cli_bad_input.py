@@ -23,6 +23,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import leak_oracle
 import pytest
 from conftest import self_scan
 
@@ -80,6 +81,8 @@ def assert_no_echo(what: str, data: str | bytes, secrets: list[Secret]) -> None:
         f"{f.secret_id} as {f.form} at {f.location}" for f in _strict(tuple(secrets)).scan(data)
     )
     assert not pieces, f"{what} shows pieces: {pieces}"
+    spelled = leak_oracle.hits(data, secrets)  # the independent search, as for pytest's output
+    assert not spelled, f"{what}: {spelled}"
 
 
 class Run:
