@@ -334,9 +334,10 @@ def run_case(check: LeakCheck, target: Target, spec: CaseSpec, *, nodeid: str = 
             envelope = target.call(case)
     except Exception as exc:  # the agent would get this exception: it is caller-visible
         check.exception_reached_caller(exc)
+        check.matrix = _case_record(spec, None, ["contract"])  # in the grid and the report
         _fail(
             check, spec, nodeid,
-            [Violation("contract", "gateway-raised", "", "the gateway raised "
+            [Violation("contract:gateway-raised", "", "the gateway raised "
                        f"{type(exc).__name__} instead of returning an error envelope")],
         )  # fmt: skip
         return
@@ -366,15 +367,24 @@ def run_case(check: LeakCheck, target: Target, spec: CaseSpec, *, nodeid: str = 
         _tag("record", v)
         for v in check_record(record, stage=case.stage, request_id=request_id or "")
     ]
-    check.matrix = {  # type: ignore[attr-defined]
+    check.matrix = _case_record(
+        spec,
+        request_id if isinstance(request_id, str) else None,
+        sorted({v.rule.split(":")[0] for v in problems}),
+    )
+    if problems:
+        _fail(check, spec, nodeid, problems)
+
+
+def _case_record(spec: CaseSpec, request_id: str | None, failed: list[str]) -> dict[str, Any]:
+    """What a case was and which assertions failed: the grid's and the report's."""
+    return {
         "operation": spec.operation,
         "stage": spec.stage,
         "placement": spec.placement,
-        "request_id": request_id if isinstance(request_id, str) else None,
-        "failed": sorted({v.rule.split(":")[0] for v in problems}),
+        "request_id": request_id,
+        "failed": failed,
     }
-    if problems:
-        _fail(check, spec, nodeid, problems)
 
 
 def _snapshot(case: Case, spec: CaseSpec, envelope: Any, exc: BaseException | None) -> Any:

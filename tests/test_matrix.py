@@ -54,6 +54,8 @@ class Toy:
         except Exception:
             return fail("VAULT_LOCKED", "stop_and_report")
         states["credential_selected"] = True
+        if "raises" in self.mistakes:
+            raise RuntimeError(f"could not deploy with {token}")
         if "record_token" in self.mistakes:
             self.records[rid]["credential"] = token
         if not case.approver.approve(case.operation.name, ""):
@@ -182,6 +184,21 @@ def test_each_mistake_fails_its_assertion_only(pytester: pytest.Pytester) -> Non
     assert "[hygiene] no raw headers" in out
     assert "rerun: pytest 'test_toy.py::test_gateway[" in out
     assert "[LEAK] operator: protected record $.credential" in out
+    _scan_inner(pytester, result)
+
+
+def test_a_gateway_that_raises_fails_the_contract_and_leaks(pytester: pytest.Pytester) -> None:
+    """An exception instead of an envelope reaches the agent: the contract fails (never a
+    harness crash) and the token in its message is a leak."""
+    result, report = _inner(pytester, "raises")
+    assert "INTERNALERROR" not in result.stdout.str()
+    for record in report["tests"]:
+        case = record["matrix"]
+        raised = case["stage"] in ("approval_declined", "gateway_exception")
+        assert ({"contract", "leaks"} <= set(case["failed"])) == raised, case["stage"]
+    result.stdout.fnmatch_lines(
+        ["*[[]contract[]]*", "*- gateway-raised: the gateway raised RuntimeError instead of*"]
+    )
     _scan_inner(pytester, result)
 
 
