@@ -715,8 +715,8 @@ def _build_parser() -> argparse.ArgumentParser:
 
 
 def _review(args: argparse.Namespace) -> int:
-    # imported here: pytest and the snapshot machinery only for this command
-    from .snapshots import SnapshotError, review
+    # imported here: the snapshot machinery only for this command (it imports no pytest)
+    from .snapshot_store import SnapshotError, review
 
     root = Path(args.dir)
     if not root.is_dir():

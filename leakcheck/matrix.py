@@ -53,6 +53,7 @@ from .placements import (
     placements_for,
 )
 from .serialize import leaves, to_jsonable
+from .snapshot_store import snapshot_entry
 from .stages import HTTP_RAISED, STAGES, Stage, stages_for
 
 if TYPE_CHECKING:
@@ -389,7 +390,6 @@ def _case_record(spec: CaseSpec, request_id: str | None, failed: list[str]) -> d
 
 def _snapshot(case: Case, spec: CaseSpec, envelope: Any, exc: BaseException | None) -> Any:
     """The error-text snapshot entry of a baseline case (masked, normalized)."""
-    from .snapshots import snapshot_entry  # pytest-side: imported when a matrix runs
 
     port = getattr(case.fault, "port", None)
     paths = []

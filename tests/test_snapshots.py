@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -658,3 +659,18 @@ def test_side_by_side_aligns_changed_lines() -> None:
     assert rows[2].startswith("a") and " a" in rows[2]
     assert any("|" in row and "old only" in row and "new one" in row for row in rows)
     assert any(row.strip().startswith(">") or " > " in row for row in rows)
+
+
+def test_the_store_and_leakcheck_review_import_no_pytest(tmp_path) -> None:
+    """``leakcheck review`` and the snapshot store run where pytest is not installed (a
+    reviewer's shell): importing and running them loads no module of pytest's."""
+    code = (
+        "import sys\n"
+        "import leakcheck.snapshot_store\n"
+        "from leakcheck.cli import main\n"
+        f"code = main(['review', '--dir', {str(tmp_path)!r}])\n"
+        "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('pytest', '_pytest'))\n"
+        "print(code, loaded)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.stdout.splitlines()[-1] == "0 []", done.stdout + done.stderr
