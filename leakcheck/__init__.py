@@ -1,28 +1,82 @@
 """leakcheck: prove that an AI-agent tool gateway does not leak its secrets.
 
-The pipeline, one module per concept: canaries -> forms -> engine -> detect -> findings ->
-report. The scanner works without pytest; the pytest plugin and the CLI sit on top of it.
+The pipeline, one module per concept: canaries -> placements -> faults -> capture ->
+detect -> verdict -> report. The scanner works without pytest; the pytest plugin and the
+CLI sit on top of it.
+
+The main objects, importable from here:
+
+* secrets: ``CanaryFactory``, ``Secret``, ``SecretClass``, ``KINDS``, ``WeakSecretError``;
+* search: ``Scanner``, ``Finding``;
+* a test's harness (also without pytest): ``LeakCheck``, ``LeakError``, ``Captured``,
+  ``Policy``;
+* the stage matrix: ``stage_matrix``, ``Target``, ``Operation``, ``Case``, ``Expectations``.
+
+The harness and the matrix are imported on first use: ``leakcheck scan`` never pays for
+them.
 """
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from typing import TYPE_CHECKING, Any
 
-from .canaries import KINDS, CanaryFactory, Secret, SecretClass, WeakSecretError  # noqa: E402
-from .detect import Scanner  # noqa: E402
-from .findings import Finding  # noqa: E402
-from .forms import FORMS, Needle, needles_for  # noqa: E402
+from .canaries import KINDS, CanaryFactory, Secret, SecretClass, WeakSecretError
+from .detect import Scanner
+from .findings import Finding
+from .forms import FORMS, Needle, needles_for  # noqa: F401 - kept importable from here
+from .version import __version__
+
+if TYPE_CHECKING:
+    from .capture import Captured
+    from .contract import Expectations
+    from .harness import LeakCheck, LeakError
+    from .matrix import Case, Operation, Target, stage_matrix
+    from .policy import Policy
 
 __all__ = [
     "KINDS",
-    "FORMS",
     "CanaryFactory",
+    "Captured",
+    "Case",
+    "Expectations",
     "Finding",
-    "Needle",
+    "LeakCheck",
+    "LeakError",
+    "Operation",
+    "Policy",
     "Scanner",
     "Secret",
     "SecretClass",
+    "Target",
     "WeakSecretError",
-    "needles_for",
+    "stage_matrix",
     "__version__",
 ]
+
+#: name -> the module that defines it, imported when the name is first read
+_LAZY = {
+    "Captured": "capture",
+    "Expectations": "contract",
+    "LeakCheck": "harness",
+    "LeakError": "harness",
+    "Case": "matrix",
+    "Operation": "matrix",
+    "Target": "matrix",
+    "stage_matrix": "matrix",
+    "Policy": "policy",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'leakcheck' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

@@ -24,8 +24,8 @@ from .serialize import (
     BUDGET_CHARS,
     FIELD_BUDGET,
     INLINE_MAX,
+    ReprWriter,
     Serialized,
-    _ReprWriter,
     bytes_of,
     exception_message,
     exception_texts,
@@ -215,7 +215,7 @@ def _describe(
         sink, sink_class, f"{prefix}json", serialized.json(), note=beyond, group=group,
         fallback=True,
     )  # fmt: skip
-    writer = _ReprWriter(budget=BUDGET_CHARS, inline_max=INLINE_MAX)
+    writer = ReprWriter(budget=BUDGET_CHARS, inline_max=INLINE_MAX)
     yield Captured(sink, sink_class, f"{prefix}repr", writer.text(obj), group=group, fallback=True)
     for text in writer.large:  # an object's own long repr: searched apart, not copied
         yield Captured(sink, sink_class, f"{prefix}repr", text, group=group, fallback=True)

@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import __version__
 from .canaries import KINDS, CanaryFactory, Secret, WeakSecretError
 from .decode import all_decoders, decode_runs
 from .detect import JOIN_SEPARATOR, Scanner
@@ -32,6 +31,7 @@ from .findings import MASK_LABEL, Finding
 from .forms import FORMS, MASKING_FORMS, FormFn
 from .report import RENDERERS, ScanSummary, document, dump, path_uri
 from .serialize import map_strings, parse_json, read_json_file
+from .version import __version__
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from . import __version__
 from .findings import Finding
 from .serialize import map_strings
+from .version import __version__
 
 __all__ = ["ScanSummary", "render", "render_text", "render_json", "render_sarif", "RENDERERS"]
 

@@ -25,6 +25,7 @@ __all__ = [
     "parse_json",
     "read_json_file",
     "to_jsonable",
+    "ReprWriter",
     "Serialized",
     "leaves",
     "safe_repr",
@@ -259,7 +260,7 @@ def safe_repr(obj: object) -> str:
     leakcheck (a ``str`` subclass in a list is written by its characters, a shared
     sub-object once, then as ``<same dict as earlier>``); any other object by its own
     ``repr``, or ``<Foo object; repr raised E>``."""
-    return _ReprWriter().text(obj)
+    return ReprWriter().text(obj)
 
 
 def exception_message(exc: BaseException) -> str:
@@ -315,7 +316,7 @@ _CONTAINER_BY_ID = {id(fn): name for fn, name in _CONTAINER_REPRS}  # alive: ids
 _OPEN_CLOSE = {"dict": "{}", "list": "[]", "tuple": "()", "set": "{}", "frozenset": "{}"}
 
 
-class _ReprWriter:
+class ReprWriter:
     """The repr of an object, written the way ``repr`` writes built-in containers, but with
     every member read through its base type, each shared sub-object written once (its
     later places say ``<same dict as earlier>``; a cycle, ``{...}`` as Python does) and,

@@ -1,0 +1,83 @@
+"""The public surface: the facade names the main objects, every module's ``__all__`` holds
+only names it has, ``leakcheck scan`` never imports the harness or the matrix, and no
+module of leakcheck imports a private name of another."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import pkgutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import leakcheck
+
+PACKAGE = Path(leakcheck.__file__).parent
+MODULES = sorted(f"leakcheck.{info.name}" for info in pkgutil.iter_modules([str(PACKAGE)]))
+
+
+def test_the_facade_names_the_main_objects() -> None:
+    for name in (
+        "LeakCheck",
+        "stage_matrix",
+        "Target",
+        "Operation",
+        "Case",
+        "Expectations",
+        "Policy",
+        "Captured",
+        "Scanner",
+        "Secret",
+        "CanaryFactory",
+        "Finding",
+    ):
+        assert name in leakcheck.__all__, name
+        assert getattr(leakcheck, name) is not None
+    assert leakcheck.__version__ == importlib.import_module("leakcheck.version").__version__
+
+
+def test_internals_stay_importable_from_the_facade() -> None:
+    from leakcheck import FORMS, Needle, needles_for  # old import paths keep working
+
+    assert FORMS and Needle and needles_for
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_every_name_in_all_exists(module: str) -> None:
+    loaded = importlib.import_module(module)
+    missing = [name for name in getattr(loaded, "__all__", []) if not hasattr(loaded, name)]
+    assert not missing, f"{module}.__all__ names what it does not have: {missing}"
+
+
+def test_importing_leakcheck_loads_no_harness_matrix_or_pytest() -> None:
+    """What ``leakcheck scan`` imports: the scanner, never the harness, the matrix (and its
+    jsonschema), nor pytest."""
+    code = (
+        "import sys, leakcheck, leakcheck.cli\n"
+        "heavy = ('leakcheck.harness', 'leakcheck.matrix', 'leakcheck.contract', 'pytest',"
+        " 'jsonschema')\n"
+        "print(sorted(m for m in heavy if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.stdout.strip() == "[]", done.stdout + done.stderr
+
+
+def test_no_module_imports_a_private_name_of_another() -> None:
+    crossings = []
+    plugins = importlib.import_module("leakcheck.plugins")
+    sources = [*PACKAGE.glob("*.py"), *Path(plugins.__file__).parent.glob("*.py")]
+    for path in sorted(sources):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (
+                node.level or "leakcheck" in (node.module or "")
+            ):
+                crossings += [
+                    f"{path.name}: {alias.name} from {node.module}"
+                    for alias in node.names
+                    if alias.name.startswith("_") and alias.name != "__version__"
+                ]
+    assert not crossings, crossings
