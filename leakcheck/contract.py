@@ -385,10 +385,10 @@ def _schema_violations(
         elif keyword in ("additionalProperties", "unevaluatedProperties") and isinstance(
             where, Mapping
         ):
-            declared = error.schema.get("properties", {})
+            properties = error.schema.get("properties", {})  # the object's own, not all
             patterns = list(error.schema.get("patternProperties", {}))
             for key in where:
-                if key in declared or any(re.search(p, str(key)) for p in patterns):
+                if key in properties or any(re.search(p, str(key)) for p in patterns):
                     continue
                 if keyword == "additionalProperties" and error.validator_value is not False:
                     continue  # a sub-schema for extras: its own errors carry the path

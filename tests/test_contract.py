@@ -279,6 +279,35 @@ def test_envelope_as_json_text_passes_like_the_mapping() -> None:
     assert check_envelope(text.encode(), stage="http_401", operation=OP, repeatable=False) == []
 
 
+def test_pointers_keep_declared_names_after_an_unknown_field() -> None:
+    """An unknown field in a nested object does not hide the schema's declared names: its
+    own pointer names its parent, and so do the pointers of the errors after it."""
+    schema = load_schema()
+    schema["properties"]["deployment_parameters_override"] = {
+        "type": "object",
+        "properties": {"zone": {"type": "string"}},
+        "additionalProperties": False,
+    }
+    schema["properties"]["limits"] = {
+        "type": "object",
+        "properties": {"maximum_retry_after_seconds_hint": {"type": "integer"}},
+    }
+    envelope = patched(
+        base_for("http_401"),
+        {
+            "deployment_parameters_override": {"zone": "a", "region": "b"},
+            "limits": {"maximum_retry_after_seconds_hint": "soon"},
+        },
+    )
+    found = check_envelope(
+        envelope, stage="http_401", operation=OP, repeatable=False, schema=schema
+    )
+    assert pairs(found) == {
+        ("schema.additionalProperties", "/deployment_parameters_override/region"),
+        ("schema.type", "/limits/maximum_retry_after_seconds_hint"),
+    }
+
+
 def test_every_rule_has_a_violating_sample() -> None:
     covered = {rule for case in CASES for rule, _ in case.expected}
     covered |= {"envelope-json"}
