@@ -455,12 +455,6 @@ class Scanner:
         report, _ = self._hits(data)
         return sorted(h.start for h in report)
 
-    def contains_any(self, data: str | bytes) -> bool:
-        data = _as_bytes(data)
-        if self._search(data):
-            return True
-        return bool(self.decode and self._decoded(data, self.decode_depth))
-
     def mask(self, text: str) -> str:
         """``text`` with every form of every secret masked: for messages we print ourselves.
         Always a plain ``str``."""

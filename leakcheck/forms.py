@@ -25,7 +25,6 @@ Fragment lengths are chosen from the secret's per-character entropy, not guessed
 
 from __future__ import annotations
 
-import base64
 import binascii
 import functools
 import html
@@ -47,7 +46,6 @@ __all__ = [
     "TAIL_BITS",
     "Needle",
     "needles_for",
-    "base64_core",
 ]
 
 FRAGMENT_BITS = 64.0
@@ -345,21 +343,12 @@ def percent(s: Secret) -> Iterator[tuple[str, bytes]]:
             yield name, _utf8(text)
 
 
-def base64_core(data: bytes, offset: int, *, urlsafe: bool = False) -> bytes:
-    """The base64 characters that depend only on ``data`` when it starts ``offset`` bytes
-    (0, 1 or 2) into a larger blob, such as ``base64(b"bob:" + secret)``."""
-    encode = base64.urlsafe_b64encode if urlsafe else base64.b64encode
-    encoded = encode(b"\0" * offset + data)
-    start = math.ceil(8 * offset / 6)
-    end = (8 * (offset + len(data))) // 6
-    return encoded[start:end]
-
-
 _URLSAFE = bytes.maketrans(b"+/", b"-_")
 
 
 def _base64_cores(data: bytes) -> list[bytes]:
-    """``base64_core(data, offset)`` for the offsets 0, 1 and 2."""
+    """For the offsets 0, 1 and 2: the base64 characters that depend only on ``data`` when
+    it starts that many bytes into a larger blob, such as ``base64(b"bob:" + secret)``."""
     cores = []
     for offset in range(3):
         encoded = binascii.b2a_base64(b"\0" * offset + data, newline=False)
@@ -415,7 +404,7 @@ def base64_forms(s: Secret) -> list[tuple[str, bytes]]:
     # would match every secret of the kind.
     head, tail = _random_bytes(s, data)
     for offset in range(3):
-        core = forms[2 * offset][1]  # base64_core(data, offset)
+        core = forms[2 * offset][1]  # the core at this offset
         first = math.ceil(8 * offset / 6)  # where the core starts in base64(b"\0" * offset + data)
         # core characters whose 6 bits all come from bytes [head, tail)
         low = math.ceil(8 * (offset + head) / 6) - first

@@ -111,9 +111,6 @@ class LeakCheck:
         """A fresh hostile canary of ``kind``, registered for this check."""
         return self._add(self.canaries.secret(kind)).value
 
-    def secret_object(self, kind: str = "bearer") -> Secret:
-        return self._add(self.canaries.secret(kind))
-
     def register(self, value: str, kind: str = "secret", *, id: str | None = None) -> str:
         """Search for a user-supplied secret too (rejected, without echo, if too weak)."""
         # numbered among the test's own secrets: the session's do not shift the ids

@@ -47,10 +47,6 @@ class LeakcheckOptions:
     decode: bool = True
 
     @classmethod
-    def from_marker(cls, marker: pytest.Mark | None) -> LeakcheckOptions:
-        return cls.from_markers([] if marker is None else [marker])
-
-    @classmethod
     def from_markers(cls, markers: list[pytest.Mark]) -> LeakcheckOptions:
         """The options of a test's markers, closest first (``item.iter_markers``): a key
         set on the test overrides the same key set on its class or module, and keys set
