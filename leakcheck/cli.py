@@ -42,10 +42,10 @@ MAX_SECRETS = 10_000
 #: The most characters those secrets may hold together: needles, and the masking windows
 #: of what is printed, grow with the length of each secret.
 MAX_SECRET_CHARS = 500_000
-#: The most secrets hyperscan is used for: compiling takes ~3 KB of memory and ~0.1 ms per
-#: needle (2,000 secrets: ~190,000 needles, 0.6 GB, 20 s; 10,000: 3 GB, 2 minutes, where
-#: the automaton takes 0.45 GB). Past it ``auto`` takes the automaton whatever the input
-#: size, and ``--engine hyperscan`` is refused.
+#: The most secrets ``--engine hyperscan`` is accepted for: compiling takes ~3 KB of memory
+#: and ~0.1 ms per needle (2,000 secrets: ~190,000 needles, 0.6 GB, 20 s; 10,000: 3 GB, 2
+#: minutes, where the automaton takes 0.45 GB). ``auto`` takes the automaton there by
+#: itself (``engine.HYPERSCAN_MAX_NEEDLES``).
 HYPERSCAN_MAX_SECRETS = 2_000
 
 
@@ -854,11 +854,9 @@ def _scan(args: argparse.Namespace, out: Path | None, output: _Output) -> int:
 
 
 def _scanner(secrets: list[Secret], decode: bool, engine: str, size: int | None) -> Scanner:
-    """The scan's scanner. ``auto`` takes the automaton past HYPERSCAN_MAX_SECRETS, and when
-    hyperscan cannot compile a needle (past 4,000 bytes: a secret of about 1,500 characters
-    or more, fewer when they are not ASCII)."""
-    if engine == "auto" and len(secrets) > HYPERSCAN_MAX_SECRETS:
-        engine = "ahocorasick"
+    """The scan's scanner. ``auto`` is the engine's choice (``engine.resolve_backend``: the
+    automaton past HYPERSCAN_MAX_NEEDLES or for a needle hyperscan cannot compile), and the
+    automaton if hyperscan still fails to compile."""
     try:
         return Scanner(secrets, decode=decode, backend=engine, input_bytes=size)
     except RuntimeError as exc:

@@ -28,6 +28,7 @@ import pytest
 from conftest import self_scan
 
 import leakcheck.canaries as canaries_module
+import leakcheck.engine as engine_module
 from leakcheck import cli
 from leakcheck.canaries import Secret
 from leakcheck.cli import main
@@ -665,7 +666,9 @@ def test_hyperscan_past_its_limit(scan, tmp_path, monkeypatch, canaries) -> None
     log.write_text(f"Bearer {secrets[2].value}\n")
     run = scan("--engine", "hyperscan", "--secrets-file", secrets_file, log, secrets=secrets)
     usage_error(run, "at most 2 with --engine hyperscan")
-    # auto takes the automaton, whatever the input size (stdin's is unknown)
+    # auto takes the automaton past the engine's needle cap, whatever the input size
+    # (stdin's is unknown)
+    monkeypatch.setattr(engine_module, "HYPERSCAN_MAX_NEEDLES", 10)
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(log.read_bytes())))
     run = scan("--format", "json", "--secrets-file", secrets_file, "-", secrets=secrets)
     assert run.code == 1 and json.loads(run.out)["engine"] == "ahocorasick"
