@@ -281,7 +281,11 @@ class ResponsesFault(MockedHTTPFault):
             )
         netloc = _seen_netloc(request.url or "")
         seen_url = f"{urlsplit(request.url or '').scheme}://{netloc}{request.path_url}"
-        seen_headers = list(request.headers.items())
+        # what goes over the wire: requests passes a bytes value on as it is
+        seen_headers = [
+            (k, v.decode("latin-1") if isinstance(v, bytes) else v)
+            for k, v in request.headers.items()
+        ]
         if not any(k.lower() == "host" for k, _ in seen_headers):
             seen_headers.insert(0, ("Host", netloc))  # http.client adds it when sending
         body = reply.reflected(request.method or "GET", seen_url, seen_headers)

@@ -226,6 +226,24 @@ def test_placement_pieces_reach_the_client(lc: LeakCheck, placement: str) -> Non
         assert same, "the reflected Authorization header is not the one sent"
 
 
+def test_reflected_request_with_a_bytes_header_value(lc: LeakCheck) -> None:
+    """requests sends a bytes header value as it is: the reflecting upstream echoes what
+    came over the wire (latin-1, as the respx and loopback faults read it)."""
+    fault = lc.force("http_401", via="responses", placement="upstream-reflects-request")
+    key = lc.secret("api_key")
+    response = requests.post(
+        fault.url + "/v1/deployments",
+        headers={"X-Api-Key": key.encode(), "X-Trace": "caf\xe9".encode("latin-1")},
+        json={},
+    )
+    assert response.status_code == 401
+    echo = json.loads(response.text.split("\n", 1)[1])["request"]
+    assert echo["headers"]["X-Api-Key"] == key.encode().decode("latin-1")
+    assert echo["headers"]["X-Trace"] == "caf\xe9"
+    lc.expose(response.text)
+    assert "api_key" in {leak.finding.kind for leak in lc.findings()}
+
+
 def test_reflected_request_shows_no_userinfo(lc: LeakCheck) -> None:
     """An upstream sees Host and an Authorization header, never the URL's userinfo."""
     fault = lc.force("http_401", via="responses", placement="upstream-reflects-request")
