@@ -90,7 +90,7 @@ class Captured:
         if type(text) is not str and type(text) is not bytes:
             if issubclass(type(text), (bytes, bytearray, memoryview)):
                 try:
-                    text = bytes_of(text)
+                    text = bytes_of(text)  # type: ignore[arg-type]  # bytes-like (issubclass)
                 except Exception:  # noqa: BLE001 - a released memoryview
                     text = safe_repr(text)
             else:
@@ -293,7 +293,7 @@ class LoggingSink:
     name = "log record"
 
     def __init__(self) -> None:
-        self._records: list[tuple[logging.LogRecord, str, list[tuple[str, str]]]] = []
+        self._records: list[tuple[logging.LogRecord, str, list[tuple[str, str | bytes]]]] = []
         self._saved: tuple[Any, Any] | None = None
 
     def start(self) -> None:
@@ -304,39 +304,42 @@ class LoggingSink:
         records = self._records
         self._saved = (original_enabled, original_handle)
 
-        def is_enabled_for(logger: logging.Logger, level: int) -> bool:
+        # Logger methods: ``self`` is the logger (this sink is not used in them)
+        def is_enabled_for(self: logging.Logger, level: int) -> bool:
             return True
 
-        def handle(logger: logging.Logger, record: logging.LogRecord) -> Any:
+        def handle(self: logging.Logger, record: logging.LogRecord) -> Any:
             # The logger's own filters run first, as in ``Logger.handle``: a record the app
             # drops there reaches no handler at any level, and one it redacts there is seen
             # redacted. (3.12 filters may return a replacement record.)
-            kept = logger.filter(record)
+            kept = self.filter(record)
             if not kept:
                 return None
             if isinstance(kept, logging.LogRecord):
                 record = kept
-            would_emit = not logger.disabled and original_enabled(logger, record.levelno)
+            would_emit = not self.disabled and original_enabled(self, record.levelno)
             try:
-                note = "" if would_emit else _not_emitted_note(logger, record)
+                note = "" if would_emit else _not_emitted_note(self, record)
             except Exception:  # noqa: BLE001 - a record with hostile level attributes
                 note = "not emitted in production"
             records.append((record, note, _record_texts(record)))
             if would_emit:
-                logger.callHandlers(record)
+                self.callHandlers(record)
             return None
 
-        logging.Logger.isEnabledFor = is_enabled_for  # type: ignore[method-assign]
-        logging.Logger.handle = handle  # type: ignore[method-assign]
+        logging.Logger.isEnabledFor = is_enabled_for  # type: ignore[method-assign]  # until stop()
+        logging.Logger.handle = handle  # type: ignore[method-assign]  # until stop()
 
     def stop(self) -> None:
         if self._saved is None:
             return
-        logging.Logger.isEnabledFor, logging.Logger.handle = self._saved  # type: ignore[method-assign]
+        enabled, handle = self._saved
+        logging.Logger.isEnabledFor = enabled  # type: ignore[method-assign]  # the originals
+        logging.Logger.handle = handle  # type: ignore[method-assign]  # the originals
         self._saved = None
         for logger in [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]:
             if isinstance(logger, logging.Logger):
-                logger._cache.clear()  # type: ignore[attr-defined]
+                logger._cache.clear()  # type: ignore[attr-defined]  # isEnabledFor's private cache
 
     def collect(self) -> Iterator[Captured]:
         for n, (record, note, texts) in enumerate(self._records):
@@ -344,7 +347,12 @@ class LoggingSink:
             group = f"{self.name}#{n}"
 
             def item(
-                field: str, text: str, *, group: str = group, where: str = where, note: str = note
+                field: str,
+                text: str | bytes,
+                *,
+                group: str = group,
+                where: str = where,
+                note: str = note,
             ) -> Captured:
                 return Captured(
                     self.name, SinkClass.OPERATOR, f"{where} {field}", text, note=note, group=group
@@ -358,7 +366,7 @@ class LoggingSink:
             else:
                 exc = None
             if issubclass(type(exc), BaseException):
-                for field, text in exception_texts(exc):  # type: ignore[arg-type]
+                for field, text in exception_texts(exc):  # type: ignore[arg-type]  # not None
                     yield item(f"exc_info.{field}", text)
             elif record.exc_text:
                 yield item("exc_text", record.exc_text)
@@ -543,7 +551,7 @@ class WarningsSink:
 def _warning_text(message: object) -> str:
     """A warning's text, read through the base types (never raising)."""
     if issubclass(type(message), BaseException):
-        return exception_message(message)  # type: ignore[arg-type]
+        return exception_message(message)  # type: ignore[arg-type]  # an exception (type())
     return safe_str(message)
 
 

@@ -472,10 +472,10 @@ def _as_bytes(data: str | bytes) -> bytes:
     ``bytes`` subclass as plain ``bytes``."""
     kind = type(data)
     if issubclass(kind, str):
-        return str.encode(data, "utf-8", "surrogatepass")  # type: ignore[arg-type]
+        return str.encode(data, "utf-8", "surrogatepass")  # type: ignore[arg-type]  # a str
     if kind is not bytes and issubclass(kind, bytes):
-        return bytes.__getitem__(data, slice(None))
-    return data  # type: ignore[return-value]
+        return bytes.__getitem__(data, slice(None))  # type: ignore[index]  # a bytes subclass
+    return data  # type: ignore[return-value]  # bytes (mypy narrows not by kind)
 
 
 def _defers(backend: str, forms: tuple[FormFn, ...], secrets: list[Secret]) -> bool:

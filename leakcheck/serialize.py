@@ -201,7 +201,9 @@ _PATH_KEY_CHARS = 200
 # characters are read through ``str`` itself (``str.__str__(value)``: a plain copy), never
 # through its own methods; ``bytes``, ``int`` and ``float`` subclasses, the same way. Types
 # are told apart by ``type(obj)``, which no object can fake (``isinstance`` asks
-# ``obj.__class__``, which a mock or a proxy can set to ``str``).
+# ``obj.__class__``, which a mock or a proxy can set to ``str``). mypy narrows ``obj`` by
+# neither ``kind = type(obj)`` nor ``issubclass(kind, ...)``: the ``type: ignore`` comments
+# that follow such a test say which type it established.
 
 
 def text_of(value: str) -> str:
@@ -214,11 +216,11 @@ def bytes_of(value: bytes | bytearray | memoryview) -> bytes:
     """The bytes of ``value`` as plain ``bytes``, whatever a subclass overrides."""
     kind = type(value)
     if kind is bytes:
-        return value  # type: ignore[return-value]
+        return value  # type: ignore[return-value]  # kind is bytes
     if issubclass(kind, bytes):
-        return bytes.__getitem__(value, slice(None))  # type: ignore[arg-type]
+        return bytes.__getitem__(value, slice(None))  # type: ignore[index]  # a bytes subclass
     if issubclass(kind, bytearray):
-        return bytes(bytearray.__getitem__(value, slice(None)))  # type: ignore[arg-type]
+        return bytes(bytearray.__getitem__(value, slice(None)))  # type: ignore[index]  # bytearray
     return memoryview(value).tobytes()
 
 
@@ -244,11 +246,11 @@ def safe_str(obj: object) -> str:
     safe repr."""
     kind = type(obj)
     if kind is str:
-        return obj  # type: ignore[return-value]
+        return obj  # type: ignore[return-value]  # kind is str
     if issubclass(kind, str):
-        return str.__str__(obj)  # type: ignore[arg-type]
+        return str.__str__(obj)
     if issubclass(kind, BaseException):
-        return exception_message(obj)  # type: ignore[arg-type]
+        return exception_message(obj)  # type: ignore[arg-type]  # an exception
     try:
         return text_of(str(obj))
     except Exception:  # noqa: BLE001 - a raising __str__ must not break the capture
@@ -291,11 +293,11 @@ def repr_and_str(value: object) -> str | bytes:
     """The texts of an attribute or a log record's ``extra`` value: its repr, then its
     str. A long string (or bytes) is its own text, once, not copied twice more."""
     kind = type(value)
-    if issubclass(kind, str) and str.__len__(value) >= INLINE_MAX:  # type: ignore[arg-type]
-        return text_of(value)  # type: ignore[arg-type]
+    if issubclass(kind, str) and str.__len__(value) >= INLINE_MAX:  # type: ignore[arg-type]  # str
+        return text_of(value)  # type: ignore[arg-type]  # a str
     if issubclass(kind, (bytes, bytearray, memoryview)):
         try:
-            data = bytes_of(value)  # type: ignore[arg-type]
+            data = bytes_of(value)  # type: ignore[arg-type]  # bytes-like
         except Exception:  # noqa: BLE001 - a released memoryview
             return safe_repr(value)
         if len(data) >= INLINE_MAX:
@@ -313,7 +315,13 @@ _CONTAINER_REPRS = (
     (frozenset.__repr__, "frozenset"),
 )
 _CONTAINER_BY_ID = {id(fn): name for fn, name in _CONTAINER_REPRS}  # alive: ids stay theirs
-_OPEN_CLOSE = {"dict": "{}", "list": "[]", "tuple": "()", "set": "{}", "frozenset": "{}"}
+_OPEN_CLOSE = {
+    "dict": ("{", "}"),
+    "list": ("[", "]"),
+    "tuple": ("(", ")"),
+    "set": ("{", "}"),
+    "frozenset": ("{", "}"),
+}
 
 
 class ReprWriter:
@@ -366,17 +374,17 @@ class ReprWriter:
         if obj is None or kind is bool:
             self._write(repr(obj))
         elif issubclass(kind, str):
-            size = str.__len__(obj)  # type: ignore[arg-type]
+            size = str.__len__(obj)  # type: ignore[arg-type]  # a str
             if self._is_long(size):
                 self._write(f"<text of {size:,} characters, searched as its own field>")
             else:
-                self._write(str.__repr__(obj))  # type: ignore[arg-type]
+                self._write(str.__repr__(obj))
         elif issubclass(kind, int):
-            self._write(_int_text(int.__int__(obj)))  # type: ignore[call-overload]
+            self._write(_int_text(int.__int__(obj)))  # type: ignore[arg-type]  # an int
         elif issubclass(kind, float):
-            self._write(float.__repr__(obj))  # type: ignore[arg-type]
+            self._write(float.__repr__(obj))
         elif issubclass(kind, (bytes, bytearray)):
-            data = bytes_of(obj)  # type: ignore[arg-type]
+            data = bytes_of(obj)  # type: ignore[arg-type]  # bytes or bytearray
             if self._is_long(len(data)):
                 self._write(f"<{len(data):,} bytes, searched as their own field>")
             elif issubclass(kind, bytearray):
@@ -742,11 +750,11 @@ class Serialized:
             }
         fields = _dataclass_fields(kind)
         if fields is not None:
-            out = {}
+            record: dict[str, Any] = {}
             for name in fields:
                 self._charge(len(name) + 4)
-                out[name] = self._value(_field(obj, name), node, name, depth)
-            return out
+                record[name] = self._value(_field(obj, name), node, name, depth)
+            return record
         for method in ("model_dump", "dict", "to_dict", "_asdict"):  # pydantic v2/v1, attrs-ish
             try:
                 dump = getattr(obj, method, None)
@@ -825,15 +833,15 @@ def _key_text(key: object) -> str:
     """A mapping key as JSON text would hold it, read through its base type."""
     kind = type(key)
     if kind is str:
-        return key  # type: ignore[return-value]
+        return key  # type: ignore[return-value]  # kind is str
     if issubclass(kind, str):
-        return str.__str__(key)  # type: ignore[arg-type]
+        return str.__str__(key)
     if key is None or kind is bool:
         return str(key)
     if issubclass(kind, int):
-        return _int_text(int.__int__(key))  # type: ignore[call-overload]
+        return _int_text(int.__int__(key))  # type: ignore[arg-type]  # an int
     if issubclass(kind, float):
-        return float.__repr__(key)  # type: ignore[arg-type]
+        return float.__repr__(key)
     return safe_str(key)
 
 
@@ -876,7 +884,7 @@ def _field(obj: object, name: str) -> object:
 def exception_args(exc: BaseException) -> tuple[Any, ...]:
     """``exc.args`` as ``BaseException`` stores them, even if a subclass overrides ``args``."""
     try:
-        return BaseException.__dict__["args"].__get__(exc)  # type: ignore[no-any-return]
+        return BaseException.__dict__["args"].__get__(exc)
     except Exception:  # noqa: BLE001
         return ()
 
@@ -903,7 +911,7 @@ def leaves(
     too, as text, with ``scalars``); ``child`` names a key's path. A sub-object written
     earlier (``<same dict as ...>``) is not walked again."""
     for leaf_path, text, _node in _leaves(value, path, None, {}, scalars, child):
-        yield leaf_path, text  # type: ignore[misc]
+        yield leaf_path, text  # type: ignore[misc]  # bytes only under Serialized(long_texts=True)
 
 
 def _leaves(

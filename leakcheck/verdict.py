@@ -77,7 +77,9 @@ class Verdict(list[Leak]):
 
 
 def _encoded(text: str | bytes) -> bytes:
-    return text if type(text) is bytes else str.encode(text, "utf-8", "surrogatepass")  # type: ignore[arg-type]
+    if type(text) is bytes:
+        return text
+    return str.encode(text, "utf-8", "surrogatepass")  # type: ignore[arg-type]  # a str: Captured's
 
 
 def _suspects(scanner: Scanner, items: list[Captured]) -> set[int]:
@@ -108,7 +110,9 @@ class _EncodedText(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def readinto(self, target: bytearray | memoryview) -> int:  # type: ignore[override]
+    def readinto(  # type: ignore[override]  # io and scan_stream pass a bytearray or memoryview
+        self, target: bytearray | memoryview
+    ) -> int:
         wanted = len(target)
         while len(self._pending) < wanted and self._position < len(self._text):
             piece = self._text[self._position : self._position + self._PIECE]
@@ -125,8 +129,10 @@ def _scan(scanner: Scanner, item: Captured) -> list[Finding]:
     text = item.text
     if len(text) < STREAM_FROM:
         return scanner.scan(text, source=item.sink)
-    stream = io.BytesIO(text) if type(text) is bytes else _EncodedText(text)  # type: ignore[arg-type]
-    return list(scanner.scan_stream(stream, source=item.sink))  # type: ignore[arg-type]
+    if type(text) is bytes:
+        return list(scanner.scan_stream(io.BytesIO(text), source=item.sink))
+    stream = _EncodedText(text)  # type: ignore[arg-type]  # a str: Captured's text
+    return list(scanner.scan_stream(stream, source=item.sink))  # type: ignore[arg-type]  # raw io
 
 
 def judge(scanner: Scanner, captured: Iterable[Captured], policy: Policy) -> Verdict:
