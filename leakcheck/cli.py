@@ -153,8 +153,8 @@ def _read_secrets(path: str, budget: _Budget | None = None) -> _SecretsFile:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise UsageError(f"{label} is not valid UTF-8 (line {line})") from None
+        lineno = data.count(b"\n", 0, exc.start) + 1
+        raise UsageError(f"{label} is not valid UTF-8 (line {lineno})") from None
     loaded = _SecretsFile([])
     entries: list[tuple[str, str, str]] = []  # (value, kind, id)
     if path.endswith(".json"):
@@ -608,7 +608,12 @@ def _gram_sets(segments: list[bytes]) -> Iterator[set[bytes]]:
 
 def _strings(value: Any) -> list[str]:
     found: list[str] = []
-    map_strings(value, lambda text: found.append(text) or text)
+
+    def keep(text: str) -> str:
+        found.append(text)
+        return text
+
+    map_strings(value, keep)
     return found
 
 

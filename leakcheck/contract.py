@@ -74,7 +74,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from .canaries import Secret, SecretClass
 from .serialize import read_json_file
@@ -377,7 +377,8 @@ def _schema_violations(
             bad.add(path[0])
         where = error.instance
         if keyword == "required" and isinstance(where, Mapping):
-            for name in error.validator_value:
+            # the stubs allow Unset, which no error of iter_errors has
+            for name in cast("list[str]", error.validator_value):
                 if name not in where:
                     if not path:
                         bad.add(name)
@@ -385,8 +386,9 @@ def _schema_violations(
         elif keyword in ("additionalProperties", "unevaluatedProperties") and isinstance(
             where, Mapping
         ):
-            properties = error.schema.get("properties", {})  # the object's own, not all
-            patterns = list(error.schema.get("patternProperties", {}))
+            schema = cast("Mapping[str, Any]", error.schema)  # the object with the keyword
+            properties = schema.get("properties", {})  # the object's own, not all
+            patterns = list(schema.get("patternProperties", {}))
             for key in where:
                 if key in properties or any(re.search(p, str(key)) for p in patterns):
                     continue
@@ -1004,7 +1006,8 @@ def _timestamp_kind(value: str, clock: _Clock) -> str | None:
         if len(run) in (8, 12, 14, 17) and _valid_date(run[:4], run[4:6], run[6:8], clock.years):
             return "a date (YYYYMMDD)"
     for match in _ISO_DATE.finditer(value):
-        if _valid_date(*match.groups(), clock.years):
+        year, month, day = match.groups()  # the pattern's three groups
+        if _valid_date(year, month, day, clock.years):
             return "an ISO date"
     return None
 
@@ -1096,9 +1099,9 @@ def check_request_ids(
     for order in (unique, sorted(unique, key=lambda iv: iv[1])):
         found_here = []
         for (i, a), (j, b) in zip(order, order[1:], strict=False):
-            step = _counter_step(a, b)
-            if step is not None:
-                found_here.append((i, j, *step))
+            stepped = _counter_step(a, b)
+            if stepped is not None:
+                found_here.append((i, j, *stepped))
         if len(found_here) > len(pairs):
             pairs = found_here
     if pairs and 2 * len(pairs) >= len(unique) - 1:

@@ -71,7 +71,9 @@ def percent_runs(buf: bytes) -> Iterator[tuple[int, int, bytes]]:
         floor = max(done, start - 4096)
         while start > floor and buf[start - 1] in _TOKEN_BYTES:
             start -= 1
-        end = _TOKEN_REST.match(buf, escape.start()).end()
+        rest = _TOKEN_REST.match(buf, escape.start())
+        assert rest is not None  # the pattern matches the empty string too
+        end = rest.end()
         done = end
         run = buf[start:end]
         yield start, end, unquote_to_bytes(run)

@@ -11,7 +11,7 @@ import math
 from array import array
 from collections.abc import Iterable, Sequence
 from operator import itemgetter
-from typing import Protocol
+from typing import Any, Protocol, cast
 
 __all__ = ["Engine", "build_engine", "available_backends", "resolve_backend", "BACKENDS"]
 
@@ -58,7 +58,8 @@ class HyperscanEngine:
         def on_match(index: int, _start: int, end: int, _flags: int, _ctx: object) -> None:
             hits.append((index, end))
 
-        self._db.scan(data, match_event_handler=on_match, scratch=self._scratch)
+        # the stubs say AnyStr; the binding reads any buffer (a memoryview is not copied)
+        self._db.scan(cast(bytes, data), match_event_handler=on_match, scratch=self._scratch)
         return hits
 
 
@@ -173,7 +174,7 @@ class AhoCorasickEngine:
         import ahocorasick  # here, so that a missing package fails the build, not a scan
 
         self._ahocorasick = ahocorasick
-        self._automaton = None
+        self._automaton: Any = None  # an ahocorasick.Automaton once built (no stubs)
         self._patterns = tuple(patterns)
         self._overlap = max(map(len, self._patterns), default=1) - 1
         # input bytes still to be searched before building the automaton pays

@@ -81,18 +81,15 @@ class LeakCheck:
         self.warnings = WarningsSink(self.mask)
         if sinks is None:
             sinks = [*builtin_sinks(), *(f() for f in plugin_sink_factories().values())]
-        self.sinks: list[Sink] = [
-            s
-            for s in [
-                self._exposed,
-                self._exceptions,
-                self.stdout,
-                self.stderr,
-                self.warnings,
-                *sinks,
-            ]
-            if s.name not in self.skip_sinks
+        every: list[Sink] = [
+            self._exposed,
+            self._exceptions,
+            self.stdout,
+            self.stderr,
+            self.warnings,
+            *sinks,
         ]
+        self.sinks: list[Sink] = [s for s in every if s.name not in self.skip_sinks]
         self._started: list[Sink] = []
         self.faults: list[Fault] = []
         self._armed: list[Fault] = []

@@ -49,7 +49,11 @@ import types
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from importlib import metadata
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    # what threading.gettrace() returns: its event argument is a Literal of the event names
+    from _typeshed import TraceFunction as _ThreadTrace
 
 __all__ = [
     "DEFAULT_LIBRARIES",
@@ -142,7 +146,7 @@ class LibraryExceptions:
         # one function object for every thread, so that "is it still us?" is an identity test
         self._trace_fn: TraceFunction = self._global
         self._tls = threading.local()
-        self._prev_thread_hook: TraceFunction | None = None
+        self._prev_thread_hook: _ThreadTrace | None = None
         self._opener: types.FrameType | None = None
         self._opener_state: tuple[Any, bool] = (None, True)
         self._thread = 0
@@ -252,7 +256,7 @@ class LibraryExceptions:
         try:
             if threading.get_ident() == self._thread:
                 sys.settrace(getattr(self._tls, "prev", None))
-            threading.settrace(self._prev_thread_hook)  # type: ignore[arg-type]
+            threading.settrace(self._prev_thread_hook)
         finally:
             if self._opener is not None:
                 self._opener.f_trace, self._opener.f_trace_lines = self._opener_state

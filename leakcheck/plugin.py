@@ -13,10 +13,10 @@ import json
 import logging
 import os
 import random
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
@@ -29,6 +29,9 @@ from .harness import LeakCheck
 from .masking import SessionMasker, mask_strings
 from .policy import DEFAULT_POLICY, Policy, PolicyError
 from .serialize import safe_str
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pluggy  # what a hookwrapper's yield returns
 
 __all__ = ["LeakcheckOptions", "leakcheck", "register_session_secret"]
 
@@ -296,7 +299,7 @@ class _State:
                 msg = self.mask(msg)
             write(msg, **markup)
 
-        writer.write = masked_write  # type: ignore[method-assign]
+        writer.write = masked_write
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -311,7 +314,8 @@ class _State:
         for name in live:
             handler = getattr(logging_plugin, name, None)
             if isinstance(handler, logging.Handler):
-                handler.format = self._masked_format(handler.format)  # type: ignore[method-assign]
+                masked = self._masked_format(handler.format)
+                handler.format = masked  # type: ignore[method-assign]  # on this instance only
 
     def _masked_format(self, fmt: Any) -> Any:
         def format(record: logging.LogRecord) -> str:
@@ -506,7 +510,7 @@ def leakcheck(request: pytest.FixtureRequest) -> Iterator[LeakCheck]:
     (``leakcheck.expose(obj)``); every sink of the test is searched at the end."""
     state = request.config.stash[_STATE]
     try:
-        options, policy = _options(request.node, state.policy)  # type: ignore[arg-type]
+        options, policy = _options(request.node, state.policy)
     except pytest.UsageError as exc:
         usage = f"usage error: {exc}"
     else:
@@ -550,9 +554,11 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     report sections: hand it to the stdout/stderr sinks as it is read."""
     check = item.stash.get(_LEAKCHECK, None)
     funcargs = getattr(item, "funcargs", {})
-    tapped = [(name, funcargs[name]) for name in _CAPTURE_FIXTURES if check and name in funcargs]
-    for name, fixture in tapped:
-        fixture.readouterr = _tapped_readouterr(fixture.readouterr, name, check)
+    tapped: list[tuple[str, Any]] = []
+    if check:
+        tapped = [(name, funcargs[name]) for name in _CAPTURE_FIXTURES if name in funcargs]
+        for name, fixture in tapped:
+            fixture.readouterr = _tapped_readouterr(fixture.readouterr, name, check)
     try:
         yield
     finally:
@@ -574,7 +580,9 @@ def _tapped_readouterr(readouterr: Any, name: str, check: LeakCheck) -> Any:
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pluggy.Result[pytest.TestReport], None]:
     outcome = yield
     report: pytest.TestReport = outcome.get_result()
     state = item.config.stash[_STATE]
@@ -740,9 +748,9 @@ def _mask_test_ids(items: list[pytest.Item], mask: Any) -> None:
 def _rename(item: pytest.Item, nodeid: str, mask: Any) -> None:
     """Give ``item`` the id ``nodeid``, its name and location masked the same way."""
     if isinstance(getattr(item, "_nodeid", None), str):  # pytest < 9
-        item._nodeid = nodeid
+        item._nodeid = nodeid  # type: ignore[attr-defined, unused-ignore]  # pytest < 9 has it
     else:  # pytest 9: a structured NodeId
-        item._id = type(item._id).parse(nodeid)  # type: ignore[attr-defined]
+        item._id = type(item._id).parse(nodeid)  # type: ignore[attr-defined, unused-ignore]  # 9+
     item.name = mask(item.name)
     path, line, domain = item.location  # a cached property: replaced as it is kept
     item.__dict__["location"] = (path, line, mask(domain))
@@ -819,8 +827,9 @@ def _mask_report(report: pytest.TestReport | pytest.CollectReport, mask: Any) ->
         return
     if isinstance(report.longrepr, tuple):
         # A skip: (path, lineno, reason); pytest's terminal and JUnit writers need the tuple.
-        report.longrepr = tuple(
-            mask(part) if isinstance(part, str) else part for part in report.longrepr
+        report.longrepr = cast(
+            "tuple[str, int, str]",
+            tuple(mask(part) if isinstance(part, str) else part for part in report.longrepr),
         )
     elif report.longrepr is not None:
         text = report.longreprtext
@@ -836,10 +845,10 @@ def _mask_report(report: pytest.TestReport | pytest.CollectReport, mask: Any) ->
                     report.longrepr = masked
     wasxfail = getattr(report, "wasxfail", None)
     if isinstance(wasxfail, str):
-        report.wasxfail = mask(wasxfail)
+        report.wasxfail = mask(wasxfail)  # type: ignore[union-attr]  # it has one: getattr above
     report.sections = [(title, mask(content)) for title, content in report.sections]
     if properties:
-        report.user_properties = [  # type: ignore[union-attr]
+        report.user_properties = [  # type: ignore[union-attr]  # it has them: getattr above
             (_mask_value(name, mask), _mask_value(value, mask)) for name, value in properties
         ]
 
