@@ -73,7 +73,7 @@ class Secret:
     def _repr_pretty_(self, printer: object, cycle: bool) -> None:
         # Hypothesis (failing examples) and IPython print a dataclass field by field,
         # bypassing __repr__: they would show the value.
-        printer.text(repr(self))  # type: ignore[attr-defined]
+        printer.text(repr(self))  # type: ignore[attr-defined]  # IPython's printer: no dependency
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Secret) and (self.value, self.id) == (other.value, other.id)
@@ -340,7 +340,7 @@ def _pem(label: str) -> Callable[[random.Random], tuple[str, tuple[float, ...]]]
 
 def _kind(name: str, cls: SecretClass, description: str, **token_args: object) -> Kind:
     def generate(rng: random.Random) -> tuple[str, tuple[float, ...]]:
-        return _token(rng, **token_args)  # type: ignore[arg-type]
+        return _token(rng, **token_args)  # type: ignore[arg-type]  # each kind's own _token args
 
     return Kind(name, cls, generate, description)
 

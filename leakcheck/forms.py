@@ -81,7 +81,7 @@ class Needle:
         return f"Needle(form={self.form!r}, secret={self.secret!r}, bytes={len(self.pattern)})"
 
     def _repr_pretty_(self, printer: object, cycle: bool) -> None:
-        printer.text(repr(self))  # type: ignore[attr-defined]
+        printer.text(repr(self))  # type: ignore[attr-defined]  # IPython's printer: no dependency
 
 
 def _utf8(text: str) -> bytes:
@@ -174,7 +174,7 @@ def _url_pieces(value: str, start: str) -> list[tuple[str, str, str]]:
         rest = rest[cut + 1 :]
 
 
-class _EscapeTable(dict):  # type: ignore[type-arg]
+class _EscapeTable(dict):
     """A ``str.translate`` table: characters outside ``allowed`` become ``%XX`` escapes
     (of their UTF-8 bytes), filled in on first use. Per-character Python loops made
     needle generation the largest part of the plugin's per-test cost."""
@@ -438,7 +438,7 @@ def json_forms(s: Secret) -> Iterator[tuple[str, bytes]]:
     yield "json-nested-ascii", _utf8(_json_escape(inner, ascii_only=True))
 
 
-class _ReprTable(dict):  # type: ignore[type-arg]
+class _ReprTable(dict):
     """``str.translate`` table of what ``repr`` writes for each character between the
     quotes when it chose ``quote_char``; filled in on first use."""
 
@@ -522,7 +522,7 @@ def html_forms(s: Secret) -> Iterator[tuple[str, bytes]]:
     yield "html-numeric", _utf8(v.translate(_NUMERIC_ENTITIES))
 
 
-class _NumericEntities(dict):  # type: ignore[type-arg]
+class _NumericEntities(dict):
     """``str.translate`` table: ASCII letters and digits stay, the rest become ``&#N;``."""
 
     def __missing__(self, code: int) -> str:

@@ -301,15 +301,16 @@ def build_case(check: LeakCheck, target: Target, spec: CaseSpec) -> Case:
             options["timeout"] = target.timeout
         fault = check.force(stage, via=via, placement=placed, **options)
         if stage.transport == "ssh":
-            credentials["ssh_password"] = fault.password  # type: ignore[attr-defined]
+            credentials["ssh_password"] = fault.password  # type: ignore[attr-defined]  # SSHFault
             ssh = SSHTarget(
-                fault.host, fault.port, fault.username, fault.known_hosts,  # type: ignore[attr-defined]
+                fault.host, fault.port,  # type: ignore[attr-defined]  # an SSHFault
+                fault.username, fault.known_hosts,  # type: ignore[attr-defined]  # an SSHFault
                 target.timeout, placed.ssh.command_args, placed.ssh.env,
             )  # fmt: skip
         else:
             upstream = getattr(fault, "url", target.upstream_url)
             if getattr(fault, "scheme", "") == "https":  # a CA per case costs ms: only for TLS
-                verify = fault.ssl_context()  # type: ignore[attr-defined]
+                verify = fault.ssl_context()  # type: ignore[attr-defined]  # a LoopbackFault's
         vault = Vault(credentials)
         approver = Approver()
         observed = ObservedInput(agent_input)

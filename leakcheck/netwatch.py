@@ -101,8 +101,8 @@ def failing_dns(suffix: str = ".invalid") -> Iterator[Callable[[], int]]:
             raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
         return original(host, *args, **kwargs)
 
-    socket.getaddrinfo = getaddrinfo  # type: ignore[assignment]
+    socket.getaddrinfo = getaddrinfo
     try:
         yield lambda: failed
     finally:
-        socket.getaddrinfo = original  # type: ignore[assignment]
+        socket.getaddrinfo = original
