@@ -101,11 +101,12 @@ class LoguruSink:
         # loguru's traceback formatter asks sysconfig for the library directories each
         # time a handler is added (~7 ms); the answer only depends on sys.path.
         formatter = loguru._better_exceptions.ExceptionFormatter
-        formatter._get_lib_dirs = staticmethod(_lib_dirs)  # type: ignore[assignment]
+        cached = staticmethod(_lib_dirs)
+        formatter._get_lib_dirs = cached  # type: ignore[method-assign]  # for this add only
         try:
             self._add_handler_now()
         finally:
-            formatter._get_lib_dirs = _GET_LIB_DIRS  # type: ignore[assignment]
+            formatter._get_lib_dirs = _GET_LIB_DIRS  # type: ignore[method-assign]  # loguru's own
 
     def _add_handler_now(self) -> None:
         self._handler_id = logger.add(
@@ -191,7 +192,7 @@ def _str(value: object) -> str:
 
 
 def _handlers() -> dict[int, Any]:
-    return dict(logger._core.handlers)  # type: ignore[attr-defined]
+    return dict(logger._core.handlers)  # type: ignore[attr-defined]  # loguru's private state
 
 
 def _install() -> None:
@@ -200,19 +201,20 @@ def _install() -> None:
 
     def remove(self: Any, handler_id: int | None = None) -> None:
         result = original(self, handler_id)
-        if self._core is logger._core:  # type: ignore[attr-defined]
+        if self._core is logger._core:  # type: ignore[attr-defined]  # loguru's private state
             for sink in list(_ACTIVE):
                 sink._ensure_handler()
         return result
 
-    remove.__wrapped__ = original  # type: ignore[attr-defined]
+    remove.__wrapped__ = original  # type: ignore[attr-defined]  # set on a function
     remove.__doc__ = original.__doc__
-    loguru._logger.Logger.remove = remove  # type: ignore[method-assign]
+    loguru._logger.Logger.remove = remove  # type: ignore[method-assign]  # until _uninstall()
 
 
 def _uninstall() -> None:
     if "remove" in _ORIGINAL:
-        loguru._logger.Logger.remove = _ORIGINAL.pop("remove")  # type: ignore[method-assign]
+        original = _ORIGINAL.pop("remove")
+        loguru._logger.Logger.remove = original  # type: ignore[method-assign]  # loguru's own
 
 
 SINKS = [LoguruSink]

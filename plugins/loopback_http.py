@@ -876,11 +876,11 @@ def _aiohttp_threaded_resolver() -> Iterator[None]:
     if connector is None or threaded is None or current is threaded:
         yield
         return
-    connector.DefaultResolver = threaded  # type: ignore[attr-defined]
+    connector.DefaultResolver = threaded  # type: ignore[attr-defined]  # a ModuleType to mypy
     try:
         yield
     finally:
-        connector.DefaultResolver = current  # type: ignore[attr-defined]
+        connector.DefaultResolver = current  # type: ignore[attr-defined]  # a ModuleType to mypy
 
 
 FAULTS = {"loopback": LoopbackFault}
@@ -949,7 +949,7 @@ def call_client(client: str, fault: LoopbackFault, placed: Placed | None = None)
     return call(fault, url, headers, query)
 
 
-_BODY = {"repo": "web", "replicas": 2}
+_BODY: dict[str, str | int] = {"repo": "web", "replicas": 2}
 
 
 def _httpx_verify(fault: LoopbackFault) -> ssl.SSLContext | bool:

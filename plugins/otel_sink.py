@@ -70,7 +70,7 @@ try:  # the logs signal is still experimental (``_logs``): optional
     except ImportError:  # pragma: no cover - before 1.39
         from opentelemetry.sdk._logs.export import InMemoryLogExporter as _LogExporter
 except ImportError:  # pragma: no cover
-    logs_api = sdk_logs = None  # type: ignore[assignment]
+    logs_api = sdk_logs = None  # type: ignore[assignment]  # modules, or None without them
 
 __all__ = ["OpenTelemetrySink", "SINKS", "pipeline_state"]
 

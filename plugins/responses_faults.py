@@ -42,7 +42,7 @@ import errno
 import io
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 import requests
@@ -155,7 +155,7 @@ class _Mock(responses.RequestsMock):
     ) -> requests.Response:
         token = _ADAPTER.set(adapter)
         try:
-            return super()._on_request(adapter, request, **kwargs)  # type: ignore[misc]
+            return super()._on_request(adapter, request, **kwargs)
         finally:
             _ADAPTER.reset(token)
 
@@ -191,8 +191,10 @@ class ResponsesFault(MockedHTTPFault):
         chained = not _is_requests_send(previous)
         mock = _Mock(
             assert_all_requests_are_fired=False,
-            passthru_prefixes=(_EVERY_URL,) if chained else (),
-            real_adapter_send=previous,
+            # responses' own annotations: a prefix may be a pattern too (what it stores),
+            # and its _HTTPAdapterSend differs from requests' typed HTTPAdapter.send
+            passthru_prefixes=cast("tuple[str, ...]", (_EVERY_URL,) if chained else ()),
+            real_adapter_send=cast("responses._HTTPAdapterSend", previous),
         )
         mock.add(_Route(self, every_url=not chained))
         mock.start()
@@ -208,7 +210,7 @@ class ResponsesFault(MockedHTTPFault):
         if current is not self._installed:
             # Another mock was stopped out of order and already put back what it found
             # (or stacked on ours): keep its choice rather than reinstating a stale one.
-            HTTPAdapter.send = current  # type: ignore[method-assign]
+            HTTPAdapter.send = current  # type: ignore[method-assign]  # what the other mock left
 
     def not_reached_reason(self) -> str:
         if self.unverified_calls:
@@ -244,9 +246,9 @@ class ResponsesFault(MockedHTTPFault):
         path = safe_path(request.path_url, self._known)
         where = f"responses intercepted {request.method} {path} (request {self.calls})"
         if target == "redirect":
-            status, headers, body = SIGNED_URL_ANSWER
+            status, answer_headers, body = SIGNED_URL_ANSWER
             self.record(f"{where} on the redirect target: answered {status}")
-            return status, [*headers, ("Content-Length", str(len(body)))], body
+            return status, [*answer_headers, ("Content-Length", str(len(body)))], body
         name = self.stage.name
         kwargs = getattr(request, "req_kwargs", {})
         if name in TLS_STAGES and kwargs.get("verify", True) is False:
@@ -332,8 +334,9 @@ class ResponsesFault(MockedHTTPFault):
         conn = (HTTPSConnection if https else HTTPConnection)(host, port, timeout=connect_timeout)
         error: Exception
         if name == "dns_failure":
-            leaf: OSError = name_not_known()
-            error = NameResolutionError(host, conn, leaf)  # type: ignore[arg-type]
+            not_known = name_not_known()
+            leaf: OSError = not_known
+            error = NameResolutionError(host, conn, not_known)
             error.__cause__ = leaf
         elif name == "connection_refused":
             leaf = os_error(ConnectionRefusedError, errno.ECONNREFUSED)

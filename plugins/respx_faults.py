@@ -208,6 +208,7 @@ class RespxFault(MockedHTTPFault):
         to its own type and attaches ``.request``), with its real cause chain."""
         name = self.stage.name
         innermost: BaseException
+        exc_type: type[Exception]  # an httpcore error: connect, read or timeout
         if name == "dns_failure":
             leaf: BaseException = name_not_known()
             innermost, exc_type = leaf, httpcore.ConnectError

@@ -55,7 +55,7 @@ from leakcheck.serialize import leaves
 try:  # the base class of the sync and async HTTP transports in recent 2.x releases
     from sentry_sdk.transport import HttpTransportCore as _NetworkTransport
 except ImportError:  # pragma: no cover - older 2.x
-    _NetworkTransport = HttpTransport  # type: ignore[assignment,misc]
+    _NetworkTransport = HttpTransport  # type: ignore[misc]  # the same role under its old name
 
 __all__ = ["SentrySink", "SINKS", "NO_CLIENT"]
 
@@ -158,9 +158,9 @@ class SentrySink:
             if sink._started:
                 sink._wrap(client)
 
-        __init__.__wrapped__ = original_init  # type: ignore[attr-defined]
+        __init__.__wrapped__ = original_init  # type: ignore[attr-defined]  # set on a function
         self._started = True
-        client_class.__init__ = __init__
+        client_class.__init__ = __init__  # type: ignore[method-assign, assignment]  # until stop()
         for client in _active_clients():
             self._wrap(client)
         self.inactive_reason = "" if self._wrapped else NO_CLIENT
@@ -185,10 +185,11 @@ class SentrySink:
             self._flush(failures)
         finally:
             self._started = False
+            client_class = sentry_sdk.client._Client
             if self._saved_init is not None:
-                sentry_sdk.client._Client.__init__ = self._saved_init
+                client_class.__init__ = self._saved_init  # type: ignore[method-assign]  # restored
             else:  # pragma: no cover - __init__ inherited in some release
-                del sentry_sdk.client._Client.__init__
+                del client_class.__init__
             for client, ours, original in self._wrapped:
                 if getattr(client, "transport", None) is ours:
                     client.transport = original

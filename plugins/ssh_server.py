@@ -59,7 +59,7 @@ import traceback
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from importlib import metadata
-from typing import Any
+from typing import Any, cast
 
 import asyncssh
 from asyncssh.logging import SSHLogger
@@ -132,7 +132,7 @@ class _SilentLogger(logging.Logger):
     def handle(self, record: logging.LogRecord) -> None:
         return None
 
-    def getChild(self, suffix: str) -> logging.Logger:
+    def getChild(self, suffix: str) -> _SilentLogger:
         return _SilentLogger(f"{self.name}.{suffix}")
 
 
@@ -644,8 +644,9 @@ def _asyncssh_outcome(fault: SSHFault) -> str:
             text += f"env attribute: {exc.env!r}\n"
             if exc.exit_status is not None:
                 text += f"exit status: {exc.exit_status}\n"
-            if exc.stderr:
-                text += f"stderr:\n{exc.stderr}"
+            stderr = cast(str, exc.stderr)  # run() decodes (utf-8 by default): never bytes
+            if stderr:
+                text += f"stderr:\n{stderr}"
             return text
         except (OSError, asyncssh.Error) as exc:
             return _exception_text(exc)

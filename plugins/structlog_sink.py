@@ -194,17 +194,19 @@ def _install() -> None:
             sink._record(f"formatter {record.name} {record.levelname}", text, "")
         return text
 
-    _process_event.__wrapped__ = original_process  # type: ignore[attr-defined]
-    format.__wrapped__ = original_format  # type: ignore[attr-defined]
-    BoundLoggerBase._process_event = _process_event  # type: ignore[method-assign]
-    structlog.stdlib.ProcessorFormatter.format = format  # type: ignore[method-assign]
+    _process_event.__wrapped__ = original_process  # type: ignore[attr-defined]  # on a function
+    format.__wrapped__ = original_format  # type: ignore[attr-defined]  # set on a function
+    bound, formatter = BoundLoggerBase, structlog.stdlib.ProcessorFormatter
+    bound._process_event = _process_event  # type: ignore[method-assign]  # till _uninstall()
+    formatter.format = format  # type: ignore[method-assign]  # till _uninstall()
 
 
 def _uninstall() -> None:
     if not _ORIGINAL:
         return
-    BoundLoggerBase._process_event = _ORIGINAL.pop("process")  # type: ignore[method-assign]
-    structlog.stdlib.ProcessorFormatter.format = _ORIGINAL.pop("format")  # type: ignore[method-assign]
+    bound, formatter = BoundLoggerBase, structlog.stdlib.ProcessorFormatter
+    bound._process_event = _ORIGINAL.pop("process")  # type: ignore[method-assign]  # restored
+    formatter.format = _ORIGINAL.pop("format")  # type: ignore[method-assign]  # restored
 
 
 SINKS = [StructlogSink]
