@@ -30,6 +30,7 @@ corpora: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check leakcheck plugins tests bench scripts examples
 	$(BIN)/ruff format --check leakcheck plugins tests bench scripts examples
+	$(BIN)/mypy leakcheck plugins
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info
