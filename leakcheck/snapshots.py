@@ -66,11 +66,14 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pluggy
 
 from .canaries import Secret
 from .placements import BASELINE_PLACEMENTS
@@ -364,7 +367,7 @@ class SnapshotSession:
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(
         self, item: pytest.Item, call: pytest.CallInfo[None]
-    ) -> Iterator[None]:
+    ) -> Generator[None, pluggy.Result[pytest.TestReport], None]:
         outcome = yield
         if call.when != "call":
             return
@@ -512,7 +515,7 @@ class SnapshotSession:
         if not self.enabled:
             return
         if self.is_worker:
-            self.config.workeroutput[_WORKER_KEY] = json.dumps(self._state())  # type: ignore[attr-defined]
+            self.config.workeroutput[_WORKER_KEY] = json.dumps(self._state())  # type: ignore[attr-defined]  # set by xdist on workers
             return
         write = not self.config.getoption("collectonly", False)
         try:
