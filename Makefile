@@ -28,9 +28,9 @@ corpora: $(STAMP)
 	$(BIN)/python scripts/record_ssh_exceptions.py
 
 lint: $(STAMP)
-	$(BIN)/ruff check leakcheck plugins tests bench scripts examples
-	$(BIN)/ruff format --check leakcheck plugins tests bench scripts examples
-	$(BIN)/mypy leakcheck plugins
+	$(BIN)/ruff check leakcheck plugins recorders tests bench scripts examples
+	$(BIN)/ruff format --check leakcheck plugins recorders tests bench scripts examples
+	$(BIN)/mypy leakcheck plugins recorders
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info

@@ -52,14 +52,11 @@ import re
 import shlex
 import shutil
 import socket
-import sys
 import tempfile
 import threading
-import traceback
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
-from importlib import metadata
-from typing import Any, cast
+from typing import Any
 
 import asyncssh
 from asyncssh.logging import SSHLogger
@@ -73,7 +70,6 @@ __all__ = [
     "FAULTS",
     "SERVER_THREAD_NAME",
     "SSHFault",
-    "record_exception_texts",
 ]
 
 SERVER_THREAD_NAME = "leakcheck-ssh-server"
@@ -287,6 +283,11 @@ class SSHFault(Fault):
         self._stopped = False
 
     # --- lifecycle ---------------------------------------------------------------------------
+
+    @property
+    def directory(self) -> str | None:
+        """Its temporary directory (known_hosts, keys) while the fault is armed, else None."""
+        return self._dir
 
     def start(self) -> None:
         if self._started:
@@ -616,126 +617,3 @@ class SSHFault(Fault):
 
 
 FAULTS: dict[str, Callable[..., Fault]] = {"ssh": SSHFault}
-
-
-# --- recorded exception texts (the upgrade snapshot) ----------------------------------------------
-
-CLIENTS = ("asyncssh", "paramiko")
-#: one placement for every recording: canaries in the command line, the user name and the
-#: password (the latter two are fresh canaries whatever the placement)
-RECORD_PLACEMENT = "ssh-command-args"
-RECORD_SEED = "ssh-exception-corpus-1"
-GENERATED_BY = "scripts/record_ssh_exceptions.py"
-
-
-def _exception_text(exc: BaseException) -> str:
-    return "".join(traceback.format_exception_only(type(exc), exc))
-
-
-def _asyncssh_outcome(fault: SSHFault) -> str:
-    async def call() -> str:
-        try:
-            async with asyncssh.connect(**fault.asyncssh_options()) as conn:
-                await conn.run(fault.command, env=fault.env, check=True, timeout=fault.timeout)
-        except asyncssh.ProcessError as exc:
-            text = _exception_text(exc)
-            # attributes an exception sink reads: the command line and env ride along
-            text += f"command attribute: {exc.command}\n"
-            text += f"env attribute: {exc.env!r}\n"
-            if exc.exit_status is not None:
-                text += f"exit status: {exc.exit_status}\n"
-            stderr = cast(str, exc.stderr)  # run() decodes (utf-8 by default): never bytes
-            if stderr:
-                text += f"stderr:\n{stderr}"
-            return text
-        except (OSError, asyncssh.Error) as exc:
-            return _exception_text(exc)
-        return "no exception\n"
-
-    return asyncio.run(call())
-
-
-def _paramiko_outcome(fault: SSHFault) -> str:
-    import paramiko
-
-    client = fault.paramiko_client()
-    try:
-        client.connect(**fault.paramiko_options())
-        _stdin, stdout, stderr = client.exec_command(
-            fault.command, timeout=fault.timeout, environment=fault.env
-        )
-        out = stdout.read()
-        status = stdout.channel.recv_exit_status()
-        err = stderr.read().decode("utf-8", "replace")
-        text = "no exception\n" + f"exit status: {status}\n"
-        return text + (f"stderr:\n{err}" if err else "") + (f"stdout: {len(out)} bytes\n")
-    except (OSError, paramiko.SSHException) as exc:
-        return _exception_text(exc)
-    finally:
-        client.close()
-
-
-@contextlib.contextmanager
-def _quiet_libraries() -> Iterator[None]:
-    """The client libraries' records (which carry the canaries) stay off the terminal:
-    with no handler configured, ``logging.lastResort`` would print warnings and errors."""
-    loggers = [logging.getLogger(name) for name in ("asyncssh", "paramiko")]
-    saved = [lg.propagate for lg in loggers]
-    null = logging.NullHandler()
-    for lg in loggers:
-        lg.addHandler(null)
-        lg.propagate = False
-    try:
-        yield
-    finally:
-        for lg, propagate in zip(loggers, saved, strict=True):
-            lg.removeHandler(null)
-            lg.propagate = propagate
-
-
-def _normalize(text: str, fault: SSHFault, directory: str | None) -> str:
-    """Replace what changes from run to run: the port, temp paths, addresses, keys."""
-    if directory:
-        text = text.replace(directory, "TMP")
-    text = re.sub(r"/tmp/leakcheck-ssh-[A-Za-z0-9_]+", "TMP", text)
-    text = re.sub(rf"(?<!\d){fault.port}(?!\d)", "PORT", text)
-    text = re.sub(r"0x[0-9a-fA-F]{6,}", "0xADDR", text)
-    text = re.sub(r"SHA256:[A-Za-z0-9+/=]{20,}", "FINGERPRINT", text)
-    text = re.sub(r"MD5:(?:[0-9a-f]{2}:){15}[0-9a-f]{2}", "FINGERPRINT", text)
-    return re.sub(r"AAAA[A-Za-z0-9+/]{20,}={0,2}", "FINGERPRINT", text)
-
-
-def _record() -> tuple[dict[str, Any], list[Any]]:
-    """The corpus data, and the canaries it was recorded with (for the no-canary check)."""
-    from leakcheck.harness import LeakCheck
-
-    texts: dict[str, dict[str, str]] = {client: {} for client in CLIENTS}
-    secrets: list[Any] = []
-    drivers = {"asyncssh": _asyncssh_outcome, "paramiko": _paramiko_outcome}
-    stages = [s.name for s in stages_for(SSH) if s.transport == SSH]
-    with _quiet_libraries():
-        for client in CLIENTS:
-            for stage in stages:
-                check = LeakCheck(seed=RECORD_SEED, namespace=f"{client}/{stage}", sinks=[])
-                try:
-                    fault = check.force(stage, via="ssh", placement=RECORD_PLACEMENT)
-                    assert isinstance(fault, SSHFault)
-                    directory = fault._dir
-                    outcome = drivers[client](fault)
-                    if not fault.fired:  # the snapshot would record a harness failure
-                        raise HarnessError(fault.not_reached_reason())
-                    texts[client][stage] = _normalize(check.mask(outcome), fault, directory)
-                finally:
-                    check.stop()
-                secrets.extend(check.secrets)
-    versions = {name: metadata.version(name) for name in ("asyncssh", "cryptography", "paramiko")}
-    versions["python"] = f"{sys.version_info[0]}.{sys.version_info[1]}"
-    return {"generated_by": GENERATED_BY, "versions": versions, "texts": texts}, secrets
-
-
-def record_exception_texts() -> dict[str, Any]:
-    """For each client (asyncssh, paramiko) and SSH stage, the text a gateway would catch
-    (``traceback.format_exception_only``; exit status and stderr for a failed command),
-    masked with ``LeakCheck.mask`` and normalized (``PORT``, ``TMP``, ``0xADDR``,
-    ``FINGERPRINT``), with the library versions it was recorded under."""
-    return _record()[0]

@@ -22,7 +22,10 @@ import json
 import sys
 from pathlib import Path
 
-from leakcheck.plugins.loopback_http import CORPUS_PATH, dump_corpus, record_exception_texts
+# the recorders live in the repository, not in the installed package
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from recorders.http import CORPUS_PATH, dump_corpus, record_exception_texts  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -17,7 +17,10 @@ import json
 import sys
 from pathlib import Path
 
-from leakcheck.plugins.ssh_server import record_exception_texts
+# the recorders live in the repository, not in the installed package
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from recorders.ssh import record_exception_texts  # noqa: E402
 
 OUT = Path(__file__).resolve().parent.parent / "corpora" / "exceptions" / "ssh.json"
 

@@ -31,23 +31,15 @@ import pytest
 import requests
 import urllib3
 from conftest import QUIET_INNER_ARGS, assert_inner_run_safe, inner_outcomes, self_scan
-from leakcheck.plugins import loopback_http as lb
-from leakcheck.plugins.loopback_http import (
-    CLIENTS,
-    CORPUS_CASES,
-    CORPUS_SEED,
-    DNS_FAILURE_HOST,
-    CorpusCase,
-    LoopbackFault,
-    LoopbackOptionError,
-    Outcome,
-    call_client,
-)
+from leakcheck.plugins import loopback_http
+from leakcheck.plugins.loopback_http import DNS_FAILURE_HOST, LoopbackFault, LoopbackOptionError
 
 from leakcheck import CanaryFactory
 from leakcheck.faults import StageNotReached, UnknownTransportError, fault_factories, make_fault
 from leakcheck.harness import LeakCheck
 from leakcheck.stages import HTTP, STAGES
+from recorders import http as lb
+from recorders.http import CLIENTS, CORPUS_CASES, CORPUS_SEED, CorpusCase, Outcome, call_client
 
 pytest_plugins = ["pytester"]
 
@@ -244,9 +236,9 @@ def test_stage_fails_the_way_it_says(client: str, case: CorpusCase) -> None:
 
 def test_the_matrix_covers_every_http_stage() -> None:
     assert {case.stage for case in CORPUS_CASES} == set(HTTP_STAGES)
-    assert set(lb.SUPPORTED) == set(HTTP_STAGES)
+    assert set(loopback_http.SUPPORTED) == set(HTTP_STAGES)
     assert len({case.key for case in CORPUS_CASES}) == len(CORPUS_CASES)
-    assert set(FAILURES) | lb.ANSWERED == set(HTTP_STAGES)
+    assert set(FAILURES) | loopback_http.ANSWERED == set(HTTP_STAGES)
 
 
 # --- an untriggered fault --------------------------------------------------------------------
@@ -407,14 +399,14 @@ def test_repeated_reply_headers_are_kept(request: pytest.FixtureRequest) -> None
 def test_full_accept_queue_is_measured_not_assumed() -> None:
     fault = LoopbackFault("timeout_before_send", secret=_unused, timeout=TIMEOUT)
     with fault:
-        queue = lb._accept_queue(fault._listener)  # type: ignore[arg-type]
+        queue = loopback_http._accept_queue(fault._listener)  # type: ignore[arg-type]
         if queue is not None:  # Linux: the kernel says the queue is full
             assert queue[0] > queue[1] and len(fault._fillers) == queue[0]
         client = socket.socket()
         client.settimeout(TIMEOUT)
         started = time.monotonic()
         with pytest.raises(TimeoutError):
-            client.connect((lb.LOOPBACK, fault.port))
+            client.connect((loopback_http.LOOPBACK, fault.port))
         assert time.monotonic() - started >= TIMEOUT * 0.9
         client.close()
         assert fault.fired and fault.connects == 1
@@ -424,11 +416,11 @@ def test_full_accept_queue_is_measured_not_assumed() -> None:
 def test_a_connection_that_got_in_is_not_a_connect_timeout() -> None:
     fault = LoopbackFault("timeout_before_send", secret=_unused, timeout=TIMEOUT)
     with fault:
-        if lb._accept_queue(fault._listener) is None:  # type: ignore[arg-type]
+        if loopback_http._accept_queue(fault._listener) is None:  # type: ignore[arg-type]
             pytest.skip("no TCP_INFO for listeners on this platform")
         drained, _ = fault._listener.accept()  # type: ignore[union-attr]
         # the queue has room again: the next connect completes, the stage did not happen
-        client = socket.create_connection((lb.LOOPBACK, fault.port), timeout=TIMEOUT)
+        client = socket.create_connection((loopback_http.LOOPBACK, fault.port), timeout=TIMEOUT)
         assert not fault.fired
         assert "accept queue" in fault.not_reached_reason()
         client.close()
@@ -440,8 +432,8 @@ def _unused(kind: str) -> str:
 
 
 def _raw_tls(fault: LoopbackFault, context: ssl.SSLContext) -> None:
-    with socket.create_connection((lb.LOOPBACK, fault.port), timeout=TIMEOUT) as sock:
-        with context.wrap_socket(sock, server_hostname=lb.LOOPBACK):
+    with socket.create_connection((loopback_http.LOOPBACK, fault.port), timeout=TIMEOUT) as sock:
+        with context.wrap_socket(sock, server_hostname=loopback_http.LOOPBACK):
             pass
 
 
@@ -478,7 +470,9 @@ def test_https_client_that_rejects_the_server_is_told_why() -> None:
         assert not fault.fired
         reason = fault.not_reached_reason()
         assert "TLSV1_ALERT_UNKNOWN_CA" in reason and "fault.ssl_context()" in reason
-        with socket.create_connection((lb.LOOPBACK, fault.port), timeout=TIMEOUT) as sock:
+        with socket.create_connection(
+            (loopback_http.LOOPBACK, fault.port), timeout=TIMEOUT
+        ) as sock:
             sock.sendall(b"GET / HTTP/1.1\r\n\r\n")  # plain HTTP to the HTTPS port
             with pytest.raises(ConnectionResetError):  # closed with the request unread
                 assert sock.recv(100) == b""
@@ -592,7 +586,7 @@ def test_normalize_removes_what_varies() -> None:
         "in /tmp/leakcheck-loopback-abc/ca.pem (_ssl.c:1006) after 0.25 s; port 143117"
     )
     assert lb.normalize(text, fault, "/tmp/leakcheck-loopback-abc") == (
-        "host='127.0.0.1', port=PORT at 0xADDR (read timeout=TIMEOUT) in TMP/ca.pem "
+        "host='127.0.0.1', port=PORT at 0xADDR (read timeout=TIMEOUT) in <tmp> "
         "(_ssl.c:LINE) after DURATION; port 143117"
     )
 

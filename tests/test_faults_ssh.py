@@ -30,6 +30,7 @@ from leakcheck.plugins.ssh_server import SERVER_THREAD_NAME, SSHFault
 from leakcheck import CanaryFactory
 from leakcheck.faults import StageNotReached, UnknownTransportError
 from leakcheck.harness import LeakCheck
+from recorders import ssh as ssh_recorder
 
 pytest_plugins = ["pytester"]
 
@@ -567,7 +568,7 @@ def test_bad_options_are_clear_errors(
 
 
 def test_exception_corpus_matches_this_machine() -> None:
-    data, secrets = ssh_server._record()
+    data, secrets = ssh_recorder.record()
     path = resources.files("leakcheck.corpora").joinpath("exceptions", "ssh.json")
     text = path.read_text("utf-8")
     with scanned():

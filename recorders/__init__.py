@@ -1,0 +1,1 @@
+"""Corpus and test tooling for leakcheck's real fault transports: not installed with it."""
