@@ -93,6 +93,7 @@ class MatrixFailure(AssertionError):
     """A case that broke one of the four assertions; the message is masked."""
 
     leakcheck_verdict = True  # ours, not the gateway's: never scanned as caller output
+    names_case_and_rerun = True  # its message: the case, each assertion, the rerun command
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,6 @@ masked evidence only. Every report of a test that registered secrets (failure te
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import os
@@ -16,7 +15,7 @@ import random
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -28,7 +27,14 @@ from .forms import WINDOW_CHARS
 from .harness import LeakCheck
 from .masking import SessionMasker, mask_strings
 from .policy import DEFAULT_POLICY, Policy, PolicyError
-from .serialize import safe_str
+from .pytest_reports import (
+    fail_report,
+    mask_fields,
+    mask_junit,
+    mask_report,
+    mask_test_ids,
+    mask_warning,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     import pluggy  # what a hookwrapper's yield returns
@@ -330,7 +336,7 @@ class _State:
         fixture fails the test with the same message.) A test id that shows a session
         secret (a parametrize value) is masked before anything prints it."""
         if len(self.masker):
-            _mask_test_ids(items, self.mask)
+            mask_test_ids(items, self.mask)
         if hasattr(self.config, "workerinput"):
             return
         for item in items:
@@ -340,21 +346,21 @@ class _State:
     @pytest.hookimpl(wrapper=True)
     def pytest_make_collect_report(self, collector: pytest.Collector) -> Any:
         report = yield
-        _mask_report(report, self.mask)
+        mask_report(report, self.mask)
         return report
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_internalerror(self, excrepr: Any) -> None:
         """An INTERNALERROR is printed by the terminal, and sent by an xdist worker to the
         controller as its text: masked here, in place, first."""
-        _mask_fields(excrepr, self.mask)
+        mask_fields(excrepr, self.mask)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_warning_recorded(self, warning_message: Any, when: str, nodeid: str) -> None:
         """A warning reaches the summary long after the test that raised it, and under xdist
         through the controller, which knows no secret: mask it here, first, in place (a
         ``__del__`` after the test, a thread dying late, a warning during collection)."""
-        _mask_warning(warning_message, self.mask)
+        mask_warning(warning_message, self.mask)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -395,7 +401,7 @@ class _State:
         if xml is not None:
             # before junitxml writes: every test case, with every secret known by now
             # (record_testsuite_property, and a test's output holding a later one's secret)
-            _mask_junit(xml, self.mask)
+            mask_junit(xml, self.mask)
         if hasattr(self.config, "workeroutput"):
             # masked again with every secret this worker saw (a later test may have
             # registered a value an earlier record shows): the controller knows none
@@ -591,7 +597,7 @@ def pytest_runtest_makereport(
     finally:
         # every report, of any test: a secret the session knows may show in a test that
         # never asked for the fixture (a module fixture's teardown, a later test's output)
-        _mask_report(report, state.mask)
+        mask_report(report, state.mask)
 
 
 def _judge_report(
@@ -608,18 +614,16 @@ def _judge_report(
     skipped = report.skipped and not hasattr(report, "wasxfail")
     if call.when == "call" and check.unreached() and not skipped:
         # a forced stage that never fired proved nothing: never a pass
-        harness = check.harness_errors()
-        original = report.longreprtext if report.failed else ""
-        report.outcome = "failed"
-        report.longrepr = "\n\n".join(p for p in (harness, original) if p)
-        if hasattr(report, "wasxfail"):
-            del report.wasxfail
+        fail_report(report, lead=check.harness_errors())
     if not check.secrets:
         return
     if call.when == "call":
         _fail_on_secret_in_test_id(item, report, check)
     if call.when == "call" and state.enabled:
         raised = call.excinfo.value if call.excinfo is not None else None
+        # a matrix case's own failure names the case and how to rerun it (the matrix, and
+        # its jsonschema, are imported only when a matrix runs)
+        told = bool(getattr(raised, "names_case_and_rerun", False))
         # our own verdicts (a matrix failure, already masked) are not the gateway's output,
         # and read best without the harness's traceback around them
         if raised is not None and not isinstance(raised, pytest.skip.Exception):
@@ -664,23 +668,16 @@ def _judge_report(
         record = mask_strings(record, state.mask)
         state.records.append(record)
         if forbidden:
-            original = report.longreprtext if report.failed else ""
             text = check.report(leaks)
-            if check.matrix is not None and "leakcheck matrix:" not in original:
+            if check.matrix is not None and not told:
                 case = check.matrix
                 text = (
                     f"leakcheck matrix: operation {case['operation']}, stage {case['stage']}, "
                     f"placement {case['placement']}\n{text}"
                 )
-            rerun = f"rerun: pytest {item.nodeid!r} --leakcheck-seed={check.seed}"
-            if "\nrerun: pytest " in original:
-                rerun = ""  # the matrix's own failure already says how
-            report.outcome = "failed"
-            report.longrepr = "\n\n".join(p for p in (text, rerun, original) if p)
-            # A leak is a failure even in an xfail test: pytest counts a report that
-            # carries ``wasxfail`` as xfailed/xpassed, never as failed.
-            if hasattr(report, "wasxfail"):
-                del report.wasxfail
+            if not told:
+                text += f"\n\nrerun: pytest {item.nodeid!r} --leakcheck-seed={check.seed}"
+            fail_report(report, lead=text)
         record["outcome"] = report.outcome
 
 
@@ -724,177 +721,4 @@ def _fail_on_secret_in_test_id(
         "conftest's pytest_configure) or give the test an id without them "
         "(@pytest.mark.parametrize(..., ids=...))"
     )
-    original = report.longreprtext if report.failed else ""
-    report.outcome = "failed"
-    report.longrepr = "\n\n".join(p for p in (message, original) if p)
-
-
-def _mask_test_ids(items: list[pytest.Item], mask: Any) -> None:
-    """Each test id with every session secret in it masked (a parametrize value), before
-    any report, the terminal, JUnit, pytest's cache or the JSON report shows it; kept
-    unique."""
-    seen: set[str] = set()
-    for item in items:
-        masked = mask(item.nodeid)
-        if masked != item.nodeid:
-            unique, n = masked, 1
-            while unique in seen:
-                n += 1
-                unique = f"{masked}#{n}"
-            _rename(item, unique, mask)
-        seen.add(item.nodeid)
-
-
-def _rename(item: pytest.Item, nodeid: str, mask: Any) -> None:
-    """Give ``item`` the id ``nodeid``, its name and location masked the same way."""
-    if isinstance(getattr(item, "_nodeid", None), str):  # pytest < 9
-        item._nodeid = nodeid  # type: ignore[attr-defined, unused-ignore]  # pytest < 9 has it
-    else:  # pytest 9: a structured NodeId
-        item._id = type(item._id).parse(nodeid)  # type: ignore[attr-defined, unused-ignore]  # 9+
-    item.name = mask(item.name)
-    path, line, domain = item.location  # a cached property: replaced as it is kept
-    item.__dict__["location"] = (path, line, mask(domain))
-
-
-def _mask_warning(message: Any, mask: Any) -> None:
-    """``warnings.WarningMessage`` ``message`` masked in place: the text pytest prints
-    (message and the source line it shows) and what xdist sends to the controller."""
-    try:
-        text = str(message.message)
-    except Exception:  # noqa: BLE001 - a warning whose __str__ raises prints nothing of it
-        text = f"<{type(message.message).__name__}: str() raised>"
-    masked = mask(text)
-    if masked != text:
-        category = message.category if isinstance(message.category, type) else UserWarning
-        try:
-            replacement: Any = category(masked)
-            rebuilt = str(replacement) == masked
-        except Exception:  # noqa: BLE001 - a warning class with its own signature
-            rebuilt = False
-        message.message = replacement if rebuilt else masked
-    line = message.line
-    if line is None and isinstance(message.filename, str) and isinstance(message.lineno, int):
-        import linecache
-
-        line = linecache.getline(message.filename, message.lineno)  # what pytest would show
-    if isinstance(line, str) and mask(line) != line:
-        message.line = mask(line)
-    for name in ("filename", "source"):
-        value = getattr(message, name, None)
-        if isinstance(value, str):
-            setattr(message, name, mask(value))
-        elif value is not None and name == "source":
-            message.source = None  # an object whose allocation trace pytest would print
-
-
-def _mask_junit(xml: Any, mask: Any) -> None:
-    """Every test case junitxml is about to write (attributes, properties, failure texts,
-    captured output) and the suite's properties, masked."""
-    xml.global_properties = [(mask(str(k)), mask(str(v))) for k, v in xml.global_properties]
-    for reporter in getattr(xml, "node_reporters_ordered", []):
-        if "attrs" not in vars(reporter):  # finalized: it keeps only its element
-            _mask_element(reporter.to_xml(), mask)
-            continue
-        reporter.attrs = {mask(str(k)): mask(str(v)) for k, v in reporter.attrs.items()}
-        reporter.properties = [(mask(str(k)), mask(str(v))) for k, v in reporter.properties]
-        for node in reporter.nodes:
-            _mask_element(node, mask)
-
-
-def _mask_element(root: Any, mask: Any) -> None:
-    for element in root.iter():
-        if element.text:
-            element.text = mask(element.text)
-        if element.tail:
-            element.tail = mask(element.tail)
-        for key, value in list(element.attrib.items()):
-            masked_key = mask(key)
-            if masked_key != key:
-                del element.attrib[key]
-            element.attrib[masked_key] = mask(value)
-
-
-def _mask_report(report: pytest.TestReport | pytest.CollectReport, mask: Any) -> None:
-    """No route to pytest's output may carry a secret: failure text, locals, sections,
-    skip and xfail reasons, ``record_property`` values (JUnit properties)."""
-    properties = getattr(report, "user_properties", None)
-    if (
-        report.longrepr is None
-        and not report.sections
-        and not properties
-        and not hasattr(report, "wasxfail")
-    ):
-        return
-    if isinstance(report.longrepr, tuple):
-        # A skip: (path, lineno, reason); pytest's terminal and JUnit writers need the tuple.
-        report.longrepr = cast(
-            "tuple[str, int, str]",
-            tuple(mask(part) if isinstance(part, str) else part for part in report.longrepr),
-        )
-    elif report.longrepr is not None:
-        text = report.longreprtext
-        masked = mask(text)
-        if masked != text:
-            # masked where it lies, so that pytest lays it out as ever (indentation, the
-            # crash line of the short summary); as one text if a piece still shows
-            if isinstance(report.longrepr, str) or not _mask_fields(report.longrepr, mask):
-                report.longrepr = masked
-            else:
-                shown = report.longreprtext
-                if mask(shown) != shown:
-                    report.longrepr = masked
-    wasxfail = getattr(report, "wasxfail", None)
-    if isinstance(wasxfail, str):
-        report.wasxfail = mask(wasxfail)  # type: ignore[union-attr]  # it has one: getattr above
-    report.sections = [(title, mask(content)) for title, content in report.sections]
-    if properties:
-        report.user_properties = [  # type: ignore[union-attr]  # it has them: getattr above
-            (_mask_value(name, mask), _mask_value(value, mask)) for name, value in properties
-        ]
-
-
-def _mask_fields(obj: object, mask: Any) -> bool:
-    """Mask, in place, every string of pytest's failure representation ``obj`` (its
-    dataclasses: entries, lines, locals, arguments, crash location, sections); False when
-    it is not made of them."""
-    if not dataclasses.is_dataclass(obj) or isinstance(obj, type):
-        return False
-    for item in dataclasses.fields(obj):
-        setattr(obj, item.name, _masked_field(getattr(obj, item.name), mask))
-    return True
-
-
-def _masked_field(value: Any, mask: Any) -> Any:
-    if isinstance(value, str):
-        return mask(value)
-    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
-        # lines: masked together, so that a secret over several of them (a PEM) is found;
-        # a native traceback's lines keep their own line ends
-        ended = all(line.endswith("\n") for line in value)
-        joined = ("" if ended else "\n").join(value)
-        masked = mask(joined)
-        if masked == joined:
-            return value
-        if not ended:
-            return masked.split("\n")
-        return [line + "\n" for line in masked.removesuffix("\n").split("\n")]
-    if isinstance(value, (list, tuple)):
-        return type(value)(_masked_field(v, mask) for v in value)
-    _mask_fields(value, mask)
-    return value
-
-
-def _mask_value(value: object, mask: Any) -> object:
-    """``value`` itself when it shows no secret and junitxml can print it; else its masked
-    text (a ``str`` subclass by its characters, an object whose ``__str__`` raises by its
-    safe repr: junitxml calls ``str()`` on what it gets)."""
-    text = safe_str(value)
-    masked = mask(text)
-    if masked != text or (type(value) is not str and isinstance(value, str)):
-        return masked
-    if type(value) is not str:
-        try:
-            str(value)
-        except Exception:  # noqa: BLE001 - an app's object: junitxml would crash on it
-            return text
-    return value
+    fail_report(report, lead=message)

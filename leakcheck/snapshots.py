@@ -77,6 +77,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 from .canaries import Secret
 from .placements import BASELINE_PLACEMENTS
+from .pytest_reports import fail_report
 from .snapshot_store import (
     DEFAULT_DIR,
     FIELDS,
@@ -399,11 +400,7 @@ class SnapshotSession:
         scanner = getattr(check, "scanner", None) if secrets else None
         text = self.observe(item, entry, secrets=secrets, scanner=scanner)
         if text:
-            original = report.longreprtext if report.failed else ""
-            report.outcome = "failed"
-            report.longrepr = "\n\n".join(p for p in (original, text) if p)
-            if hasattr(report, "wasxfail"):
-                del report.wasxfail
+            fail_report(report, tail=text)
         return text
 
     def observe(

@@ -327,14 +327,14 @@ def test_an_internal_error_is_clean(
 
 #: (a masking step switched off by an inner conftest, the run that shows it missing)
 STEPS = {
-    "reports": ("plugin", "_mask_report", "lambda report, mask: None", "xdist"),
-    "warnings": ("plugin", "_mask_warning", "lambda message, mask: None", "xdist"),
-    "test ids": ("plugin", "_mask_test_ids", "lambda items, mask: None", "xdist"),
+    "reports": ("plugin", "mask_report", "lambda report, mask: None", "xdist"),
+    "warnings": ("plugin", "mask_warning", "lambda message, mask: None", "xdist"),
+    "test ids": ("plugin", "mask_test_ids", "lambda items, mask: None", "xdist"),
     "terminal": ("plugin._State", "mask_terminal", "lambda self: None", "interrupt"),
     "internal errors": (
         "plugin._State", "pytest_internalerror", "lambda self, excrepr: None", "internal",
     ),
-    "junit": ("plugin", "_mask_junit", "lambda xml, mask: None", "serial"),
+    "junit": ("plugin", "mask_junit", "lambda xml, mask: None", "serial"),
     "live logs": ("plugin._State", "_masked_format", "lambda self, fmt: fmt", "serial"),
     "json report": ("plugin", "mask_strings", "lambda value, mask: value", "serial"),
 }  # fmt: skip

@@ -1,0 +1,204 @@
+"""What leakcheck does to pytest's reports: masks every one of them, in place, and marks one
+failed. Every route by which a report reaches an output (the terminal, JUnit, xdist's
+controller, the JSON report) passes through here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, cast
+
+import pytest
+
+from .serialize import safe_str
+
+__all__ = [
+    "fail_report",
+    "mask_fields",
+    "mask_junit",
+    "mask_report",
+    "mask_test_ids",
+    "mask_warning",
+]
+
+
+def fail_report(report: pytest.TestReport, lead: str = "", tail: str = "") -> None:
+    """Mark ``report`` failed: ``lead`` before what it already said (if it failed), ``tail``
+    after. A failure even in an xfail test: pytest counts a report that carries
+    ``wasxfail`` as xfailed/xpassed, never as failed."""
+    original = report.longreprtext if report.failed else ""
+    report.outcome = "failed"
+    report.longrepr = "\n\n".join(part for part in (lead, original, tail) if part)
+    if hasattr(report, "wasxfail"):
+        del report.wasxfail
+
+
+def mask_test_ids(items: list[pytest.Item], mask: Any) -> None:
+    """Each test id with every session secret in it masked (a parametrize value), before
+    any report, the terminal, JUnit, pytest's cache or the JSON report shows it; kept
+    unique."""
+    seen: set[str] = set()
+    for item in items:
+        masked = mask(item.nodeid)
+        if masked != item.nodeid:
+            unique, n = masked, 1
+            while unique in seen:
+                n += 1
+                unique = f"{masked}#{n}"
+            _rename(item, unique, mask)
+        seen.add(item.nodeid)
+
+
+def _rename(item: pytest.Item, nodeid: str, mask: Any) -> None:
+    """Give ``item`` the id ``nodeid``, its name and location masked the same way."""
+    if isinstance(getattr(item, "_nodeid", None), str):  # pytest < 9
+        item._nodeid = nodeid  # type: ignore[attr-defined, unused-ignore]  # pytest < 9 has it
+    else:  # pytest 9: a structured NodeId
+        item._id = type(item._id).parse(nodeid)  # type: ignore[attr-defined, unused-ignore]  # 9+
+    item.name = mask(item.name)
+    path, line, domain = item.location  # a cached property: replaced as it is kept
+    item.__dict__["location"] = (path, line, mask(domain))
+
+
+def mask_warning(message: Any, mask: Any) -> None:
+    """``warnings.WarningMessage`` ``message`` masked in place: the text pytest prints
+    (message and the source line it shows) and what xdist sends to the controller."""
+    try:
+        text = str(message.message)
+    except Exception:  # noqa: BLE001 - a warning whose __str__ raises prints nothing of it
+        text = f"<{type(message.message).__name__}: str() raised>"
+    masked = mask(text)
+    if masked != text:
+        category = message.category if isinstance(message.category, type) else UserWarning
+        try:
+            replacement: Any = category(masked)
+            rebuilt = str(replacement) == masked
+        except Exception:  # noqa: BLE001 - a warning class with its own signature
+            rebuilt = False
+        message.message = replacement if rebuilt else masked
+    line = message.line
+    if line is None and isinstance(message.filename, str) and isinstance(message.lineno, int):
+        import linecache
+
+        line = linecache.getline(message.filename, message.lineno)  # what pytest would show
+    if isinstance(line, str) and mask(line) != line:
+        message.line = mask(line)
+    for name in ("filename", "source"):
+        value = getattr(message, name, None)
+        if isinstance(value, str):
+            setattr(message, name, mask(value))
+        elif value is not None and name == "source":
+            message.source = None  # an object whose allocation trace pytest would print
+
+
+def mask_junit(xml: Any, mask: Any) -> None:
+    """Every test case junitxml is about to write (attributes, properties, failure texts,
+    captured output) and the suite's properties, masked."""
+    xml.global_properties = [(mask(str(k)), mask(str(v))) for k, v in xml.global_properties]
+    for reporter in getattr(xml, "node_reporters_ordered", []):
+        if "attrs" not in vars(reporter):  # finalized: it keeps only its element
+            _mask_element(reporter.to_xml(), mask)
+            continue
+        reporter.attrs = {mask(str(k)): mask(str(v)) for k, v in reporter.attrs.items()}
+        reporter.properties = [(mask(str(k)), mask(str(v))) for k, v in reporter.properties]
+        for node in reporter.nodes:
+            _mask_element(node, mask)
+
+
+def _mask_element(root: Any, mask: Any) -> None:
+    for element in root.iter():
+        if element.text:
+            element.text = mask(element.text)
+        if element.tail:
+            element.tail = mask(element.tail)
+        for key, value in list(element.attrib.items()):
+            masked_key = mask(key)
+            if masked_key != key:
+                del element.attrib[key]
+            element.attrib[masked_key] = mask(value)
+
+
+def mask_report(report: pytest.TestReport | pytest.CollectReport, mask: Any) -> None:
+    """No route to pytest's output may carry a secret: failure text, locals, sections,
+    skip and xfail reasons, ``record_property`` values (JUnit properties)."""
+    properties = getattr(report, "user_properties", None)
+    if (
+        report.longrepr is None
+        and not report.sections
+        and not properties
+        and not hasattr(report, "wasxfail")
+    ):
+        return
+    if isinstance(report.longrepr, tuple):
+        # A skip: (path, lineno, reason); pytest's terminal and JUnit writers need the tuple.
+        report.longrepr = cast(
+            "tuple[str, int, str]",
+            tuple(mask(part) if isinstance(part, str) else part for part in report.longrepr),
+        )
+    elif report.longrepr is not None:
+        text = report.longreprtext
+        masked = mask(text)
+        if masked != text:
+            # masked where it lies, so that pytest lays it out as ever (indentation, the
+            # crash line of the short summary); as one text if a piece still shows
+            if isinstance(report.longrepr, str) or not mask_fields(report.longrepr, mask):
+                report.longrepr = masked
+            else:
+                shown = report.longreprtext
+                if mask(shown) != shown:
+                    report.longrepr = masked
+    wasxfail = getattr(report, "wasxfail", None)
+    if isinstance(wasxfail, str):
+        report.wasxfail = mask(wasxfail)  # type: ignore[union-attr]  # it has one: getattr above
+    report.sections = [(title, mask(content)) for title, content in report.sections]
+    if properties:
+        report.user_properties = [  # type: ignore[union-attr]  # it has them: getattr above
+            (_mask_value(name, mask), _mask_value(value, mask)) for name, value in properties
+        ]
+
+
+def mask_fields(obj: object, mask: Any) -> bool:
+    """Mask, in place, every string of pytest's failure representation ``obj`` (its
+    dataclasses: entries, lines, locals, arguments, crash location, sections); False when
+    it is not made of them."""
+    if not dataclasses.is_dataclass(obj) or isinstance(obj, type):
+        return False
+    for item in dataclasses.fields(obj):
+        setattr(obj, item.name, _masked_field(getattr(obj, item.name), mask))
+    return True
+
+
+def _masked_field(value: Any, mask: Any) -> Any:
+    if isinstance(value, str):
+        return mask(value)
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        # lines: masked together, so that a secret over several of them (a PEM) is found;
+        # a native traceback's lines keep their own line ends
+        ended = all(line.endswith("\n") for line in value)
+        joined = ("" if ended else "\n").join(value)
+        masked = mask(joined)
+        if masked == joined:
+            return value
+        if not ended:
+            return masked.split("\n")
+        return [line + "\n" for line in masked.removesuffix("\n").split("\n")]
+    if isinstance(value, (list, tuple)):
+        return type(value)(_masked_field(v, mask) for v in value)
+    mask_fields(value, mask)
+    return value
+
+
+def _mask_value(value: object, mask: Any) -> object:
+    """``value`` itself when it shows no secret and junitxml can print it; else its masked
+    text (a ``str`` subclass by its characters, an object whose ``__str__`` raises by its
+    safe repr: junitxml calls ``str()`` on what it gets)."""
+    text = safe_str(value)
+    masked = mask(text)
+    if masked != text or (type(value) is not str and isinstance(value, str)):
+        return masked
+    if type(value) is not str:
+        try:
+            str(value)
+        except Exception:  # noqa: BLE001 - an app's object: junitxml would crash on it
+            return text
+    return value
