@@ -17,11 +17,12 @@ the user wires into their gateway, and the double records that it was consulted.
 from __future__ import annotations
 
 import json
+import ssl
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from .doubles import Approver, Boom, ObservedInput, Vault
 from .extensions import load_plugins
@@ -39,6 +40,10 @@ __all__ = [
     "fault_factories",
     "make_fault",
     "reply_for",
+    "HttpUpstream",
+    "Listening",
+    "SshUpstream",
+    "TlsUpstream",
 ]
 
 FAULTS_GROUP = "leakcheck.faults"
@@ -161,6 +166,47 @@ class Fault:
 
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
+
+
+# --- what an armed fault offers the code under test ----------------------------------------
+#
+# The stage matrix asks a fault for what its transport provides, through these protocols,
+# never by attribute names: a third-party transport offers the same by having them.
+
+
+@runtime_checkable
+class HttpUpstream(Protocol):
+    """A fault that stands for an HTTP upstream: point the client at ``url``."""
+
+    url: str
+
+
+@runtime_checkable
+class TlsUpstream(HttpUpstream, Protocol):
+    """An HTTP upstream that may speak TLS: a client that trusts ``ssl_context()`` reaches
+    it when ``scheme`` is ``https``."""
+
+    scheme: str
+
+    def ssl_context(self) -> ssl.SSLContext: ...
+
+
+@runtime_checkable
+class Listening(Protocol):
+    """A fault that listens on a loopback ``port`` (which a caller must never be shown)."""
+
+    port: int
+
+
+@runtime_checkable
+class SshUpstream(Listening, Protocol):
+    """A fault that stands for an SSH host: where it listens, who logs in with which
+    password, and the known_hosts file that holds its key."""
+
+    host: str
+    username: str
+    password: str
+    known_hosts: str
 
 
 class GatewayFault(Fault):

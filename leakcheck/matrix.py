@@ -27,6 +27,7 @@ from __future__ import annotations
 import os
 import re
 import socket
+import ssl
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -42,7 +43,16 @@ from .contract import (
     check_record,
 )
 from .doubles import Approver, Boom, ObservedInput, Vault
-from .faults import Fault, GatewayFault, reply_for
+from .faults import (
+    Fault,
+    GatewayFault,
+    HarnessError,
+    HttpUpstream,
+    Listening,
+    SshUpstream,
+    TlsUpstream,
+    reply_for,
+)
 from .libtrace import library_exceptions
 from .placements import (
     BASELINE_PLACEMENTS,
@@ -280,7 +290,8 @@ def build_case(check: LeakCheck, target: Target, spec: CaseSpec) -> Case:
     ssh_password = placed.ssh.password or check.secret("ssh_password")
     credentials = {**placed.secrets, "ssh_password": ssh_password}
     agent_input = {**operation.input, **placed.agent_input}
-    upstream, verify, ssh = target.upstream_url, True, None
+    upstream, ssh = target.upstream_url, None
+    verify: ssl.SSLContext | bool = True
     if stage.gateway_side:
         fault: Fault = check.force(
             stage, placement=placed, credentials=credentials, agent_input=agent_input
@@ -302,16 +313,19 @@ def build_case(check: LeakCheck, target: Target, spec: CaseSpec) -> Case:
             options["timeout"] = target.timeout
         fault = check.force(stage, via=via, placement=placed, **options)
         if stage.transport == "ssh":
-            credentials["ssh_password"] = fault.password  # type: ignore[attr-defined]  # SSHFault
+            if not isinstance(fault, SshUpstream):
+                raise HarnessError(f"transport {via!r} offers no SSH upstream for {stage.name}")
+            credentials["ssh_password"] = fault.password
             ssh = SSHTarget(
-                fault.host, fault.port,  # type: ignore[attr-defined]  # an SSHFault
-                fault.username, fault.known_hosts,  # type: ignore[attr-defined]  # an SSHFault
+                fault.host, fault.port, fault.username, fault.known_hosts,
                 target.timeout, placed.ssh.command_args, placed.ssh.env,
             )  # fmt: skip
         else:
-            upstream = getattr(fault, "url", target.upstream_url)
-            if getattr(fault, "scheme", "") == "https":  # a CA per case costs ms: only for TLS
-                verify = fault.ssl_context()  # type: ignore[attr-defined]  # a LoopbackFault's
+            if isinstance(fault, HttpUpstream):
+                upstream = fault.url
+            # a CA per case costs ms: only for TLS
+            if isinstance(fault, TlsUpstream) and fault.scheme == "https":
+                verify = fault.ssl_context()
         vault = Vault(credentials)
         approver = Approver()
         observed = ObservedInput(agent_input)
@@ -393,7 +407,7 @@ def _case_record(spec: CaseSpec, request_id: str | None, failed: list[str]) -> d
 def _snapshot(case: Case, spec: CaseSpec, envelope: Any, exc: BaseException | None) -> Any:
     """The error-text snapshot entry of a baseline case (masked, normalized)."""
 
-    port = getattr(case.fault, "port", None)
+    port = case.fault.port if isinstance(case.fault, Listening) else None
     paths = []
     if case.ssh is not None and case.ssh.known_hosts != os.devnull:
         paths.append(os.path.dirname(case.ssh.known_hosts))
@@ -451,9 +465,8 @@ def _forbidden_texts(case: Case) -> dict[str, list[str]]:
         out["upstream text"] = [p.strip() for p in _BODY_PIECE.findall(body) if len(p) >= 12]
     out["raw header"] = sorted(n for n in names - _GENERIC_HEADERS)
     details = ["127.0.0.1", "localhost", "::1"]
-    port = getattr(case.fault, "port", None)
-    if isinstance(port, int):
-        details.append(f":{port}")
+    if isinstance(case.fault, Listening):
+        details.append(f":{case.fault.port}")
     if case.ssh is not None and case.ssh.known_hosts != os.devnull:
         details.append(case.ssh.known_hosts)
     out["connection detail"] = details

@@ -383,3 +383,32 @@ def test_unreached_stage_fails_the_test_as_a_harness_error(pytester: pytest.Pyte
     assert "SKIPPED" in out
     factory = CanaryFactory("faults-core", namespace="test_inner.py::test_reached")
     assert_inner_run_safe(pytester, result, [factory.secret("bearer")])
+
+
+def test_transports_offer_their_upstream_through_the_protocols() -> None:
+    """The matrix asks a fault what it provides through typed protocols (never attribute
+    names): each bundled transport offers exactly what its clients need."""
+    from leakcheck.faults import HttpUpstream, Listening, SshUpstream, TlsUpstream
+
+    offered = {}
+    check = LeakCheck(seed="protocols-1", sinks=[])
+    try:
+        for stage, via in (
+            ("http_401", "respx"),
+            ("http_401", "responses"),
+            ("tls_untrusted_ca", "loopback"),
+            ("ssh_auth_rejected", "ssh"),
+        ):
+            fault = check.force(stage, via=via)
+            offered[via] = {
+                p.__name__ for p in (HttpUpstream, TlsUpstream, SshUpstream, Listening)
+                if isinstance(fault, p)
+            }  # fmt: skip
+    finally:
+        check.stop()
+    assert offered == {
+        "respx": {"HttpUpstream"},
+        "responses": {"HttpUpstream"},
+        "loopback": {"HttpUpstream", "TlsUpstream", "Listening"},
+        "ssh": {"SshUpstream", "Listening"},
+    }
