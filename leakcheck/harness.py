@@ -30,6 +30,7 @@ from .faults import Fault, StageNotReached, make_fault
 from .forms import MASKING_FORMS
 from .placements import Placed, Placement, place
 from .policy import DEFAULT_POLICY, Policy, SinkClass
+from .records import CaseResult
 from .stages import Stage
 from .verdict import Leak, format_leaks, judge
 
@@ -94,7 +95,7 @@ class LeakCheck:
         self.faults: list[Fault] = []
         self._armed: list[Fault] = []
         #: set by a stage-matrix case: what it was and which assertions failed
-        self.matrix: dict[str, Any] | None = None
+        self.matrix: CaseResult | None = None
         #: set by a baseline matrix case: its error-text snapshot entry (masked)
         self.snapshot: dict[str, Any] | None = None
 

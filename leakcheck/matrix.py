@@ -62,6 +62,7 @@ from .placements import (
     Placement,
     placements_for,
 )
+from .records import Assertion, CaseResult, TestRecord
 from .serialize import leaves, to_jsonable
 from .snapshot_store import snapshot_entry
 from .stages import HTTP_RAISED, STAGES, Stage, stages_for
@@ -351,7 +352,10 @@ def run_case(check: LeakCheck, target: Target, spec: CaseSpec, *, nodeid: str = 
             envelope = target.call(case)
     except Exception as exc:  # the agent would get this exception: it is caller-visible
         check.exception_reached_caller(exc)
-        check.matrix = _case_record(spec, None, ["contract"])  # in the grid and the report
+        # in the grid and the report as well
+        check.matrix = CaseResult(
+            spec.operation, spec.stage, spec.placement, None, {Assertion.CONTRACT}
+        )
         _fail(
             check, spec, nodeid,
             [Violation("contract:gateway-raised", "", "the gateway raised "
@@ -384,24 +388,15 @@ def run_case(check: LeakCheck, target: Target, spec: CaseSpec, *, nodeid: str = 
         _tag("record", v)
         for v in check_record(record, stage=case.stage, request_id=request_id or "")
     ]
-    check.matrix = _case_record(
-        spec,
+    check.matrix = CaseResult(
+        spec.operation,
+        spec.stage,
+        spec.placement,
         request_id if isinstance(request_id, str) else None,
-        sorted({v.rule.split(":")[0] for v in problems}),
+        {Assertion(v.rule.split(":")[0]) for v in problems},
     )
     if problems:
         _fail(check, spec, nodeid, problems)
-
-
-def _case_record(spec: CaseSpec, request_id: str | None, failed: list[str]) -> dict[str, Any]:
-    """What a case was and which assertions failed: the grid's and the report's."""
-    return {
-        "operation": spec.operation,
-        "stage": spec.stage,
-        "placement": spec.placement,
-        "request_id": request_id,
-        "failed": failed,
-    }
 
 
 def _snapshot(case: Case, spec: CaseSpec, envelope: Any, exc: BaseException | None) -> Any:
@@ -525,12 +520,13 @@ def format_grid(records: Sequence[Mapping[str, Any]]) -> str:
     """Stages down, operations across; each cell ``passed/cases`` and the assertions that
     failed (c=contract, l=leaks, h=hygiene, r=record). Built from report records, so the
     plugin and ``make demo`` print the same thing."""
-    cells: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    cells: dict[tuple[str, str], list[TestRecord]] = {}
     operations: list[str] = []
     stages: list[str] = []
-    for record in records:
-        matrix = record["matrix"]
-        op, stage = matrix["operation"], matrix["stage"]
+    for record in map(TestRecord.from_json, records):
+        if record.matrix is None:
+            continue
+        op, stage = record.matrix.operation, record.matrix.stage
         if op not in operations:
             operations.append(op)
         if stage not in stages:
@@ -554,10 +550,11 @@ def format_grid(records: Sequence[Mapping[str, Any]]) -> str:
             failed: set[str] = set()
             bad = 0
             for record in group:
-                which = set(record["matrix"].get("failed", []))
-                if record.get("forbidden"):
+                assert record.matrix is not None  # grouped by it above
+                which = {assertion.value for assertion in record.matrix.failed}
+                if record.forbidden:
                     which.add("leaks")
-                if record.get("outcome") == "failed" and not which:
+                if record.outcome == "failed" and not which:
                     which.add("harness")
                 failed |= which
                 bad += bool(which)

@@ -35,6 +35,7 @@ from .pytest_reports import (
     mask_test_ids,
     mask_warning,
 )
+from .records import Assertion, SecretRef, TestRecord
 
 if TYPE_CHECKING:  # pragma: no cover
     import pluggy  # what a hookwrapper's yield returns
@@ -642,43 +643,39 @@ def _judge_report(
         if check.matrix is not None:
             # a direct secret in the protected record breaks assertion 4; elsewhere, 2
             sinks = {leak.sink for leak in forbidden}
-            failed = set(check.matrix["failed"])
             record_sink = ProtectedRecordSink.name
-            failed |= {"record"} if record_sink in sinks else set()
-            failed |= {"leaks"} if sinks - {record_sink} else set()
-            failed |= {"harness"} if check.unreached() else set()
-            failed |= {"snapshot"} if drift else set()
-            check.matrix["failed"] = sorted(failed)
-        record: dict[str, Any] = {
-            "test": item.nodeid,
-            "forbidden": len(forbidden),
-            "findings": [leak.to_dict() for leak in leaks],
+            failed = check.matrix.failed
+            failed |= {Assertion.RECORD} if record_sink in sinks else set()
+            failed |= {Assertion.LEAKS} if sinks - {record_sink} else set()
+            failed |= {Assertion.HARNESS} if check.unreached() else set()
+            failed |= {Assertion.SNAPSHOT} if drift else set()
+        record = TestRecord(
+            test=item.nodeid,
+            forbidden=len(forbidden),
+            findings=[leak.to_dict() for leak in leaks],
             # ids only, never values: `leakcheck scan --canaries-from` rebuilds the
             # canaries from these, the seed and the test id
-            "secrets": [
-                {"id": s.id, "kind": s.kind, "generated": s.generated} for s in check.secrets
-            ],
-            "inactive_sinks": check.inactive_sinks(),
+            secrets=[SecretRef(s.id, s.kind, s.generated) for s in check.secrets],
+            inactive_sinks=check.inactive_sinks(),
             # what could not be inspected (a generator, an opaque object, over budget)
-            "not_inspected": [part.to_dict() for part in getattr(leaks, "not_inspected", [])],
-            **({"matrix": check.matrix} if check.matrix else {}),
-        }
-        # masked here, with every secret this process knows: under xdist the controller
-        # that writes the report knows none
-        record = mask_strings(record, state.mask)
-        state.records.append(record)
+            not_inspected=[part.to_dict() for part in getattr(leaks, "not_inspected", [])],
+            matrix=check.matrix,
+        )
         if forbidden:
             text = check.report(leaks)
             if check.matrix is not None and not told:
                 case = check.matrix
                 text = (
-                    f"leakcheck matrix: operation {case['operation']}, stage {case['stage']}, "
-                    f"placement {case['placement']}\n{text}"
+                    f"leakcheck matrix: operation {case.operation}, stage {case.stage}, "
+                    f"placement {case.placement}\n{text}"
                 )
             if not told:
                 text += f"\n\nrerun: pytest {item.nodeid!r} --leakcheck-seed={check.seed}"
             fail_report(report, lead=text)
-        record["outcome"] = report.outcome
+        record.outcome = report.outcome
+        # masked here, with every secret this process knows: under xdist the controller
+        # that writes the report knows none
+        state.records.append(mask_strings(record.to_json(), state.mask))
 
 
 def _request_id_problems(records: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -214,7 +214,8 @@ def test_sequential_request_ids_fail_the_session(pytester: pytest.Pytester) -> N
 def test_grid_reads_at_a_glance() -> None:
     def record(op: str, stage: str, failed: list[str], forbidden: int = 0) -> dict:
         return {
-            "matrix": {"operation": op, "stage": stage, "failed": failed},
+            "test": f"test_x.py::test_gateway[{op}-{stage}]",
+            "matrix": {"operation": op, "stage": stage, "placement": "cookie", "failed": failed},
             "forbidden": forbidden,
         }
 

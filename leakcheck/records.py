@@ -1,0 +1,121 @@
+"""What crosses a boundary, as types: a matrix case's result and a test's report record.
+
+A stage-matrix case's result is made by the matrix, completed by the plugin (the leak and
+snapshot verdicts come at the end of the test), written into the JSON report, merged from
+xdist workers, and read back by the grid, ``leakcheck scan --canaries-from`` and ``make
+demo``. Each of them goes through these classes; ``to_json`` writes the report's JSON
+exactly as it always was (key order included) and ``from_json`` reads it back. Neither
+holds a secret's value: ids, kinds, names and masked excerpts only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+__all__ = ["Assertion", "CaseResult", "SecretRef", "TestRecord"]
+
+
+class Assertion(str, Enum):
+    """What a matrix case can fail: the four assertions, a stage never reached, drift."""
+
+    CONTRACT = "contract"
+    LEAKS = "leaks"
+    HYGIENE = "hygiene"
+    RECORD = "record"
+    HARNESS = "harness"
+    SNAPSHOT = "snapshot"
+
+
+@dataclass
+class CaseResult:
+    """One stage-matrix case: what it was, the request id it returned, what failed."""
+
+    operation: str
+    stage: str
+    placement: str
+    request_id: str | None = None
+    failed: set[Assertion] = field(default_factory=set)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "operation": self.operation,
+            "stage": self.stage,
+            "placement": self.placement,
+            "request_id": self.request_id,
+            "failed": sorted(a.value for a in self.failed),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> CaseResult:
+        return cls(
+            operation=data["operation"],
+            stage=data["stage"],
+            placement=data["placement"],
+            request_id=data.get("request_id"),
+            failed={Assertion(name) for name in data.get("failed", [])},
+        )
+
+
+@dataclass(frozen=True)
+class SecretRef:
+    """A secret a test planted or registered, by id and kind: never its value (``leakcheck
+    scan --canaries-from`` rebuilds the generated ones from these, the seed and the test)."""
+
+    id: str
+    kind: str
+    generated: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "kind": self.kind, "generated": self.generated}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> SecretRef:
+        return cls(str(data.get("id", "")), str(data.get("kind", "")), bool(data.get("generated")))
+
+
+@dataclass
+class TestRecord:
+    """One test's entry in the JSON report (``--leakcheck-report``)."""
+
+    __test__ = False  # not a test class, whatever its name
+
+    test: str
+    forbidden: int
+    findings: list[dict[str, Any]] = field(default_factory=list)
+    secrets: list[SecretRef] = field(default_factory=list)
+    inactive_sinks: dict[str, str] = field(default_factory=dict)
+    not_inspected: list[dict[str, Any]] = field(default_factory=list)
+    matrix: CaseResult | None = None
+    outcome: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "test": self.test,
+            "forbidden": self.forbidden,
+            "findings": self.findings,
+            "secrets": [secret.to_json() for secret in self.secrets],
+            "inactive_sinks": self.inactive_sinks,
+            "not_inspected": self.not_inspected,
+        }
+        if self.matrix is not None:
+            data["matrix"] = self.matrix.to_json()
+        if self.outcome:
+            data["outcome"] = self.outcome
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> TestRecord:
+        matrix = data.get("matrix")
+        return cls(
+            test=data["test"],
+            forbidden=int(data.get("forbidden", 0)),
+            findings=list(data.get("findings", [])),
+            secrets=[SecretRef.from_json(s) for s in data.get("secrets", [])],
+            inactive_sinks=dict(data.get("inactive_sinks", {})),
+            not_inspected=list(data.get("not_inspected", [])),
+            matrix=CaseResult.from_json(matrix) if isinstance(matrix, dict) else None,
+            outcome=str(data.get("outcome", "")),
+        )
