@@ -26,6 +26,7 @@ from .forms import (
     FormFn,
     Needle,
     anchor_run,
+    is_piece,
     needle_table,
 )
 
@@ -316,7 +317,7 @@ class Scanner:
             # A decoded hit adds nothing where the first pass already saw the whole secret;
             # where it saw only a fragment (a base64 piece), the decoded chain is the
             # fuller account and wins (it spans the fragment).
-            whole = [h for h in hits if not _is_fragment(h.needle.form)]
+            whole = [h for h in hits if not is_piece(h.needle.form)]
             for hit in self._decoded(buf, self.decode_depth):
                 if not any(
                     d.secret is hit.secret and d.start < hit.end and hit.start < d.end
@@ -488,13 +489,6 @@ def _defers(backend: str, forms: tuple[FormFn, ...], secrets: list[Secret]) -> b
         and not RUN_KEEPING_FORMS.isdisjoint(forms)
         and len({s.value for s in secrets}) == len(secrets)
     )
-
-
-_FRAGMENT_FORMS = ("base64-wrapped", "prefix-", "suffix-", "masked-", "line-", "fragment")
-
-
-def _is_fragment(form: str) -> bool:
-    return form.startswith(_FRAGMENT_FORMS)
 
 
 def _outermost(hits: list[_Hit], buf: bytes) -> list[_Hit]:

@@ -33,11 +33,15 @@ import math
 import re
 import sys
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from itertools import accumulate, repeat
 
 from .canaries import Secret
 
 __all__ = [
+    "PIECES",
+    "Piece",
+    "is_piece",
     "FORMS",
     "RUN_KEEPING_FORMS",
     "RUN_KEEPING_MAX_NEEDLES",
@@ -54,6 +58,38 @@ TAIL_BITS = 23.0
 WRAP_WIDTH = 64
 
 FormFn = Callable[[Secret], Iterable[tuple[str, bytes]]]
+
+
+@dataclass(frozen=True)
+class Piece:
+    """A family of form names that spell a *piece* of the secret, not all of it: the names
+    the generators below make start with ``prefix``. A piece found where the decoding pass
+    saw the whole secret adds nothing; a ``mask_only`` piece (a masking window) never makes
+    a finding at all: it only masks leakcheck's own output."""
+
+    prefix: str
+    mask_only: bool = False
+
+    def name(self, suffix: object = "") -> str:
+        return f"{self.prefix}{suffix}"
+
+
+PREFIX = Piece("prefix-")
+SUFFIX = Piece("suffix-")
+MASKED_TAIL = Piece("masked-tail-")
+MASKED_HEAD = Piece("masked-head-")
+LINE = Piece("line-")
+BASE64_WRAPPED = Piece("base64-wrapped@")
+WINDOW = Piece("fragment", mask_only=True)
+#: every family of piece names, the one place their properties are written
+PIECES = (PREFIX, SUFFIX, MASKED_TAIL, MASKED_HEAD, LINE, BASE64_WRAPPED, WINDOW)
+_PIECE_PREFIXES = tuple(piece.prefix for piece in PIECES)
+
+
+def is_piece(form: str) -> bool:
+    """Whether the form name ``form`` (a chain such as ``base64>prefix-12`` included: its
+    last link names it) spells a piece of the secret."""
+    return form.rpartition(">")[2].startswith(_PIECE_PREFIXES)
 
 
 class Needle:
@@ -410,7 +446,7 @@ def base64_forms(s: Secret) -> list[tuple[str, bytes]]:
         low = math.ceil(8 * (offset + head) / 6) - first
         high = 8 * (offset + tail) // 6 - first
         if high - low >= 2:
-            name = f"base64-wrapped@{offset}"
+            name = BASE64_WRAPPED.name(offset)
             forms += [(name, chunk) for chunk in _chunks(core[low:high])]
     return forms
 
@@ -581,18 +617,18 @@ def fragment_forms(s: Secret) -> list[tuple[str, bytes]]:
     forms = []
     n = _shortest(bits, FRAGMENT_BITS)
     if n is not None and n < len(v):
-        forms.append((f"prefix-{n}", _utf8(v[:n])))
+        forms.append((PREFIX.name(n), _utf8(v[:n])))
     n = _shortest(reversed(bits), FRAGMENT_BITS)
     if n is not None and n < len(v):
-        forms.append((f"suffix-{n}", _utf8(v[-n:])))
+        forms.append((SUFFIX.name(n), _utf8(v[-n:])))
     # Masked heads and tails: a gateway shows 4 characters whatever they carry; each length
     # is searched whose characters carry TAIL_BITS.
     for size in MASKED_SIZES:
         if size < len(v) and sum(bits[-size:]) >= TAIL_BITS:
-            name, tail = f"masked-tail-{size}", _utf8(v[-size:])
+            name, tail = MASKED_TAIL.name(size), _utf8(v[-size:])
             forms += [(name, context + tail) for context in _TAIL_CONTEXT_BYTES]
         if size < len(v) and sum(bits[:size]) >= TAIL_BITS:
-            name, head = f"masked-head-{size}", _utf8(v[:size])
+            name, head = MASKED_HEAD.name(size), _utf8(v[:size])
             forms += [(name, head + context) for context in _HEAD_CONTEXT_BYTES]
     # Multi-line secrets (PEM) leak a line at a time.
     if "\n" in v:
@@ -601,7 +637,7 @@ def fragment_forms(s: Secret) -> list[tuple[str, bytes]]:
             line_bits = bits[start : start + len(line)]
             start += len(line) + 1
             if sum(line_bits) >= FRAGMENT_BITS:
-                forms.append((f"line-{number}", _utf8(line)))
+                forms.append((LINE.name(number), _utf8(line)))
     return forms
 
 
@@ -710,7 +746,7 @@ def window_forms(s: Secret) -> list[tuple[str, bytes]]:
             bounds.append(len(data))
             windows.update(dict.fromkeys([data[bounds[i] : bounds[i + size]] for i in kept]))
     windows.update(dict.fromkeys(_byte_spelling_windows(value, bits)))
-    return list(zip(repeat("fragment"), windows))
+    return list(zip(repeat(WINDOW.name()), windows))
 
 
 # ``-l`` locals holding ``token.encode()`` or ``token.encode("utf-16-le")`` (a Windows API,
@@ -774,4 +810,4 @@ _NO_ALNUM_RUN = re.compile(rf"[\W_]{{{WINDOW_CHARS}}}")
 MASKING_FORMS: tuple[FormFn, ...] = (*FORMS, window_forms)
 #: Forms that mask but never make a finding (a scanner built with MASKING_FORMS detects
 #: exactly what one built with FORMS does).
-MASK_ONLY_FORMS = frozenset({"fragment"})
+MASK_ONLY_FORMS = frozenset(piece.name() for piece in PIECES if piece.mask_only)

@@ -1549,3 +1549,24 @@ class TestReplicasMatchRealLibraries:
         for v in self._values():
             same = str(markupsafe.escape(v)) == markupsafe_escape(v)
             assert same, "markupsafe replica differs"
+
+
+def test_piece_names_come_from_one_registry() -> None:
+    """Every name a generator makes for a piece of a secret belongs to a family of
+    ``forms.PIECES`` (detect and the masker read their properties there), and no name of
+    a whole spelling does."""
+    from leakcheck.forms import MASKING_FORMS, fragment_forms, is_piece, window_forms
+
+    factory = CanaryFactory("pieces-1")
+    names: set[str] = set()
+    pieces: set[str] = set()
+    for kind in ("bearer", "password", "pem_private_key", "hostname"):
+        secret = factory.secret(kind)
+        for form in MASKING_FORMS:
+            made = {name for name, _ in form(secret)}
+            names |= made
+            if form in (fragment_forms, window_forms):
+                pieces |= made
+    pieces |= {name for name in names if name.startswith("base64-wrapped")}
+    assert pieces and all(is_piece(name) for name in pieces)
+    assert not any(is_piece(name) for name in names - pieces)
