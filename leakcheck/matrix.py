@@ -30,7 +30,7 @@ import socket
 import ssl
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from .capture import ProtectedRecordSink
 from .contract import (
@@ -85,11 +85,19 @@ __all__ = [
 
 #: the four per-case assertions, by the names failures and reports use
 ASSERTIONS = {
-    "contract": "expected code and permitted action, valid envelope",
-    "leaks": "no secret in any caller-visible field or forbidden sink",
-    "hygiene": "no raw headers, upstream text, prose marker or connection details",
-    "record": "protected record with the request id and consistent boundary states",
+    Assertion.CONTRACT: "expected code and permitted action, valid envelope",
+    Assertion.LEAKS: "no secret in any caller-visible field or forbidden sink",
+    Assertion.HYGIENE: "no raw headers, upstream text, prose marker or connection details",
+    Assertion.RECORD: "protected record with the request id and consistent boundary states",
 }
+
+
+class Problem(NamedTuple):
+    """One broken rule of one of a case's assertions."""
+
+    assertion: Assertion
+    violation: Violation
+
 
 #: a host no mock answers for and no resolver is asked about: gateway-side stages point the
 #: gateway here, so a gateway that calls upstream anyway fails fast and offline
@@ -358,16 +366,16 @@ def run_case(check: LeakCheck, target: Target, spec: CaseSpec, *, nodeid: str = 
         )
         _fail(
             check, spec, nodeid,
-            [Violation("contract:gateway-raised", "", "the gateway raised "
-                       f"{type(exc).__name__} instead of returning an error envelope")],
+            [Problem(Assertion.CONTRACT, Violation("gateway-raised", "", "the gateway raised "
+                     f"{type(exc).__name__} instead of returning an error envelope"))],
         )  # fmt: skip
         return
     check.expose(envelope)
     if spec.placement == BASELINE_PLACEMENTS.get(case.operation.transport):
         check.snapshot = _snapshot(case, spec, envelope, escaped.last)
-    problems: list[Violation] = []
+    problems: list[Problem] = []
     problems += [
-        _tag("contract", v)
+        Problem(Assertion.CONTRACT, v)
         for v in check_envelope(
             envelope,
             stage=case.stage,
@@ -379,13 +387,13 @@ def run_case(check: LeakCheck, target: Target, spec: CaseSpec, *, nodeid: str = 
             agent_input=dict(dict.items(case.agent_input)),
         )
     ]
-    problems += hygiene_violations(envelope, case)
+    problems += [Problem(Assertion.HYGIENE, v) for v in hygiene_violations(envelope, case)]
     request_id = envelope.get("request_id") if isinstance(envelope, Mapping) else None
     record = target.record(case, request_id) if isinstance(request_id, str) else None
     if record is not None:
         records.add(record, records.name)
     problems += [
-        _tag("record", v)
+        Problem(Assertion.RECORD, v)
         for v in check_record(record, stage=case.stage, request_id=request_id or "")
     ]
     check.matrix = CaseResult(
@@ -393,7 +401,7 @@ def run_case(check: LeakCheck, target: Target, spec: CaseSpec, *, nodeid: str = 
         spec.stage,
         spec.placement,
         request_id if isinstance(request_id, str) else None,
-        {Assertion(v.rule.split(":")[0]) for v in problems},
+        {problem.assertion for problem in problems},
     )
     if problems:
         _fail(check, spec, nodeid, problems)
@@ -417,23 +425,19 @@ def _snapshot(case: Case, spec: CaseSpec, envelope: Any, exc: BaseException | No
     )
 
 
-def _tag(assertion: str, violation: Violation) -> Violation:
-    return Violation(f"{assertion}:{violation.rule}", violation.field, violation.message)
-
-
-def _fail(check: LeakCheck, spec: CaseSpec, nodeid: str, problems: list[Violation]) -> None:
+def _fail(check: LeakCheck, spec: CaseSpec, nodeid: str, problems: list[Problem]) -> None:
     lines = [
         f"leakcheck matrix: operation {spec.operation}, stage {spec.stage}, "
         f"placement {spec.placement}"
     ]
     for assertion, title in ASSERTIONS.items():
-        mine = [v for v in problems if v.rule.split(":")[0] == assertion]
+        mine = [p.violation for p in problems if p.assertion == assertion]
         if not mine:
             continue
-        lines.append(f"  [{assertion}] {title}:")
+        lines.append(f"  [{assertion.value}] {title}:")
         for v in mine:
             where = f" at {v.field}" if v.field else ""
-            lines.append(f"    - {v.rule.split(':', 1)[-1]}{where}: {v.message}")
+            lines.append(f"    - {v.rule}{where}: {v.message}")
     if nodeid:
         lines.append(f"rerun: pytest {nodeid!r} --leakcheck-seed={check.seed}")
     raise MatrixFailure(check.mask("\n".join(lines)))
@@ -481,20 +485,16 @@ def hygiene_violations(envelope: Any, case: Case) -> list[Violation]:
             # a header as text shows as ``Name: value``, ``'name': ...`` or ``name=...``
             pattern = rf"(?<![a-z0-9-]){re.escape(name)}['\"]?\s*[:=]"
             if re.search(pattern, lowered):
-                problems.append(Violation("hygiene:raw-header", path, f"names the {name!r} header"))
+                problems.append(Violation("raw-header", path, f"names the {name!r} header"))
         if any(piece in text for piece in forbidden["upstream text"]):
-            problems.append(
-                Violation("hygiene:upstream-text", path, "carries text of the upstream body")
-            )
+            problems.append(Violation("upstream-text", path, "carries text of the upstream body"))
         if prose is not None and prose[:24] in text:
-            problems.append(
-                Violation("hygiene:upstream-prose", path, "carries the upstream-prose marker")
-            )
+            problems.append(Violation("upstream-prose", path, "carries the upstream-prose marker"))
         for detail in forbidden["connection detail"]:
             if detail in text:
                 problems.append(
                     Violation(
-                        "hygiene:connection-detail",
+                        "connection-detail",
                         path,
                         "carries a local connection detail (address, port or path)",
                     )  # fmt: skip

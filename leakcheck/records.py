@@ -28,6 +28,9 @@ class Assertion(str, Enum):
     HARNESS = "harness"
     SNAPSHOT = "snapshot"
 
+    def __str__(self) -> str:  # its name in every text: "contract", not "Assertion.CONTRACT"
+        return self.value
+
 
 @dataclass
 class CaseResult:

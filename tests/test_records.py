@@ -37,3 +37,7 @@ def test_a_record_without_a_matrix_case_has_no_matrix_key() -> None:
     record = TestRecord(test="t.py::test_a", forbidden=0)
     assert "matrix" not in record.to_json() and "outcome" not in record.to_json()
     assert TestRecord.from_json(record.to_json()) == record
+
+
+def test_an_assertion_reads_as_its_name() -> None:
+    assert f"[{Assertion.CONTRACT}]" == "[contract]" and Assertion("leaks") is Assertion.LEAKS
