@@ -73,6 +73,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from enum import Enum
 from importlib import resources
 from typing import TYPE_CHECKING, Any, cast
 
@@ -85,8 +86,10 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "ACTIONS",
+    "Action",
     "BOUNDARIES",
     "CODES",
+    "Code",
     "DEFAULT",
     "DEFAULT_MESSAGES",
     "DEFAULT_SCHEMA",
@@ -109,27 +112,42 @@ __all__ = [
 
 # --- vocabulary ----------------------------------------------------------------------------
 
-CODES: tuple[str, ...] = (
-    "INVALID_INPUT",
-    "VAULT_LOCKED",
-    "USER_DENIED",
-    "AUTH_FAILED",
-    "PERMISSION_DENIED",
-    "RATE_LIMITED",
-    "UPSTREAM_UNREACHABLE",
-    "REMOTE_UNVERIFIED",
-    "OUTCOME_UNKNOWN",
-    "UPSTREAM_UNAVAILABLE",
-    "UPSTREAM_INVALID_RESPONSE",
-    "REMOTE_REJECTED",
-    "INTERNAL_ERROR",
-)
-ACTIONS: tuple[str, ...] = (
-    "repair_input",
-    "stop_and_report",
-    "retry_after_delay",
-    "inspect_outcome",
-)
+
+class Code(str, Enum):
+    """The agent-facing error codes of envelope v1 (a user may add their own)."""
+
+    INVALID_INPUT = "INVALID_INPUT"
+    VAULT_LOCKED = "VAULT_LOCKED"
+    USER_DENIED = "USER_DENIED"
+    AUTH_FAILED = "AUTH_FAILED"
+    PERMISSION_DENIED = "PERMISSION_DENIED"
+    RATE_LIMITED = "RATE_LIMITED"
+    UPSTREAM_UNREACHABLE = "UPSTREAM_UNREACHABLE"
+    REMOTE_UNVERIFIED = "REMOTE_UNVERIFIED"
+    OUTCOME_UNKNOWN = "OUTCOME_UNKNOWN"
+    UPSTREAM_UNAVAILABLE = "UPSTREAM_UNAVAILABLE"
+    UPSTREAM_INVALID_RESPONSE = "UPSTREAM_INVALID_RESPONSE"
+    REMOTE_REJECTED = "REMOTE_REJECTED"
+    INTERNAL_ERROR = "INTERNAL_ERROR"
+
+    def __str__(self) -> str:  # its value in every text and message
+        return self.value
+
+
+class Action(str, Enum):
+    """What the agent may do next (the seed article's vocabulary)."""
+
+    REPAIR_INPUT = "repair_input"
+    STOP_AND_REPORT = "stop_and_report"
+    RETRY_AFTER_DELAY = "retry_after_delay"
+    INSPECT_OUTCOME = "inspect_outcome"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+CODES: tuple[str, ...] = tuple(code.value for code in Code)
+ACTIONS: tuple[str, ...] = tuple(action.value for action in Action)
 REQUIRED_FIELDS: tuple[str, ...] = ("ok", "code", "message", "action", "retryable", "request_id")
 OPTIONAL_FIELDS: tuple[str, ...] = (
     "http_status",
@@ -144,8 +162,9 @@ OPERATION_PATTERN = r"^[a-z][a-z0-9_]{0,63}$"
 #: a key path: ``repository``, ``options.branch``, ``items[0].name``
 NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_-]{0,63}(?:\.[A-Za-z_][A-Za-z0-9_-]{0,63}|\[[0-9]{1,9}\])*$"
 
-_RETRY, _STOP, _REPAIR, _INSPECT = ACTIONS[2], ACTIONS[1], ACTIONS[0], ACTIONS[3]
-_OUTCOME_UNKNOWN = "OUTCOME_UNKNOWN"
+_RETRY, _STOP = Action.RETRY_AFTER_DELAY.value, Action.STOP_AND_REPORT.value
+_REPAIR, _INSPECT = Action.REPAIR_INPUT.value, Action.INSPECT_OUTCOME.value
+_OUTCOME_UNKNOWN = Code.OUTCOME_UNKNOWN.value
 
 #: gateway-owned words for each code (``example_envelope`` uses them)
 DEFAULT_MESSAGES: dict[str, str] = {
