@@ -35,10 +35,10 @@ URL_CREDENTIALS = {"query-api-key", "url-userinfo"}  # what an httpx URL carries
 #: test can prove it rebuilt the very canaries it scans for (never the values themselves)
 PLANTED = """
 import hashlib, os
-from leakcheck.plugin import _LEAKCHECK
+from leakcheck.pytest_plugin import CHECK
 
 def pytest_runtest_makereport(item, call):
-    check = item.stash.get(_LEAKCHECK, None)
+    check = item.stash.get(CHECK, None)
     if check is not None and call.when == "teardown":
         with open(os.environ["LEAKCHECK_PLANTED"], "a") as out:
             for secret in check.secrets:

@@ -231,9 +231,9 @@ def test_rebuilt_canaries_match_the_run(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(**{MODULE[:-3]: INNER})
     pytester.makeconftest("""
         import base64, pathlib, pytest
-        from leakcheck.plugin import _LEAKCHECK
+        from leakcheck.pytest_plugin import CHECK
         def pytest_runtest_makereport(item, call):
-            check = item.stash.get(_LEAKCHECK, None)
+            check = item.stash.get(CHECK, None)
             if check is not None and call.when == "teardown":
                 with open(pathlib.Path(__file__).parent / "planted.txt", "a") as out:
                     for secret in check.secrets:

@@ -19,13 +19,14 @@ the same search finds a secret in the channel that step guards.
 
 from __future__ import annotations
 
+import importlib
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from leak_oracle import hits
 
-import leakcheck.plugin as leakcheck_plugin
 from leakcheck import CanaryFactory, Scanner, Secret
 from leakcheck.forms import MASKING_FORMS
 
@@ -326,25 +327,34 @@ def test_an_internal_error_is_clean(
 # --- the teeth: each masking step is what keeps some channel clean -----------------------
 
 #: (a masking step switched off by an inner conftest, the run that shows it missing)
+#: (the module, and its class if any, that holds a masking step; the step's name; what
+#: switches it off; the run where it alone keeps a channel clean)
+_REPORTS, _SESSION = "leakcheck.pytest_plugin.reports", "leakcheck.pytest_plugin.session"
 STEPS = {
-    "reports": ("plugin", "mask_report", "lambda report, mask: None", "xdist"),
-    "warnings": ("plugin", "mask_warning", "lambda message, mask: None", "xdist"),
-    "test ids": ("plugin", "mask_test_ids", "lambda items, mask: None", "xdist"),
-    "terminal": ("plugin._State", "mask_terminal", "lambda self: None", "interrupt"),
+    "reports": (_REPORTS, "", "mask_report", "lambda report, mask: None", "xdist"),
+    "warnings": (_REPORTS, "", "mask_warning", "lambda message, mask: None", "xdist"),
+    "test ids": (_REPORTS, "", "mask_test_ids", "lambda items, mask: None", "xdist"),
+    "terminal": (_SESSION, "PluginSession", "mask_terminal", "lambda self: None", "interrupt"),
     "internal errors": (
-        "plugin._State", "pytest_internalerror", "lambda self, excrepr: None", "internal",
+        _SESSION, "PluginSession", "pytest_internalerror", "lambda self, excrepr: None",
+        "internal",
     ),
-    "junit": ("plugin", "mask_junit", "lambda xml, mask: None", "serial"),
-    "live logs": ("plugin._State", "_masked_format", "lambda self, fmt: fmt", "serial"),
-    "json report": ("plugin", "mask_strings", "lambda value, mask: value", "serial"),
+    "junit": (_REPORTS, "", "mask_junit", "lambda xml, mask: None", "serial"),
+    "live logs": (
+        _SESSION, "PluginSession", "_masked_format", "lambda self, fmt: fmt", "serial",
+    ),
+    "json report": ("leakcheck.masking", "", "mask_strings", "lambda value, mask: value", "serial"),
 }  # fmt: skip
 
 #: Switches one step off for one run, and back on after it: an in-process run shares the
 #: interpreter with the tests that follow.
 SWITCH_OFF = """
-import leakcheck.plugin as plugin
+import importlib
 
-_TARGET, _NAME = {target}, {name!r}
+_TARGET = importlib.import_module({module!r})
+if {owner!r}:
+    _TARGET = getattr(_TARGET, {owner!r})
+_NAME = {name!r}
 _SAVED = getattr(_TARGET, _NAME)
 setattr(_TARGET, _NAME, {replacement})
 
@@ -354,13 +364,20 @@ def pytest_unconfigure(config):
 """
 
 
+def _owner(module: str, owner: str) -> Any:
+    found = importlib.import_module(module)
+    return getattr(found, owner) if owner else found
+
+
 @pytest.mark.parametrize("step", sorted(STEPS))
 def test_each_masking_step_is_needed(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, step: str
 ) -> None:
-    target, name, replacement, run = STEPS[step]
-    conftest = SWITCH_OFF.format(target=target, name=name, replacement=replacement)
-    owner = eval(target, {"plugin": leakcheck_plugin})  # noqa: S307 - our own table
+    module, owner_name, name, replacement, run = STEPS[step]
+    conftest = SWITCH_OFF.format(
+        module=module, owner=owner_name, name=name, replacement=replacement
+    )
+    owner = _owner(module, owner_name)
     original = getattr(owner, name)
     if run == "xdist":
         _, outputs = run_inner(

@@ -10,7 +10,7 @@ from typing import Any, cast
 
 import pytest
 
-from .serialize import safe_str
+from ..serialize import safe_str
 
 __all__ = [
     "fail_report",

@@ -1,0 +1,178 @@
+"""The pytest plugin: a ``leakcheck`` fixture, strict by default, nothing to remember to call.
+
+At the end of the call phase every registered secret is searched, in every form, in every
+sink of the test; a forbidden hit turns the test into a failure whose message carries
+masked evidence only. Every report of the session is masked with every secret it has seen.
+
+The hooks here are thin: options (``options``), the session (``session``), a test's verdict
+(``judge``), what is done to pytest's reports (``reports``), error-text snapshots
+(``snapshots``). Below them the core knows nothing of pytest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Iterator
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from ..harness import LeakCheck
+from . import reports, snapshots
+from .judge import CHECK, judge_report
+from .options import LeakcheckOptions, options_for
+from .session import SESSION, PluginSession, register_session_secret
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pluggy  # what a hookwrapper's yield returns
+
+__all__ = ["CHECK", "LeakcheckOptions", "leakcheck", "register_session_secret"]
+
+#: pytest's fixtures that take a test's output away from the report sections
+_CAPTURE_FIXTURES = ("capsys", "capsysbinary", "capfd", "capfdbinary")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("leakcheck", "secret leak checking")
+    group.addoption(
+        "--no-leakcheck",
+        action="store_true",
+        default=False,
+        help="disable leak checking (canaries are still generated)",
+    )
+    group.addoption(
+        "--leakcheck-report",
+        metavar="PATH",
+        default=None,
+        help="write a JSON report of every finding of the session",
+    )
+    group.addoption(
+        "--leakcheck-seed",
+        metavar="SEED",
+        default=None,
+        help="canary seed (printed on failure) to replay a run",
+    )
+    parser.addini(
+        "leakcheck_allow",
+        type="linelist",
+        default=[],
+        help="extra allowed pairs, e.g. 'context: caller'",
+    )
+    parser.addini(
+        "leakcheck_forbid",
+        type="linelist",
+        default=[],
+        help="pairs to forbid, e.g. 'context: operator'",
+    )
+    parser.addini("leakcheck_report", default="", help="JSON report path")
+    parser.addini(
+        "leakcheck_secret_env",
+        type="linelist",
+        default=[],
+        help="environment variables whose values are secrets for the whole session: masked "
+        "in everything pytest prints from the first line, searched in every test",
+    )
+    snapshots.addoption(parser)
+
+
+@pytest.hookimpl(trylast=True)  # after the terminal reporter exists: its writer is masked
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "leakcheck(allow=None, forbid=None, skip_sinks=None, decode=True): per-test leak "
+        "policy; skip_sinks maps a sink name to the reason it is opted out",
+    )
+    state = PluginSession(config)
+    config.stash[SESSION] = state
+    config.pluginmanager.register(state, "leakcheck-state")
+    state.mask_terminal()
+    snapshots.install(config, lambda: state.secrets)
+
+
+@pytest.fixture
+def leakcheck(request: pytest.FixtureRequest) -> Iterator[LeakCheck]:
+    """Plant canaries (``leakcheck.secret(kind)``), mark caller-visible objects
+    (``leakcheck.expose(obj)``); every sink of the test is searched at the end."""
+    state = request.config.stash[SESSION]
+    try:
+        options, policy = options_for(request.node, state.policy)
+    except pytest.UsageError as exc:
+        usage = f"usage error: {exc}"
+    else:
+        usage = ""
+    if usage:
+        pytest.fail(usage, pytrace=False)
+    check = LeakCheck(
+        seed=state.seed,
+        namespace=request.node.nodeid,
+        policy=policy,
+        decode=options.decode,
+        skip_sinks=options.skip_sinks,
+        sinks=None if state.enabled else [],
+    )
+    for secret in state.session_secrets:
+        check.register_secret(secret)
+    for sink, reason in options.skip_sinks.items():
+        state.opt_outs.append(
+            {"test": state.mask(request.node.nodeid), "sink": sink, "reason": state.mask(reason)}
+        )
+    if state.uncaptured:
+        # never silently clean: what pytest does not capture, no sink sees
+        check.stdout.inactive_reason = check.stderr.inactive_reason = state.uncaptured
+    request.node.stash[CHECK] = check
+    state.running[request.node.nodeid] = check
+    try:
+        if state.enabled:
+            check.start()
+        yield check
+    finally:
+        # the session masker takes the secrets over before the check stops being asked
+        state.masker.add(check.secrets, check.built_masker())
+        state.running.pop(request.node.nodeid, None)
+        check.stop()
+        state.secrets.extend(check.secrets)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    """What the test reads with ``capsys``/``capfd.readouterr()`` never reaches pytest's
+    report sections: hand it to the stdout/stderr sinks as it is read."""
+    check = item.stash.get(CHECK, None)
+    funcargs = getattr(item, "funcargs", {})
+    tapped: list[tuple[str, Any]] = []
+    if check:
+        tapped = [(name, funcargs[name]) for name in _CAPTURE_FIXTURES if name in funcargs]
+        for name, fixture in tapped:
+            fixture.readouterr = _tapped_readouterr(fixture.readouterr, name, check)
+    try:
+        yield
+    finally:
+        for _, fixture in tapped:
+            del fixture.readouterr  # the class's own method again
+
+
+def _tapped_readouterr(readouterr: Any, name: str, check: LeakCheck) -> Any:
+    def tapped() -> Any:
+        result = readouterr()
+        for sink, text in ((check.stdout, result.out), (check.stderr, result.err)):
+            if isinstance(text, bytes):
+                text = text.decode("utf-8", "replace")
+            if text:
+                sink.add(f"read by {name}", text)
+        return result
+
+    return tapped
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pluggy.Result[pytest.TestReport], None]:
+    outcome = yield
+    report: pytest.TestReport = outcome.get_result()
+    state = item.config.stash[SESSION]
+    try:
+        judge_report(item, call, report, state)
+    finally:
+        # every report, of any test: a secret the session knows may show in a test that
+        # never asked for the fixture (a module fixture's teardown, a later test's output)
+        reports.mask_report(report, state.mask)

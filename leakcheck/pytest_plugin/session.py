@@ -1,0 +1,350 @@
+"""The plugin's session: the seed, every secret the process has seen (everything pytest
+prints is masked with them), the JSON report, the xdist merge, the header and the summary.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .. import masking
+from ..canaries import Secret
+from ..extensions import skipped_plugins
+from ..forms import WINDOW_CHARS
+from ..harness import LeakCheck
+from ..masking import SessionMasker
+from ..policy import DEFAULT_POLICY, PolicyError
+from . import reports
+from .options import MARKER, options_for
+
+__all__ = ["EARLY_SESSION_SECRETS", "SESSION", "PluginSession", "register_session_secret"]
+
+SESSION = pytest.StashKey["PluginSession"]()
+EARLY_SESSION_SECRETS = pytest.StashKey[list[Secret]]()
+
+
+class PluginSession:
+    """Session-wide: the seed, every secret ever registered (for masking anything we did
+    not capture per test), the report, the xdist merge."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.enabled = not config.getoption("--no-leakcheck")
+        seed = config.getoption("--leakcheck-seed")
+        if seed is None and hasattr(config, "workerinput"):
+            seed = config.workerinput.get("leakcheck_seed")
+        self.seed = seed if seed is not None else str(random.SystemRandom().getrandbits(48))
+        try:
+            self.policy = DEFAULT_POLICY.with_rules(
+                allow=config.getini("leakcheck_allow"), forbid=config.getini("leakcheck_forbid")
+            )
+        except PolicyError as exc:
+            raise pytest.UsageError(f"leakcheck ini: {exc}") from None
+        self.report_path = config.getoption("--leakcheck-report") or config.getini(
+            "leakcheck_report"
+        )
+        #: leakcheck_secret_env names that are not set (said in the header)
+        self.missing_env: list[str] = []
+        capture = config.getoption("capture", "fd")
+        #: why the stdout/stderr sinks see nothing, when pytest does not capture output
+        self.uncaptured = _UNCAPTURED.get(capture, "")
+        #: what the capture mode lets through unscanned or unmasked, for the header
+        self.capture_note = _CAPTURE_NOTES.get(capture, "")
+        #: the secrets of every test that ended (the snapshots' guard reads them)
+        self.secrets: list[Secret] = []
+        #: every secret of every test that ended and of the session: everything pytest
+        #: prints is masked with it and the running tests' own (under xdist, in the
+        #: worker that knows the secrets, before a report travels to the controller)
+        self.masker = SessionMasker()
+        self.session_secrets: list[Secret] = []
+        self.running: dict[str, LeakCheck] = {}
+        self.records: list[dict[str, Any]] = []
+        self.opt_outs: list[dict[str, str]] = []
+        self.request_id_problems: list[dict[str, Any]] = []
+        for name in config.getini("leakcheck_secret_env"):
+            self._add_env_secret(name)
+        for secret in config.stash.get(EARLY_SESSION_SECRETS, []):
+            self.add_session_secret(secret)
+
+    def _add_env_secret(self, name: str) -> None:
+        value = os.environ.get(name)
+        if not value:
+            self.missing_env.append(name)
+            return
+        try:
+            secret = Secret.from_user(value, kind="secret", id=f"${name}")
+        except ValueError as exc:
+            raise pytest.UsageError(f"leakcheck_secret_env {name}: {exc}") from None
+        self.add_session_secret(secret)
+
+    def add_session_secret(self, secret: Secret) -> None:
+        self.session_secrets.append(secret)
+        self.masker.add([secret])
+
+    def mask(self, text: str) -> str:
+        """``text`` with every form and piece of every secret seen so far masked: those of
+        the tests still running (each with its own masker), then every other one."""
+        for check in list(self.running.values()):
+            text = check.mask(text)
+        return self.masker.mask(text)
+
+    def mask_terminal(self) -> None:
+        """Mask every write to pytest's terminal: the last net under every line pytest
+        prints (test ids in ``-v`` lines and failure headers, the short summary, warnings,
+        exit and interrupt banners, INTERNALERROR), with what the process knows then."""
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        writer = getattr(reporter, "_tw", None)
+        if writer is None:
+            return
+        write = writer.write
+
+        def masked_write(msg: str, **markup: bool) -> None:
+            # a progress dot cannot hold a masking window
+            if len(msg) >= WINDOW_CHARS:
+                msg = self.mask(msg)
+            write(msg, **markup)
+
+        writer.write = masked_write
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        """pytest's live log (``log_cli``) and ``--log-file`` write each record as it is
+        made, before any report exists: mask them at their handlers."""
+        logging_plugin = self.config.pluginmanager.get_plugin("logging-plugin")
+        live = []
+        if logging_plugin is not None and logging_plugin._log_cli_enabled():
+            live.append("log_cli_handler")
+        if self.config.getoption("log_file", None) or self.config.getini("log_file"):
+            live.append("log_file_handler")  # otherwise it writes to os.devnull
+        for name in live:
+            handler = getattr(logging_plugin, name, None)
+            if isinstance(handler, logging.Handler):
+                masked = self._masked_format(handler.format)
+                handler.format = masked  # type: ignore[method-assign]  # on this instance only
+
+    def _masked_format(self, fmt: Any) -> Any:
+        def format(record: logging.LogRecord) -> str:
+            return self.mask(fmt(record))
+
+        return format
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        """A marker written wrong is a usage error before any test runs, not a traceback
+        in one test's setup. (An xdist worker cannot stop the session that way: there the
+        fixture fails the test with the same message.) A test id that shows a session
+        secret (a parametrize value) is masked before anything prints it."""
+        if len(self.masker):
+            reports.mask_test_ids(items, self.mask)
+        if hasattr(self.config, "workerinput"):
+            return
+        for item in items:
+            if item.get_closest_marker(MARKER) is not None:  # nothing to check otherwise
+                options_for(item, self.policy)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_make_collect_report(self, collector: pytest.Collector) -> Any:
+        report = yield
+        reports.mask_report(report, self.mask)
+        return report
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_internalerror(self, excrepr: Any) -> None:
+        """An INTERNALERROR is printed by the terminal, and sent by an xdist worker to the
+        controller as its text: masked here, in place, first."""
+        reports.mask_fields(excrepr, self.mask)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_warning_recorded(self, warning_message: Any, when: str, nodeid: str) -> None:
+        """A warning reaches the summary long after the test that raised it, and under xdist
+        through the controller, which knows no secret: mask it here, first, in place (a
+        ``__del__`` after the test, a thread dying late, a warning during collection)."""
+        reports.mask_warning(warning_message, self.mask)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """``record_xml_attribute`` writes straight into the JUnit node, which junitxml
+        freezes at the teardown report: mask its values just before."""
+        if report.when != "teardown":
+            return
+        from _pytest.junitxml import xml_key
+
+        xml = self.config.stash.get(xml_key, None)
+        if xml is None:
+            return
+        reporter = xml.node_reporter(report)  # the open one for this test
+        if not reporter.attrs.keys() - _JUNIT_OWN_ATTRIBUTES:
+            return  # nothing recorded: junitxml's own attributes come from masked reports
+        reporter.attrs = {
+            self.mask(name): self.mask(value) for name, value in reporter.attrs.items()
+        }
+
+    # xdist: the controller hands its seed to the workers and merges what they found.
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        node.workerinput["leakcheck_seed"] = self.seed
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        output = getattr(node, "workeroutput", {}).get("leakcheck")
+        if output:
+            data = json.loads(output)
+            self.records.extend(data["records"])
+            self.opt_outs.extend(data["opt_outs"])
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        from _pytest.junitxml import xml_key
+
+        xml = self.config.stash.get(xml_key, None)
+        if xml is not None:
+            # before junitxml writes: every test case, with every secret known by now
+            # (record_testsuite_property, and a test's output holding a later one's secret)
+            reports.mask_junit(xml, self.mask)
+        if hasattr(self.config, "workeroutput"):
+            # masked again with every secret this worker saw (a later test may have
+            # registered a value an earlier record shows): the controller knows none
+            output = masking.mask_strings(
+                {"records": self.records, "opt_outs": self.opt_outs}, self.mask
+            )
+            self.config.workeroutput["leakcheck"] = json.dumps(output)
+            return
+        self.request_id_problems = request_id_problems(self.records)
+        if self.request_id_problems and session.exitstatus == 0:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        if self.report_path:
+            document = {
+                "tool": "leakcheck",
+                "seed": self.seed,
+                "enabled": self.enabled,
+                "tests": self.records,
+                "opt_outs": self.opt_outs,
+            }
+            if any("matrix" in r for r in self.records):
+                document["request_ids"] = self.request_id_problems
+            path = Path(self.report_path)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            # Mask every string, then dump: masking the dumped text could swallow the
+            # backslash of an escaped quote and leave invalid JSON.
+            text = json.dumps(
+                masking.mask_strings(document, self.mask), indent=2, ensure_ascii=False
+            )
+            path.write_text(text + "\n", encoding="utf-8")
+
+    def pytest_report_header(self, config: pytest.Config) -> list[str]:
+        state = "on" if self.enabled else "OFF (--no-leakcheck)"
+        header = [f"leakcheck: {state}, canary seed {self.seed}"]
+        if self.enabled and self.capture_note:
+            header.append(f"leakcheck: {self.capture_note}")
+        if self.session_secrets:
+            header.append(f"leakcheck: {len(self.session_secrets)} session secret(s) masked")
+        for name in self.missing_env:
+            header.append(f"leakcheck: leakcheck_secret_env: ${name} is not set")
+        header.append(f"leakcheck: {_MASKING_LIMIT}")
+        return header
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        leaky = [r for r in self.records if r["forbidden"]]
+        if not self.records and not self.opt_outs:
+            return
+        terminalreporter.section("leakcheck")
+        terminalreporter.write_line(
+            f"{len(self.records)} test(s) checked, {len(leaky)} with forbidden hits; "
+            f"canary seed {self.seed}"
+        )
+        for opt in self.opt_outs:
+            terminalreporter.write_line(
+                f"opted out: {opt['test']}: sink {opt['sink']!r} ({opt['reason']})"
+            )
+        inactive: dict[str, set[str]] = {}
+        for record in self.records:
+            for sink, reason in record.get("inactive_sinks", {}).items():
+                inactive.setdefault(f"{sink} ({reason})", set()).add(record["test"])
+        for what, tests in sorted(inactive.items()):
+            terminalreporter.write_line(f"sink inactive in {len(tests)} test(s): {what}")
+        for record in self.records:
+            for part in record.get("not_inspected", []):
+                terminalreporter.write_line(
+                    f"could not inspect in {record['test']}: {part['sink']} {part['path']}  "
+                    f"{part['what']}"
+                )
+        matrix = [r for r in self.records if "matrix" in r]
+        if matrix:
+            from ..matrix import format_grid
+
+            for line in format_grid(matrix).splitlines():
+                terminalreporter.write_line(line)
+            problems = getattr(self, "request_id_problems", [])
+            verdict = "FAILED" if problems else "ok"
+            terminalreporter.write_line(f"request ids across {len(matrix)} case(s): {verdict}")
+            for problem in problems:
+                terminalreporter.write_line(f"  - {problem['rule']}: {problem['message']}")
+        for name, why in sorted(skipped_plugins().items()):
+            terminalreporter.write_line(f"plugin not loaded: {name} ({why})")
+        if self.report_path:
+            terminalreporter.write_line(f"JSON report: {self.report_path}")
+
+
+#: What masking cannot reach, said in every session header.
+_MASKING_LIMIT = (
+    "output is masked with each secret from the moment it is registered; what was printed "
+    "before (a value logged or a parametrize id shown by -v before the test registered it) "
+    "cannot be: register such values for the session (leakcheck_secret_env)"
+)
+#: What junitxml writes on a test case itself (from the node id); anything else came from
+#: ``record_xml_attribute``.
+_JUNIT_OWN_ATTRIBUTES = frozenset({"classname", "name", "file", "line", "url"})
+_UNCAPTURED = {
+    "no": "pytest -s/--capture=no: output goes straight to the terminal, neither scanned nor "
+    "masked",
+}
+_CAPTURE_NOTES = {
+    "no": "-s/--capture=no: stdout and stderr are neither scanned nor masked, and a test's "
+    "output reaches the terminal as it is",
+    "sys": "--capture=sys: writes to file descriptors 1 and 2 (subprocesses, C code) are "
+    "not scanned",
+    "tee-sys": "--capture=tee-sys: stdout and stderr are scanned, but also echoed to the "
+    "terminal unmasked",
+}
+
+
+def register_session_secret(
+    config: pytest.Config, value: str, kind: str = "secret", *, id: str | None = None
+) -> Secret:
+    """Register a secret for the whole session (from a conftest's ``pytest_configure``):
+    masked in everything pytest prints from then on, test ids included, and searched in
+    every test that uses the ``leakcheck`` fixture. A value a test registers itself is
+    masked only from the moment it registers it; one that shows in a test id (a
+    parametrize value) is printed by ``-v`` before that, so it must be registered here."""
+    # a conftest's pytest_configure may run before the plugin's: those wait for it
+    waiting = config.stash.setdefault(EARLY_SESSION_SECRETS, [])
+    state = config.stash.get(SESSION, None)
+    known = len(state.session_secrets) if state is not None else len(waiting)
+    secret_id = id or f"{kind}#session{known + 1}"
+    try:
+        secret = Secret.from_user(value, kind=kind, id=secret_id)
+    except ValueError as exc:
+        raise pytest.UsageError(f"leakcheck session secret: {exc}") from None
+    if state is None:
+        waiting.append(secret)
+    else:
+        state.add_session_secret(secret)
+    return secret
+
+
+def request_id_problems(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The across-matrix request-id rules (unique, not sequential, random enough), over the
+    ids every matrix case returned, in collection order (xdist workers merged)."""
+    ids = [r["matrix"]["request_id"] for r in records if (r.get("matrix") or {}).get("request_id")]
+    if len(ids) < 2:
+        return []
+    from ..contract import check_request_ids  # jsonschema: only when a matrix ran
+
+    return [v.to_dict() for v in check_request_ids(ids)]
