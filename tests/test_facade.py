@@ -81,3 +81,53 @@ def test_no_module_imports_a_private_name_of_another() -> None:
                     if alias.name.startswith("_") and alias.name not in ("__version__", "__all__")
                 ]
     assert not crossings, crossings
+
+
+def _module_level_imports(path: Path, module: str) -> set[str]:
+    """The leakcheck modules ``module`` imports when it is imported (imports inside
+    functions and under TYPE_CHECKING are not: they run later, or never)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.dump(node.test):
+            continue
+        if isinstance(node, ast.ImportFrom):
+            base = package
+            for _ in range(max(node.level - 1, 0)):
+                base = base.rpartition(".")[0]
+            target = f"{base}.{node.module}" if node.level and node.module else node.module or base
+            if not target.startswith("leakcheck"):
+                continue
+            for alias in node.names:  # ``from . import masking`` names a module
+                candidate = f"{target}.{alias.name}"
+                found.add(candidate if candidate in _ALL_MODULES else target)
+        elif isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.startswith("leakcheck")}
+    return {name for name in found if name in _ALL_MODULES and name != module}
+
+
+_ALL_MODULES = {"leakcheck", *MODULES}
+
+
+def test_no_import_loop() -> None:
+    """No module of leakcheck needs, while it is imported, a module that needs it back
+    (a loop hidden in function-level imports is allowed to run later, never at import)."""
+    graph = {}
+    for module in _ALL_MODULES:
+        loaded = importlib.import_module(module)
+        graph[module] = _module_level_imports(Path(loaded.__file__), module)
+
+    def loop_from(start: str) -> list[str] | None:
+        stack = [(start, [start])]
+        while stack:
+            node, path = stack.pop()
+            for nxt in graph.get(node, ()):
+                if nxt == start:
+                    return [*path, start]
+                if nxt not in path and len(path) < 12:
+                    stack.append((nxt, [*path, nxt]))
+        return None
+
+    loops = [loop for module in sorted(graph) if (loop := loop_from(module))]
+    assert not loops, " -> ".join(loops[0])
