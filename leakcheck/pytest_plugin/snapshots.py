@@ -76,6 +76,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import pluggy
 
 from ..canaries import Secret
+from ..harness import LeakCheck
 from ..placements import BASELINE_PLACEMENTS
 from ..snapshot_store import (
     DEFAULT_DIR,
@@ -378,7 +379,9 @@ class SnapshotSession:
         if report.passed:
             self.passed.add(item.nodeid)
 
-    def apply(self, item: pytest.Item, report: pytest.TestReport, check: Any = None) -> str | None:
+    def apply(
+        self, item: pytest.Item, report: pytest.TestReport, check: LeakCheck | None = None
+    ) -> str | None:
         """Observe the entry ``item`` produced (``item.stash[SNAPSHOT_ENTRY]`` or the
         ``leakcheck`` fixture's ``.snapshot``) and fail ``report`` on drift; the failure
         text, or None. Call it from a ``makereport`` hook of your own to act before that
@@ -387,17 +390,17 @@ class SnapshotSession:
         if not self.enabled:
             return None
         if check is None:
-            check = getattr(item, "funcargs", {}).get("leakcheck")
+            fixture = getattr(item, "funcargs", {}).get("leakcheck")
+            check = fixture if isinstance(fixture, LeakCheck) else None
         entry = item.stash.get(SNAPSHOT_ENTRY, None)
-        if entry is None:
-            entry = getattr(check, "snapshot", None)
+        if entry is None and check is not None:
+            entry = check.snapshot
         if entry is None or report.skipped:
             return None
-        unreached = getattr(check, "unreached", None)
-        if callable(unreached) and unreached():
+        if check is not None and check.unreached():
             return None  # a stage never reached: the entry shows something else
-        secrets = list(getattr(check, "secrets", ()) or ())
-        scanner = getattr(check, "scanner", None) if secrets else None
+        secrets = check.secrets if check is not None else []
+        scanner = check.scanner if check is not None and secrets else None
         text = self.observe(item, entry, secrets=secrets, scanner=scanner)
         if text:
             fail_report(report, tail=text)
