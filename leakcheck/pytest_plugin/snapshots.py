@@ -622,12 +622,7 @@ class SnapshotSession:
 
     def _write_snapshots(self, path: Path, entries: dict[str, Any], scanner: Any) -> None:
         text = render_snapshot_file(entries)
-        found = refusal(text, entries, scanner)
-        if found:
-            self.problems.append(
-                f"refused to write {self._rel(path)}: it would hold a form of a registered "
-                f"secret ({', '.join(found)}); nothing was written to it"
-            )
+        if self._refused(path, text, entries, scanner, "; nothing was written to it"):
             return
         if not entries and path.exists():
             with contextlib.suppress(OSError):
@@ -664,14 +659,20 @@ class SnapshotSession:
         text = dump(document)
         # the session's secrets too, as for snapshot files: a drifted entry can hold
         # another test's secret, which that entry's own check does not know
-        found = refusal(text, pending, scanner)
+        if self._refused(path, text, pending, scanner):
+            return
+        write_atomic(path, text)
+
+    def _refused(self, path: Path, text: str, value: Any, scanner: Any, after: str = "") -> bool:
+        """Whether ``text`` (``value`` as it would be written to ``path``) must not be
+        written; if so, the session's problems say why (ids and forms, never a value)."""
+        found = refusal(text, value, scanner)
         if found:
             self.problems.append(
                 f"refused to write {self._rel(path)}: it would hold a form of a registered "
-                f"secret ({', '.join(found)})"
+                f"secret ({', '.join(found)}){after}"
             )
-            return
-        write_atomic(path, text)
+        return bool(found)
 
     @pytest.hookimpl(trylast=True)
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
