@@ -1,4 +1,4 @@
-"""The ``respx`` fault transport: force an HTTP stage on httpx clients, with no network.
+"""The ``respx`` fault transport: force an HTTP stage on httpx and httpx2 clients, offline.
 
     fault = leakcheck.force("http_401", via="respx", placement="upstream-reflects-request")
     httpx.post(fault.url + "/v1/deployments", headers=...)   # gets the 401 reply
@@ -21,6 +21,19 @@ such as the ``respx_mock`` fixture) and answers every request under ``fault.url`
 * ``truncated_body`` sends the headers and part of the body, then fails while the body is
   read with h11's own "peer closed connection without sending complete message body".
 
+httpx2 (Pydantic's fork, under the OpenAI, Anthropic and MCP SDKs) is intercepted the same
+way one layer down, in httpcore2, through respx's ``httpcore2`` mocker (``pytest-httpx2``'s,
+so a test's ``httpx2_mock`` routes and the fault share one chain); a failure is raised as an
+httpcore2 exception, which httpx2 maps to its own class with its own chain. Both libraries
+installed side by side are each intercepted by their own router.
+
+The mock is never more lenient than the client: before answering, the request line and
+headers go through h11's own event validation, as httpcore's HTTP/1.1 connection does once
+it has connected. A header value with a trailing newline (a credential read from a mounted
+secret or an ``.env`` line) fails as it does for real: ``LocalProtocolError("Illegal header
+value b'Bearer ...\\n'")``, which carries the credential. Stages that fail while
+connecting (DNS, refused, TLS, connect timeout) fail first, as they do for real.
+
 Proof: ``record()`` runs when the mock answers or raises (for ``truncated_body``: when the
 client reads up to the cut). Evidence names the method and path, never the query or a
 header. A request to another URL is counted and handed to the next respx router; if none
@@ -35,6 +48,8 @@ from __future__ import annotations
 import errno
 import ipaddress
 from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
 import anyio
@@ -57,16 +72,89 @@ from leakcheck.httpfaults import (
 )
 from leakcheck.stages import Stage
 
-__all__ = ["DEFAULT_URL", "FAULTS", "RespxFault"]
+__all__ = ["CLIENTS", "DEFAULT_URL", "FAULTS", "ClientLibrary", "RespxFault", "client_libraries"]
 
 #: stands in for the resolved address in asyncio's "Connect call failed" (RFC 5737)
 _DOCUMENTATION_ADDRESS = "192.0.2.1"
 
 
+# --- the client libraries ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ClientLibrary:
+    """An httpx-family client the fault intercepts: its name, the httpcore it sends through
+    (whose exceptions the client maps to its own), and the respx mocker patching that core."""
+
+    name: str
+    core: ModuleType
+    mocker: str
+
+
+def _httpcore2_mocker() -> ModuleType | None:
+    """httpcore2, with respx's ``httpcore2`` mocker registered: ``pytest-httpx2``'s if it
+    is installed (so a test's ``httpx2_mock`` and the fault share one chain of routers), else
+    the same ten lines here (respx refuses a second mocker of one name)."""
+    try:
+        import httpcore2
+    except ImportError:
+        return None
+    from respx.mocks import HTTPCoreMocker, Mocker
+
+    if "httpcore2" not in Mocker.registry:
+        try:
+            import pytest_httpx2  # noqa: F401  # registers respx's httpcore2 mocker
+        except ImportError:
+
+            class HTTPCore2Mocker(HTTPCoreMocker):
+                name = "httpcore2"
+                targets = [
+                    "httpcore2._sync.connection.HTTPConnection",
+                    "httpcore2._sync.connection_pool.ConnectionPool",
+                    "httpcore2._sync.http_proxy.HTTPProxy",
+                    "httpcore2._async.connection.AsyncHTTPConnection",
+                    "httpcore2._async.connection_pool.AsyncConnectionPool",
+                    "httpcore2._async.http_proxy.AsyncHTTPProxy",
+                ]
+
+    return httpcore2
+
+
+def client_libraries() -> tuple[ClientLibrary, ...]:
+    """httpx, and httpx2 when it is installed."""
+    found = [ClientLibrary("httpx", httpcore, "httpcore")]
+    httpcore2 = _httpcore2_mocker()
+    if httpcore2 is not None:
+        found.append(ClientLibrary("httpx2", httpcore2, "httpcore2"))
+    return tuple(found)
+
+
+#: the libraries this process can intercept, found once at import
+CLIENTS = client_libraries()
+_HTTPX = CLIENTS[0]
+
+
 # --- respx ------------------------------------------------------------------------------------
 
 
-def peer_closed_error(received: int, expected: int) -> httpcore.RemoteProtocolError:
+def refused_request(request: httpx.Request, core: ModuleType) -> Exception | None:
+    """What the real client raises for a request line or header h11 will not send (a value
+    with a newline, a name with a space), or None: h11's own validation and wording, mapped
+    as httpcore's HTTP/1.1 connection maps it, so the message is the real one."""
+    try:
+        h11.Request(
+            method=request.method.encode("ascii"),
+            target=request.url.raw_path,
+            headers=list(request.headers.raw),
+        )
+    except h11.LocalProtocolError as cause:
+        error: Exception = core.LocalProtocolError(cause)
+        error.__cause__ = cause
+        return error
+    return None
+
+
+def peer_closed_error(received: int, expected: int, core: ModuleType = httpcore) -> Exception:
     """What httpcore raises when the body ends early, built by h11 itself so its wording
     follows the installed h11."""
     conn = h11.Connection(our_role=h11.CLIENT)
@@ -85,7 +173,7 @@ def peer_closed_error(received: int, expected: int) -> httpcore.RemoteProtocolEr
         )
     except h11.RemoteProtocolError as exc:
         cause = exc
-    error = httpcore.RemoteProtocolError(cause)
+    error: Exception = core.RemoteProtocolError(cause)
     error.__cause__ = cause
     return error
 
@@ -93,14 +181,17 @@ def peer_closed_error(received: int, expected: int) -> httpcore.RemoteProtocolEr
 class _CutStream(httpx.SyncByteStream, httpx.AsyncByteStream):
     """A body that ends early: yields what arrived, then fails like the real read."""
 
-    def __init__(self, body: bytes, declared: int, on_cut: Callable[[], None]) -> None:
+    def __init__(
+        self, body: bytes, declared: int, on_cut: Callable[[], None], core: ModuleType
+    ) -> None:
         self._body = body
         self._declared = declared
         self._on_cut = on_cut
+        self._core = core
 
-    def _cut(self) -> httpcore.RemoteProtocolError:
+    def _cut(self) -> Exception:
         self._on_cut()
-        return peer_closed_error(len(self._body), self._declared)
+        return peer_closed_error(len(self._body), self._declared, self._core)
 
     def __iter__(self) -> Iterator[bytes]:
         yield self._body
@@ -112,22 +203,24 @@ class _CutStream(httpx.SyncByteStream, httpx.AsyncByteStream):
 
 
 class _FaultRouter(respx.MockRouter):
-    """A router with no routes: every request respx hands it goes to the fault. It tells
-    sync from async calls apart, whose real failures read differently."""
+    """A router with no routes: every request respx hands it, from one client library, goes
+    to the fault. It tells sync from async calls apart, whose real failures read
+    differently."""
 
-    def __init__(self, fault: RespxFault) -> None:
-        super().__init__(assert_all_called=False, assert_all_mocked=True)
+    def __init__(self, fault: RespxFault, client: ClientLibrary) -> None:
+        super().__init__(assert_all_called=False, assert_all_mocked=True, using=client.mocker)
         self._fault = fault
+        self._client = client
 
     def handler(self, request: httpx.Request) -> httpx.Response:
-        return self._fault._answer(request, asynchronous=False)
+        return self._fault._answer(request, asynchronous=False, client=self._client)
 
     async def async_handler(self, request: httpx.Request) -> httpx.Response:
-        return self._fault._answer(request, asynchronous=True)
+        return self._fault._answer(request, asynchronous=True, client=self._client)
 
 
 class RespxFault(MockedHTTPFault):
-    """Force an HTTP ``stage`` on httpx clients calling under ``url``.
+    """Force an HTTP ``stage`` on httpx and httpx2 clients calling under ``url``.
 
     ``method`` restricts the fault to one HTTP method. ``fault.url`` is the base URL to
     give the gateway, ``fault.calls`` counts intercepted requests, ``fault.other_calls``
@@ -139,17 +232,18 @@ class RespxFault(MockedHTTPFault):
 
     def __init__(self, stage: str | Stage, **kwargs: Any) -> None:
         super().__init__(stage, **kwargs)
-        self._router: _FaultRouter | None = None
+        self._routers: list[_FaultRouter] = []
 
     def start(self) -> None:
-        if self._router is None:
-            router = _FaultRouter(self)
-            router.start()
-            self._router = router
+        if not self._routers:
+            for client in CLIENTS:
+                router = _FaultRouter(self, client)
+                router.start()
+                self._routers.append(router)
 
     def stop(self) -> None:
-        router, self._router = self._router, None
-        if router is not None:
+        routers, self._routers = self._routers, []
+        for router in routers:
             router.stop(quiet=True)
 
     # --- answering ----------------------------------------------------------------------------
@@ -158,7 +252,9 @@ class RespxFault(MockedHTTPFault):
         url = request.url
         return self.target(request.method, url.scheme, url.host, url.port, url.path)
 
-    def _answer(self, request: httpx.Request, *, asynchronous: bool) -> httpx.Response:
+    def _answer(
+        self, request: httpx.Request, *, asynchronous: bool, client: ClientLibrary = _HTTPX
+    ) -> httpx.Response:
         target = self._target(request)
         if target is None:
             self.other_calls += 1
@@ -176,8 +272,20 @@ class RespxFault(MockedHTTPFault):
             self.record(f"{where} on the redirect target: answered {status}")
             return httpx.Response(status, headers=list(headers), content=body)
         name = self.stage.name
+        if name in RAISED and self.stage.bytes_sent is False:
+            # connecting fails before a byte of the request is written or validated
+            exc = self._failure(request, asynchronous, client.core)
+            self.record(f"{where}: raised {type(exc).__name__}")
+            raise exc
+        refused = refused_request(request, client.core)
+        if refused is not None:
+            self.record(
+                f"{where}: the client refused to send it (h11: {_refusal_reason(refused)}), "
+                f"raised {type(refused).__name__}"
+            )
+            raise refused
         if name in RAISED:
-            exc = self._failure(request, asynchronous)
+            exc = self._failure(request, asynchronous, client.core)
             self.record(f"{where}: raised {type(exc).__name__}")
             raise exc
         reply = self._reply
@@ -192,7 +300,7 @@ class RespxFault(MockedHTTPFault):
             return httpx.Response(
                 reply.status,
                 headers=[*reply.headers, ("Content-Length", str(declared))],
-                stream=_CutStream(reply.body, declared, on_cut),
+                stream=_CutStream(reply.body, declared, on_cut, client.core),
             )
         seen_url = (
             f"{request.url.scheme}://{request.url.netloc.decode('ascii')}"
@@ -203,17 +311,20 @@ class RespxFault(MockedHTTPFault):
         self.record(f"{where}: answered {reply.status}")
         return httpx.Response(reply.status, headers=list(reply.headers), content=body)
 
-    def _failure(self, request: httpx.Request, asynchronous: bool) -> Exception:
-        """The httpcore exception the real transport raises at this stage (httpx maps it
-        to its own type and attaches ``.request``), with its real cause chain."""
+    def _failure(
+        self, request: httpx.Request, asynchronous: bool, core: ModuleType = httpcore
+    ) -> Exception:
+        """The httpcore (httpcore2) exception the real transport raises at this stage (the
+        client maps it to its own type and attaches ``.request``), with its real cause
+        chain."""
         name = self.stage.name
         innermost: BaseException
-        exc_type: type[Exception]  # an httpcore error: connect, read or timeout
+        exc_type: type[Exception]  # a core error: connect, read or timeout
         if name == "dns_failure":
             leaf: BaseException = name_not_known()
-            innermost, exc_type = leaf, httpcore.ConnectError
+            innermost, exc_type = leaf, core.ConnectError
         elif name == "connection_refused":
-            exc_type = httpcore.ConnectError
+            exc_type = core.ConnectError
             if asynchronous:  # anyio tries each resolved address, then gives up
                 host = request.url.host
                 try:
@@ -230,15 +341,13 @@ class RespxFault(MockedHTTPFault):
                 leaf = innermost = os_error(ConnectionRefusedError, errno.ECONNREFUSED)
         elif name in TLS_STAGES:
             leaf = innermost = cert_verify_error(name, request.url.host)
-            exc_type = httpcore.ConnectError
+            exc_type = core.ConnectError
         elif name in ("timeout_before_send", "timeout_after_send"):
             # a socket timeout says "timed out"; anyio's deadline raises a bare TimeoutError
             leaf = innermost = TimeoutError() if asynchronous else TimeoutError("timed out")
-            exc_type = (
-                httpcore.ConnectTimeout if name == "timeout_before_send" else httpcore.ReadTimeout
-            )
+            exc_type = core.ConnectTimeout if name == "timeout_before_send" else core.ReadTimeout
         else:  # reset_after_send
-            exc_type = httpcore.ReadError
+            exc_type = core.ReadError
             innermost = os_error(ConnectionResetError, errno.ECONNRESET)
             if asynchronous:
                 leaf = anyio.BrokenResourceError()
@@ -251,6 +360,15 @@ class RespxFault(MockedHTTPFault):
         error = exc_type(leaf)
         error.__cause__ = leaf
         return error
+
+
+def _refusal_reason(error: Exception) -> str:
+    """Which part h11 refused, never the value (its message quotes the value)."""
+    text = str(error.__cause__ or error)
+    for words in ("Illegal header value", "Illegal header name", "Illegal target", "Illegal"):
+        if text.startswith(words):
+            return words.lower()
+    return "invalid request"
 
 
 FAULTS = {"respx": RespxFault}

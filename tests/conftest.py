@@ -132,3 +132,23 @@ def assert_inner_run_safe(
         proof = pytester.path / f"proof-{test}.txt"
         digest = hashlib.sha256(secret.value.encode()).hexdigest()
         assert proof.read_text() == digest, "canary reconstruction differs"
+
+
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Server contexts: one whose certificate names another host, one from a CA the
+    client does not trust; and a client context trusting the first CA."""
+    import ssl
+
+    import trustme
+
+    ca, other_ca = trustme.CA(), trustme.CA()
+    mismatch = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ca.issue_cert("other-host.example").configure_cert(mismatch)
+    untrusted = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    other_ca.issue_cert("localhost").configure_cert(untrusted)
+    client = ssl.create_default_context()
+    ca.configure_trust(client)
+    ca_file = tmp_path_factory.mktemp("ca") / "ca.pem"
+    ca.cert_pem.write_to_path(str(ca_file))
+    return {"mismatch": mismatch, "untrusted": untrusted, "client": client, "ca_file": ca_file}

@@ -29,7 +29,6 @@ import httpcore
 import httpx
 import pytest
 import respx
-import trustme
 from conftest import (
     QUIET_INNER_ARGS,
     assert_inner_run_safe,
@@ -399,22 +398,6 @@ def closed_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
-
-
-@pytest.fixture(scope="module")
-def certs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """Server contexts: one whose certificate names another host, one from a CA the
-    client does not trust; and a client context trusting the first CA."""
-    ca, other_ca = trustme.CA(), trustme.CA()
-    mismatch = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ca.issue_cert("other-host.example").configure_cert(mismatch)
-    untrusted = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    other_ca.issue_cert("localhost").configure_cert(untrusted)
-    client = ssl.create_default_context()
-    ca.configure_trust(client)
-    ca_file = tmp_path_factory.mktemp("ca") / "ca.pem"
-    ca.cert_pem.write_to_path(str(ca_file))
-    return {"mismatch": mismatch, "untrusted": untrusted, "client": client, "ca_file": ca_file}
 
 
 @contextmanager
