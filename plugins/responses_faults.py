@@ -30,6 +30,14 @@ client reads past the cut). Evidence names the method and path, never the query 
 header. A TLS stage asked with ``verify=False`` does not fire: a real client would have
 accepted the certificate, and the harness error says so.
 
+The mock is never more lenient than the client: the request line and headers go through
+``http.client``'s own ``putrequest``/``putheader`` (which urllib3 calls, with their checks
+and wording) before the fault answers, so a header value the real client cannot encode
+(``'latin-1' codec can't encode character``) or will not send fails the same way. Over
+``http://`` urllib3 writes the headers before it connects, so that failure comes first; over
+``https://`` it connects first, so a connection stage fails first, as for real. (requests
+itself refuses a value with a newline before any transport, mocked or not.)
+
 Requests to other URLs: if another ``responses`` mock was active when the fault started,
 they pass to it (start yours first); otherwise they fail with a
 ``requests.exceptions.ConnectionError`` naming no URL, and the real network is never used.
@@ -39,6 +47,7 @@ from __future__ import annotations
 
 import contextvars
 import errno
+import http.client
 import io
 import re
 from collections.abc import Callable
@@ -258,6 +267,15 @@ class ResponsesFault(MockedHTTPFault):
                 "verify=False, so certificate verification is off",
                 request=request,
             )
+        connects_first = urlsplit(request.url or "").scheme == "https"
+        if not (connects_first and name in RAISED and self.stage.bytes_sent is False):
+            refused = _refused_by_http_client(request)
+            if refused is not None:
+                self.record(
+                    f"{where}: the client refused to send it (http.client), raised "
+                    f"{type(refused).__name__}"
+                )
+                raise refused
         if name in RAISED:
             attempts = self.calls
             try:
@@ -366,6 +384,27 @@ class ResponsesFault(MockedHTTPFault):
         if cause is not None:  # the injected cause rides on the real chain
             leaf.__cause__ = cause
         return error
+
+
+def _refused_by_http_client(request: requests.PreparedRequest) -> Exception | None:
+    """What ``http.client`` raises for this request line or a header (urllib3 sends through
+    it): its own checks and messages, run on a connection that never opens a socket."""
+    parts = urlsplit(request.url or "")
+    connection = http.client.HTTPConnection(parts.hostname or "localhost")
+    try:
+        connection.putrequest(
+            request.method or "GET",
+            request.path_url,
+            skip_host=True,
+            skip_accept_encoding=True,
+        )
+        for name, value in request.headers.items():
+            connection.putheader(name, value)
+    except (ValueError, UnicodeError) as exc:  # InvalidURL is a ValueError
+        return exc
+    finally:
+        connection.close()
+    return None
 
 
 def _as_requests_error(error: Exception, request: requests.PreparedRequest) -> Exception:

@@ -32,7 +32,7 @@ from conftest import (
 )
 from leakcheck.plugins.responses_faults import ResponsesFault
 from requests.adapters import HTTPAdapter
-from test_faults_respx import certs, chain, real_upstream, shape  # noqa: F401 (a fixture)
+from test_faults_respx import chain, real_upstream, shape
 from urllib3.exceptions import (
     ConnectTimeoutError,
     IncompleteRead,
@@ -614,3 +614,43 @@ def test_factory_is_registered() -> None:
     from leakcheck.faults import fault_factories
 
     assert fault_factories()["responses"] is ResponsesFault
+
+
+# --- never more lenient than the real client ---------------------------------------------------
+
+
+def test_a_header_value_http_client_cannot_encode_fails_as_for_real(lc: LeakCheck) -> None:
+    """requests lets a non-latin-1 value through; http.client refuses it while writing the
+    header. Real client on loopback first, then the fault at the same URL."""
+    from test_faults_respx_httpx2 import accepting_server
+
+    headers = {"Authorization": "Bearer " + lc.secret("bearer") + "€"}
+    with accepting_server() as port:
+        url = f"http://127.0.0.1:{port}"
+        with pytest.raises(UnicodeEncodeError) as real:
+            requests.get(url + "/v1/d", headers=headers, timeout=0.5)
+    fault = lc.force("http_401", via="responses", url=url)
+    with pytest.raises(UnicodeEncodeError) as fake:
+        requests.get(url + "/v1/d", headers=headers, timeout=0.5)
+    assert shape(fake.value) == shape(real.value)
+    assert fault.fired
+    assert fault.evidence == [
+        "responses intercepted GET /v1/d (request 1): the client refused to send it "
+        "(http.client), raised UnicodeEncodeError"
+    ]
+
+
+def test_over_https_the_connection_fails_before_the_header(lc: LeakCheck) -> None:
+    """urllib3 connects an https connection before writing headers: a DNS failure wins."""
+    fault = lc.force("dns_failure", via="responses")
+    headers = {"Authorization": "Bearer €"}
+    with pytest.raises(requests.exceptions.ConnectionError):
+        requests.get(fault.url + "/v1/d", headers=headers, timeout=0.5)
+    with failing_dns(), pytest.raises(requests.exceptions.ConnectionError):
+        requests.get("https://api.upstream.invalid/v1/d", headers=headers, timeout=0.5)
+
+
+def test_a_valid_header_is_answered_by_responses(lc: LeakCheck) -> None:
+    fault = lc.force("http_401", via="responses", url="http://api.upstream.test")
+    response = requests.get(fault.url + "/v1/d", headers={"Authorization": "Bearer é"})
+    assert response.status_code == 401  # latin-1 encodes: http.client sends it
