@@ -227,6 +227,8 @@ class Target:
 
 def _fits(stage: Stage, placement: Placement) -> bool:
     """Whether a placement can show at a stage (an upstream header needs an answer)."""
+    if placement.stages is not None and stage.name not in placement.stages:
+        return False
     if placement.where == "upstream":
         return stage.response_received is True and stage.transport == "http"
     if placement.where == "exception":
@@ -297,7 +299,8 @@ def build_case(check: LeakCheck, target: Target, spec: CaseSpec) -> Case:
     stage = STAGES[spec.stage]
     placed = check.place(spec.placement)
     ssh_password = placed.ssh.password or check.secret("ssh_password")
-    credentials = {**placed.secrets, "ssh_password": ssh_password}
+    # as the gateway's vault holds them: damaged where the placement says (a trailing \n)
+    credentials = {**placed.credentials, "ssh_password": ssh_password}
     agent_input = {**operation.input, **placed.agent_input}
     upstream, ssh = target.upstream_url, None
     verify: ssl.SSLContext | bool = True
