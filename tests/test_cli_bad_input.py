@@ -28,8 +28,9 @@ import pytest
 from conftest import self_scan
 
 import leakcheck.canaries as canaries_module
+import leakcheck.cli.budget as budget_module
+import leakcheck.cli.output as output_module
 import leakcheck.engine as engine_module
-from leakcheck import cli
 from leakcheck.canaries import Secret
 from leakcheck.cli import main
 from leakcheck.detect import Scanner
@@ -620,20 +621,23 @@ def test_too_many_secrets_is_refused_before_any_work(scan, tmp_path, monkeypatch
     rng = random.Random(5)
     alphabet = string.ascii_letters + string.digits
     secrets_file.write_text(
-        "".join("".join(rng.choices(alphabet, k=40)) + "\n" for _ in range(cli.MAX_SECRETS + 1))
+        "".join(
+            "".join(rng.choices(alphabet, k=40)) + "\n"
+            for _ in range(budget_module.MAX_SECRETS + 1)
+        )
     )
     (tmp_path / "a.log").write_text("x\n")
     usage_error(scan("--secrets-file", secrets_file, tmp_path / "a.log", secrets=[]),
-                f"to {cli.MAX_SECRETS + 1:,}; one scan searches for at most "
-                f"{cli.MAX_SECRETS:,}")  # fmt: skip
+                f"to {budget_module.MAX_SECRETS + 1:,}; one scan searches for at most "
+                f"{budget_module.MAX_SECRETS:,}")  # fmt: skip
     as_json = tmp_path / "secrets.json"
-    as_json.write_text(json.dumps(["x"] * (cli.MAX_SECRETS + 1)))
+    as_json.write_text(json.dumps(["x"] * (budget_module.MAX_SECRETS + 1)))
     usage_error(scan("--secrets-file", as_json, tmp_path / "a.log", secrets=[]), "at most")
 
 
 def test_too_many_characters_is_refused(scan, tmp_path, monkeypatch) -> None:
     monkeypatch.setattr(canaries_module, "estimate_bits", _no_work)
-    monkeypatch.setattr(cli, "MAX_SECRET_CHARS", 100)
+    monkeypatch.setattr(budget_module, "MAX_SECRET_CHARS", 100)
     secrets_file = tmp_path / "secrets.txt"
     secrets_file.write_text("a1" * 30 + "\n" + "b2" * 30 + "\n")
     (tmp_path / "a.log").write_text("x\n")
@@ -644,7 +648,7 @@ def test_too_many_characters_is_refused(scan, tmp_path, monkeypatch) -> None:
 def test_canaries_past_the_limit_are_refused_before_they_are_rebuilt(
     scan, tmp_path, monkeypatch
 ) -> None:
-    monkeypatch.setattr(cli, "MAX_SECRETS", 3)
+    monkeypatch.setattr(budget_module, "MAX_SECRETS", 3)
     monkeypatch.setattr(canaries_module.CanaryFactory, "nth", _no_work)
     planted = [{"id": f"bearer#{n}", "generated": True} for n in (1, 2)]
     report = tmp_path / "leakcheck.json"
@@ -659,7 +663,7 @@ def test_canaries_past_the_limit_are_refused_before_they_are_rebuilt(
 
 @pytest.mark.skipif("hyperscan" not in available_backends(), reason="hyperscan not installed")
 def test_hyperscan_past_its_limit(scan, tmp_path, monkeypatch, canaries) -> None:
-    monkeypatch.setattr(cli, "HYPERSCAN_MAX_SECRETS", 2)
+    monkeypatch.setattr(budget_module, "HYPERSCAN_MAX_SECRETS", 2)
     secrets = [canaries("bearer") for _ in range(3)]
     secrets_file = write_lines(tmp_path / "secrets.txt", secrets)
     log = tmp_path / "a.log"
@@ -697,7 +701,7 @@ def test_the_output_masker_is_built_only_for_what_is_printed(scan, tmp_path, mon
     secrets_file = write_lines(tmp_path / "secrets.txt", secrets)
     built: list[int] = []
     windows: list[int] = []
-    real_scanner, real_heads = cli.Scanner, cli._Output._window_heads
+    real_scanner, real_heads = output_module.Scanner, output_module.Output._window_heads
 
     def scanner(secrets, **kwargs):  # type: ignore[no-untyped-def]
         if kwargs.get("forms") is not None:
@@ -708,8 +712,9 @@ def test_the_output_masker_is_built_only_for_what_is_printed(scan, tmp_path, mon
         windows.append(len(self.secrets))
         return real_heads(self)
 
-    monkeypatch.setattr(cli, "Scanner", scanner)
-    monkeypatch.setattr(cli._Output, "_window_heads", heads)
+    # the masker builds its scanner in cli.output (the scan's own, in cli.scan, has no forms)
+    monkeypatch.setattr(output_module, "Scanner", scanner)
+    monkeypatch.setattr(output_module.Output, "_window_heads", heads)
     clean = tmp_path / "clean.log"
     clean.write_text("nothing to see\n" * 100)
     for fmt in ("text", "json", "sarif"):

@@ -1,0 +1,167 @@
+"""The ``leakcheck`` command: ``main`` and its argument parser; each command in its module.
+
+``leakcheck scan`` searches logs, cassettes, traces and crash dumps for known secrets. Exit
+status: 0 clean, 1 findings, 2 usage or I/O error. Secrets come from a file, never from argv
+(where shell history, ``ps`` and CI logs would keep them); nothing printed carries one: every
+string the command prints (report, notes, errors; stdout, stderr, ``--output``) is masked
+with every form and every short piece of every secret (see ``output.Output``).
+
+The parts: ``scan`` (the command), ``secrets_file`` (``--secrets-file``), ``canaries_from``
+(``--canaries-from``: the canaries a pytest run's report names), ``budget``
+(how many secrets a scan takes), ``inputs`` (what the PATH arguments name), ``output`` (the
+masking of what is printed), ``console`` (exit codes, errors, stdout and stderr), ``review``
+and ``schema`` (the other commands). The names scripts import (``main``, ``load_secrets``,
+``load_canaries``, ``canaries_from_report``, ``UsageError``, the limits) are importable from
+here as before; the limits are read in ``budget``, where a test sets them.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..canaries import KINDS
+from ..engine import BACKENDS
+from ..report import RENDERERS
+from ..version import __version__
+from .budget import HYPERSCAN_MAX_SECRETS, MAX_SECRET_CHARS, MAX_SECRETS
+from .canaries_from import canaries_from_report, load_canaries
+from .console import (
+    EXIT_CLEAN,
+    EXIT_ERROR,
+    EXIT_FINDINGS,
+    StdoutError,
+    UsageError,
+    print_stderr,
+    silence_stdout,
+    write_stdout,
+)
+from .output import Output
+from .review import review_command
+from .scan import scan_command
+from .schema import schema_command
+from .secrets_file import load_secrets
+
+__all__ = [
+    "EXIT_CLEAN",
+    "EXIT_ERROR",
+    "EXIT_FINDINGS",
+    "HYPERSCAN_MAX_SECRETS",
+    "MAX_SECRETS",
+    "MAX_SECRET_CHARS",
+    "UsageError",
+    "canaries_from_report",
+    "load_canaries",
+    "load_secrets",
+    "main",
+]
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="leakcheck",
+        description="Prove that secrets do not leak from AI-agent tool gateways.",
+    )
+    parser.add_argument("--version", action="version", version=f"leakcheck {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    scan = commands.add_parser(
+        "scan",
+        help="search files for every form of known secrets",
+        description="Search files, directories (recursively) or stdin ('-') for every "
+        "encoded or partial form of the secrets in --secrets-file. Exit 0 when clean, "
+        "1 on findings, 2 on usage or I/O errors.",
+    )
+    scan.add_argument(
+        "--secrets-file",
+        metavar="FILE",
+        help="one secret per line (UTF-8), or a .json list; secrets are never taken from argv",
+    )
+    scan.add_argument(
+        "--canaries-from",
+        metavar="REPORT",
+        help="also search for every canary a pytest run planted, rebuilt from its "
+        "--leakcheck-report JSON (which holds the seed and canary ids, never a value)",
+    )
+    scan.add_argument("--format", choices=sorted(RENDERERS), default="text")
+    scan.add_argument("--output", "-o", metavar="FILE", help="write the report here")
+    scan.add_argument(
+        "--decode",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="also decode percent, base64 and hex runs (2 layers) to find chains such as "
+        "base64-of-JSON; off by default (see README for the cost)",
+    )
+    scan.add_argument("--engine", choices=("auto", *BACKENDS), default="auto")
+    scan.add_argument("paths", nargs="+", metavar="PATH", help="file, directory or '-'")
+    commands.add_parser("kinds", help="list the kinds of canary leakcheck generates")
+    schema = commands.add_parser(
+        "schema",
+        help="print the agent error envelope's JSON Schema",
+        description="Print the default agent error envelope schema (JSON Schema 2020-12) "
+        "that the contract checks validate against, for a gateway's own tests or docs.",
+    )
+    schema.add_argument(
+        "--version",
+        default="v1",
+        metavar="VERSION",
+        help="schema version (default: v1)",
+    )
+    review = commands.add_parser(
+        "review",
+        help="review error-text snapshot differences and accept or reject them",
+        description="Show each pending snapshot difference (written by a pytest run that "
+        "saw drift) side by side and accept it (written into the snapshot file) or reject "
+        "it. Asks per entry on a terminal. Exit 0 when nothing is left pending, 1 otherwise, "
+        "2 on usage or I/O errors.",
+    )
+    review.add_argument(
+        "--dir",
+        default=".",
+        metavar="ROOT",
+        help="the pytest rootdir holding .leakcheck/pending (default: the current directory)",
+    )
+    decide = review.add_mutually_exclusive_group()
+    decide.add_argument("--accept-all", action="store_true", help="accept every pending difference")
+    decide.add_argument("--reject-all", action="store_true", help="reject every pending difference")
+    review.add_argument(
+        "--secrets-file",
+        metavar="FILE",
+        help="also mask these secrets in what is shown (one per line, or a .json list)",
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _build_parser()
+    args = parser.parse_args(argv)
+    output = Output()
+    try:
+        if args.command == "scan":
+            code = scan_command(args, Path(args.output) if args.output else None, output)
+        elif args.command == "kinds":
+            lines = [
+                f"{kind.name:<16} {kind.secret_class.value:<8} {kind.description}"
+                for kind in KINDS.values()
+            ]
+            write_stdout("\n".join(lines) + "\n")
+            code = EXIT_CLEAN
+        elif args.command == "schema":
+            code = schema_command(args.version)
+        elif args.command == "review":
+            code = review_command(args)
+        else:
+            parser.print_help()
+            code = EXIT_ERROR
+        write_stdout("")  # flushed here, where a failure can still be reported
+    except UsageError as exc:
+        # the message may name a path or an id: masked with the secrets known so far
+        print_stderr(output.mask_one(f"leakcheck: error: {exc}"))
+        return EXIT_ERROR
+    except StdoutError as exc:
+        print_stderr(f"leakcheck: error: cannot write to standard output: {exc}")
+        silence_stdout()
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return 130
+    return code

@@ -1,0 +1,74 @@
+"""How many secrets one scan takes: the limits, and a budget that the secrets file and the
+rebuilt canaries each spend before any work on them (see README, "Scale"). The limits are
+read when a budget is made: set them here (tests do), not on ``leakcheck.cli``."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from ..canaries import Secret
+from .console import UsageError
+
+__all__ = ["HYPERSCAN_MAX_SECRETS", "MAX_SECRETS", "MAX_SECRET_CHARS", "Budget", "budget_for"]
+
+
+#: The most secrets one scan searches for: the secrets file's and the rebuilt canaries
+#: together, duplicates included. Past it the run is refused before any work on them (a
+#: user's secret costs ~2 ms of zxcvbn, every secret ~100 needles; see README, "Scale").
+MAX_SECRETS = 10_000
+#: The most characters those secrets may hold together: needles, and the masking windows
+#: of what is printed, grow with the length of each secret.
+MAX_SECRET_CHARS = 500_000
+#: The most secrets ``--engine hyperscan`` is accepted for: compiling takes ~3 KB of memory
+#: and ~0.1 ms per needle (2,000 secrets: ~190,000 needles, 0.6 GB, 20 s; 10,000: 3 GB, 2
+#: minutes, where the automaton takes 0.45 GB). ``auto`` takes the automaton there by
+#: itself (``engine.HYPERSCAN_MAX_NEEDLES``).
+HYPERSCAN_MAX_SECRETS = 2_000
+
+
+@dataclass
+class Budget:
+    """How many secrets (and characters of them) a scan may take, and has taken."""
+
+    secrets: int
+    chars: int
+    #: why the limit is what it is, when it is not the general one
+    why: str = ""
+    used: int = 0
+    used_chars: int = 0
+
+    def check(self, count: int, chars: int, label: str) -> None:
+        """Refuse, before any work on them, more secrets than a scan is made for."""
+        total, total_chars = self.used + count, self.used_chars + chars
+        if total > self.secrets:
+            raise UsageError(
+                f"{label} brings the secrets to search for to {total:,}; one scan searches "
+                f"for at most {self.secrets:,}{self.why} (split them over several scans; see "
+                "README, Scale)"
+            )
+        if total_chars > self.chars:
+            raise UsageError(
+                f"{label} brings the secrets to search for to {total_chars:,} characters; one "
+                f"scan searches for at most {self.chars:,} (split them over several scans; "
+                "see README, Scale)"
+            )
+
+    def take(self, secrets: list[Secret]) -> Budget:
+        """This budget once ``secrets`` are in."""
+        return dataclasses.replace(
+            self,
+            used=self.used + len(secrets),
+            used_chars=self.used_chars + sum(len(s.value) for s in secrets),
+        )
+
+
+def budget_for(engine: str = "auto") -> Budget:
+    if engine == "hyperscan":
+        return Budget(
+            secrets=HYPERSCAN_MAX_SECRETS,
+            chars=MAX_SECRET_CHARS,
+            why=" with --engine hyperscan (it compiles ~3 KB per needle; the default engine "
+            "takes more)",
+        )
+    return Budget(secrets=MAX_SECRETS, chars=MAX_SECRET_CHARS)

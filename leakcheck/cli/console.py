@@ -1,0 +1,83 @@
+"""What ``leakcheck`` says and where: its exit codes, the one-line usage error, standard
+output and standard error written so that neither can crash the command, and names (paths,
+test ids) as printable text. What is said is masked before it gets here (``output``)."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+
+__all__ = [
+    "EXIT_CLEAN",
+    "EXIT_ERROR",
+    "EXIT_FINDINGS",
+    "StdoutError",
+    "UsageError",
+    "display",
+    "print_stderr",
+    "silence_stdout",
+    "write_stdout",
+]
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+class UsageError(Exception):
+    """A user mistake: reported as one line, exit 2, never a traceback."""
+
+
+class StdoutError(Exception):
+    """Standard output cannot be written (``> /dev/full``, a closed pipe)."""
+
+
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape(match: re.Match[str]) -> str:
+    ch = match.group()
+    code = ord(ch)
+    return _ESCAPES.get(ch) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+
+
+def display(name: str) -> str:
+    """A path (or a test id) as printable text: bytes that are not UTF-8 (a file name
+    arrives surrogate-escaped) as ``\\xff``, control characters escaped."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        try:
+            raw = name.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError:
+            raw = name.encode("utf-8", "backslashreplace")
+        name = raw.decode("utf-8", "backslashreplace")
+    return _UNPRINTABLE.sub(_escape, name)
+
+
+def print_stderr(line: str) -> None:
+    try:
+        print(line, file=sys.stderr)
+    except (OSError, ValueError, AttributeError):
+        pass  # nowhere left to say it
+
+
+def write_stdout(text: str) -> None:
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except (OSError, ValueError) as exc:
+        raise StdoutError(getattr(exc, "strerror", None) or str(exc)) from None
+
+
+def silence_stdout() -> None:
+    """Point fd 1 at /dev/null, so that the interpreter's last flush of what could not be
+    written succeeds (as the Python docs advise for BrokenPipeError)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, sys.stdout.fileno())
+        finally:
+            os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass  # not a real file descriptor (captured in tests): nothing is left to flush

@@ -1,0 +1,108 @@
+"""What the PATH arguments of ``leakcheck scan`` name: the files to read, each once, the
+directories walked, what is deliberately not read, and the bytes to scan."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+from .console import display
+
+__all__ = ["Inputs", "total_size"]
+
+
+class Inputs:
+    """What the PATH arguments name: the files to read (None: stdin), the errors, and the
+    entries deliberately not read. Symbolic links are followed; each real directory and
+    regular file is read once, under the first name it was met by; a link back to a
+    directory being read (a loop) is not followed, and is named."""
+
+    FIFO_ETC = "a FIFO, socket or device"
+    LOOP = "a symlink loop"
+
+    def __init__(self) -> None:
+        self.targets: list[str | None] = []
+        self.errors: list[str] = []
+        self.not_read: list[tuple[str, str]] = []
+        self._files: set[tuple[int, int]] = set()
+        self._dirs: set[tuple[int, int]] = set()
+
+    def add(self, arg: str) -> None:
+        if arg == "-":
+            self.targets.append(None)
+            return
+        try:
+            status = os.stat(arg)
+        except FileNotFoundError:
+            self.errors.append(f"no such file or directory: {display(arg)}")
+            return
+        except OSError as exc:
+            self.errors.append(f"cannot read {display(arg)}: {exc.strerror}")
+            return
+        if stat.S_ISDIR(status.st_mode):
+            self._walk(arg, status)
+        else:  # a file, or a FIFO or device the user named (``<(kubectl logs ...)``)
+            self._file(arg, status)
+
+    def _file(self, path: str, status: os.stat_result) -> None:
+        if stat.S_ISREG(status.st_mode):
+            key = (status.st_dev, status.st_ino)
+            if key in self._files:
+                return
+            self._files.add(key)
+        self.targets.append(path)
+
+    def _walk(self, root: str, status: os.stat_result) -> None:
+        """Every regular file below ``root``, in sorted order, depth first (as ``os.walk``
+        lists them). Below a directory a FIFO, socket or device is not opened (a FIFO
+        nobody writes to would block forever): it is listed as not read. A directory that
+        cannot be listed is an error, never silently left out."""
+        key = (status.st_dev, status.st_ino)
+        if key in self._dirs:
+            return
+        self._dirs.add(key)
+        stack: list[tuple[str, tuple[tuple[int, int], ...]]] = [(root, (key,))]
+        while stack:
+            path, ancestors = stack.pop()
+            try:
+                with os.scandir(path) as listing:
+                    entries = sorted(listing, key=lambda entry: entry.name)
+            except OSError as exc:
+                self.errors.append(f"cannot list {display(path)}: {exc.strerror}")
+                continue
+            below: list[tuple[str, tuple[tuple[int, int], ...]]] = []
+            for entry in entries:
+                try:
+                    entry_status = os.stat(entry.path)  # through symbolic links
+                except OSError:
+                    self.targets.append(entry.path)  # dangling: reading it says why
+                    continue
+                if stat.S_ISDIR(entry_status.st_mode):
+                    entry_key = (entry_status.st_dev, entry_status.st_ino)
+                    if entry_key in ancestors:
+                        self.not_read.append((display(entry.path), self.LOOP))
+                    elif entry_key not in self._dirs:  # else: read under another name
+                        self._dirs.add(entry_key)
+                        below.append((entry.path, (*ancestors, entry_key)))
+                elif stat.S_ISREG(entry_status.st_mode):
+                    self._file(entry.path, entry_status)
+                else:
+                    self.not_read.append((display(entry.path), self.FIFO_ETC))
+            stack.extend(reversed(below))
+
+
+def total_size(targets: list[str | None]) -> int | None:
+    """Bytes to scan, or None when unknown: stdin, or a FIFO or device named on the
+    command line (``<(kubectl logs ...)`` may stream gigabytes)."""
+    total = 0
+    for path in targets:
+        if path is None:
+            return None
+        try:
+            status = os.stat(path)
+        except OSError:
+            continue  # reported when it is read
+        if not stat.S_ISREG(status.st_mode):
+            return None
+        total += status.st_size
+    return total

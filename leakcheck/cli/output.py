@@ -1,0 +1,191 @@
+"""What ``leakcheck scan`` prints, masked: ``Output`` masks every string of the report and
+of what standard error says with every form and every short piece of every secret."""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from ..canaries import Secret
+from ..decode import all_decoders, decode_runs
+from ..detect import JOIN_SEPARATOR, Scanner
+from ..engine import available_backends
+from ..extensions import plugin_forms
+from ..findings import MASK_LABEL
+from ..forms import FORMS, MASKING_FORMS, FormFn
+from ..serialize import map_strings
+
+__all__ = ["GRAM", "GRAM_SET_LIMIT", "Output", "masking_forms", "strings_of"]
+
+
+@functools.cache
+def masking_forms() -> tuple[tuple[FormFn, ...], tuple[FormFn, ...]]:
+    """(the forms a masker searches for, those of them the detection scanner does not):
+    every detection form (the codec plugins' too), and the short masking windows."""
+    detection = (*FORMS, *plugin_forms())
+    masking = (*MASKING_FORMS, *(f for f in detection if f not in MASKING_FORMS))
+    return masking, tuple(f for f in masking if f not in detection)
+
+
+#: Decoding layers of the masker (the plugin's masker decodes as deep).
+_MASK_DEPTH = 2
+#: Masking-only needles are looked up by their first GRAM bytes (a window is 6 characters,
+#: 6 bytes or more); GRAM_SET_LIMIT bounds the set of the printed text's GRAM-byte pieces.
+GRAM = 6
+GRAM_SET_LIMIT = 1 << 21
+
+
+#: Splits a text at the mask labels it holds (kept, at the odd indexes).
+_LABELS = re.compile(f"({MASK_LABEL.pattern})")
+
+
+def _small_texts_backend() -> str:
+    """For the texts we print: the automaton builds at once where hyperscan compiles (and
+    hyperscan cannot compile the needles of a very long secret)."""
+    return "ahocorasick" if "ahocorasick" in available_backends() else "auto"
+
+
+def _same(text: str) -> str:
+    return text
+
+
+class Output:
+    """Masks what ``leakcheck scan`` prints with every form of every secret it knows and
+    every 6-character piece of each (a log holding part of a secret shows the rest of it
+    next to the masked match), as the pytest plugin masks its reports (``MASKING_FORMS``,
+    decoding on).
+
+    A scanner over every masking needle of every secret would multiply the needles (a
+    secret has about 100 windows besides its 100 forms), so the masker is built only for
+    the texts to print and only over the secrets that can occur in them: those the
+    detection scanner (every form, every secret) finds in a text or its decoded layers,
+    and those with a masking window whose first bytes occur there (a superset of what the
+    masker finds, which then masks exactly). Nothing is built while nothing that could
+    hold a secret is printed (a clean scan)."""
+
+    def __init__(self) -> None:
+        self.secrets: list[Secret] = []
+        self._detection: Scanner | None = None
+        self._windows: list[bytes] | None = None
+        self._short: list[tuple[bytes, int]] = []
+
+    def use(self, secrets: list[Secret], detection: Scanner | None = None) -> None:
+        """Mask ``secrets`` from now on; ``detection``, a scanner over exactly them."""
+        if [id(s) for s in secrets] != [id(s) for s in self.secrets]:
+            self._windows, self._short = None, []
+        self.secrets = list(secrets)
+        self._detection = detection
+
+    def masker(self, texts: Iterable[str]) -> Callable[[str], str]:
+        """A function masking each of ``texts`` (and any text made of their pieces only:
+        use it on the texts it was made for)."""
+        # What lies between the mask labels already in a text (an excerpt's): a label is
+        # none of a secret, and masking over it would widen into it and break it.
+        pieces = [piece for text in texts for piece in _LABELS.split(text)[::2] if piece]
+        if not self.secrets or not pieces:
+            return _same
+        chosen = self._candidates(pieces)
+        if not chosen:
+            return _same
+        scanner = Scanner(
+            [self.secrets[i] for i in sorted(chosen)],
+            forms=masking_forms()[0],
+            decode=True,
+            decode_depth=_MASK_DEPTH,
+            backend=_small_texts_backend(),
+        )
+        done: dict[str, str] = {}
+
+        def mask(text: str) -> str:
+            masked = done.get(text)
+            if masked is None:
+                parts = _LABELS.split(text)
+                parts[::2] = [scanner.mask(piece) if piece else piece for piece in parts[::2]]
+                masked = done[text] = "".join(parts)
+            return masked
+
+        return mask
+
+    def mask_one(self, text: str) -> str:
+        return self.masker([text])(text)
+
+    def _candidates(self, texts: list[str]) -> set[int]:
+        decoders = all_decoders()
+        segments: list[bytes] = []
+        for text in texts:  # each text and its decoded layers, as the masker decodes them
+            layer = text.encode("utf-8", "surrogatepass")
+            segments.append(layer)
+            for _ in range(_MASK_DEPTH):
+                runs = [decoded for *_, decoded in decode_runs(layer, decoders)]
+                if not runs:
+                    break
+                layer = JOIN_SEPARATOR.join(runs)
+                segments.append(layer)
+        joined = JOIN_SEPARATOR.join(segments)  # no needle spans the separator
+        chosen: set[int] = set()
+        by_id: dict[str, list[int]] = {}
+        for index, secret in enumerate(self.secrets):
+            by_id.setdefault(secret.id, []).append(index)
+        for finding in self._detector().scan(joined):
+            chosen.update(by_id.get(finding.secret_id, ()))
+        windows = self._window_heads()
+        for grams in _gram_sets(segments):
+            for index, heads in enumerate(windows):
+                if index not in chosen and any(
+                    heads[k : k + GRAM] in grams for k in range(0, len(heads), GRAM)
+                ):
+                    chosen.add(index)
+        for needle, index in self._short:
+            if index not in chosen and needle in joined:
+                chosen.add(index)
+        return chosen
+
+    def _detector(self) -> Scanner:
+        if self._detection is None:  # an error before the scan's own scanner was built
+            self._detection = Scanner(self.secrets, backend=_small_texts_backend())
+        return self._detection
+
+    def _window_heads(self) -> list[bytes]:
+        """Per secret, the first GRAM bytes of each of its masking-only needles, packed."""
+        if self._windows is None:
+            extra = masking_forms()[1]
+            heads: list[bytes] = []
+            short: list[tuple[bytes, int]] = []
+            for index, secret in enumerate(self.secrets):
+                mine = []
+                for form in extra:
+                    for _name, needle in form(secret):
+                        if len(needle) >= GRAM:
+                            mine.append(needle[:GRAM])
+                        elif needle:
+                            short.append((needle, index))
+                heads.append(b"".join(mine))
+            self._windows, self._short = heads, short
+        return self._windows
+
+
+def _gram_sets(segments: list[bytes]) -> Iterator[set[bytes]]:
+    """Every GRAM-byte piece of ``segments``, in sets of at most about GRAM_SET_LIMIT."""
+    grams: set[bytes] = set()
+    for segment in segments:
+        for start in range(0, max(len(segment) - GRAM + 1, 0), GRAM_SET_LIMIT):
+            stop = min(start + GRAM_SET_LIMIT, len(segment) - GRAM + 1)
+            grams.update(segment[i : i + GRAM] for i in range(start, stop))
+            if len(grams) >= GRAM_SET_LIMIT:
+                yield grams
+                grams = set()
+    if grams:
+        yield grams
+
+
+def strings_of(value: Any) -> list[str]:
+    found: list[str] = []
+
+    def keep(text: str) -> str:
+        found.append(text)
+        return text
+
+    map_strings(value, keep)
+    return found

@@ -1,0 +1,190 @@
+"""``leakcheck scan``: the secrets (a file, a report's canaries, each value once), the
+inputs, the scanner, the report, masked, and the exit status."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..canaries import Secret
+from ..detect import Scanner
+from ..findings import Finding
+from ..report import ScanSummary, document, dump, path_uri
+from ..serialize import map_strings
+from .budget import budget_for
+from .canaries_from import load_canaries
+from .console import (
+    EXIT_CLEAN,
+    EXIT_ERROR,
+    EXIT_FINDINGS,
+    UsageError,
+    display,
+    print_stderr,
+    write_stdout,
+)
+from .inputs import Inputs, total_size
+from .output import Output, strings_of
+from .secrets_file import OWN_ID, OWN_KINDS, read_secrets
+
+__all__ = ["scan_command"]
+
+
+def _and(words: list[str]) -> str:
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
+
+
+def _distinct(secrets: list[Secret]) -> tuple[list[Secret], list[list[str]]]:
+    """Each value once, under its first id; the ids of each value given more than once."""
+    first: dict[str, int] = {}
+    kept: list[Secret] = []
+    ids: dict[int, list[str]] = {}
+    for secret in secrets:
+        index = first.setdefault(secret.value, len(kept))
+        if index == len(kept):
+            kept.append(secret)
+        else:
+            ids.setdefault(index, [kept[index].id]).append(secret.id)
+    return kept, list(ids.values())
+
+
+def scan_command(args: argparse.Namespace, out: Path | None, output: Output) -> int:
+    if not args.secrets_file and not args.canaries_from:
+        raise UsageError("give --secrets-file FILE, --canaries-from REPORT, or both")
+    secrets: list[Secret] = []
+    named: list[tuple[int, str, str]] = []
+    notes: list[str] = []  # stderr lines that name nothing of the user's
+    budget = budget_for(args.engine)
+    if args.secrets_file:
+        loaded = read_secrets(args.secrets_file, budget)
+        secrets, named = loaded.secrets, loaded.named
+        notes += loaded.warnings
+        output.use(secrets)
+    if args.canaries_from:
+        canaries, registered, lost = load_canaries(args.canaries_from, budget.take(secrets))
+        if registered and not args.secrets_file:
+            notes.append(
+                f"leakcheck: note: {registered} secret(s) that tests registered themselves "
+                "cannot be rebuilt from the report: pass them with --secrets-file"
+            )
+        if lost:
+            notes.append(
+                f"leakcheck: warning: {lost} canary(ies) cannot be rebuilt: their test's id "
+                "holds a secret and is masked in the report (keep secrets out of test ids)"
+            )
+        if not canaries and not secrets:
+            raise UsageError(f"report {args.canaries_from!r} lists no canary to search for")
+        secrets += canaries
+    # a value given twice is searched for once and reported under its first id
+    secrets, duplicates = _distinct(secrets)
+    given_twice = [
+        f"the same secret is given as {_and(ids)}: searched for once, reported as {ids[0]}"
+        for ids in duplicates
+    ]
+    said = [f"leakcheck: note: {note}" for note in given_twice]  # names ids, paths: masked
+    output.use(secrets)
+    # what to read, first: its size lets "auto" pick the engine that finishes first
+    inputs = Inputs()
+    for arg in args.paths:
+        inputs.add(arg)
+    scanner = _scanner(secrets, args.decode, args.engine, total_size(inputs.targets))
+    output.use(secrets, scanner)
+    trusted = _check_named(named, args.secrets_file, output)
+    if out is not None or args.format != "text":  # else the report on stdout lists them
+        said += [f"leakcheck: note: not read ({why}): {path}" for path, why in inputs.not_read]
+    findings: list[Finding] = []
+    sources = 0
+    uris: dict[str, str] = {}
+    for target in inputs.targets:
+        if target is None:
+            if sys.stdin is None:
+                inputs.errors.append("cannot read <stdin>: it is closed")
+                continue
+            sources += 1
+            findings += scanner.scan_stream(sys.stdin.buffer, "<stdin>")
+            continue
+        name = display(target)
+        uris[name] = path_uri(target)
+        try:
+            with open(target, "rb") as stream:
+                sources += 1
+                findings += scanner.scan_stream(stream, name)
+        except OSError as exc:
+            inputs.errors.append(f"cannot read {name}: {exc.strerror}")
+    summary = ScanSummary(
+        findings=findings,
+        sources=sources,
+        secrets=[(s.id, s.kind) for s in secrets],
+        needles=scanner.needle_count,
+        engine=scanner.engine.name,
+        decode=args.decode,
+        errors=inputs.errors,
+        not_read=inputs.not_read,
+        notes=given_twice,
+        uris=uris,
+    )
+    code = EXIT_ERROR if inputs.errors else EXIT_FINDINGS if findings else EXIT_CLEAN
+    if out is not None:
+        said.append(f"leakcheck: {len(findings)} findings, report written to {display(str(out))}")
+    if inputs.errors and (out is not None or args.format != "text"):
+        said += [f"leakcheck: error: {error}" for error in inputs.errors]
+    report = document(summary, args.format)
+    # Mask every string of the report and of what stderr says, then dump (masking dumped
+    # JSON could cut an escape in two). Nothing to mask, nothing built: a clean report
+    # shows only our own words, numbers and ids (a JSON report lists the secrets' ids and
+    # kinds: those a file spells out were checked above, a canary's names its test).
+    ids_printed = args.format == "json" and not all(
+        (s.id in trusted or OWN_ID.fullmatch(s.id)) and (s.kind in trusted or s.kind in OWN_KINDS)
+        for s in secrets
+    )
+    if findings or inputs.errors or inputs.not_read or said or ids_printed:
+        mask = output.masker([*strings_of(report), *said])
+        report = map_strings(report, mask)
+        said = [mask(line) for line in said]
+    text = dump(report, args.format)
+    if out is not None:
+        try:
+            out.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"cannot write report {display(str(out))!r}: {exc.strerror}") from None
+    else:
+        write_stdout(text)
+    for line in notes + said:
+        print_stderr(line)
+    return code
+
+
+def _scanner(secrets: list[Secret], decode: bool, engine: str, size: int | None) -> Scanner:
+    """The scan's scanner. ``auto`` is the engine's choice (``engine.resolve_backend``: the
+    automaton past HYPERSCAN_MAX_NEEDLES or for a needle hyperscan cannot compile), and the
+    automaton if hyperscan still fails to compile."""
+    try:
+        return Scanner(secrets, decode=decode, backend=engine, input_bytes=size)
+    except RuntimeError as exc:
+        raise UsageError(str(exc)) from None
+    except Exception as exc:  # noqa: BLE001 - only hyperscan's own error is handled
+        hyperscan = sys.modules.get("hyperscan")
+        if hyperscan is None or not isinstance(exc, getattr(hyperscan, "error", ())):
+            raise
+        if engine != "auto":
+            raise UsageError(
+                f"hyperscan cannot compile these needles ({exc}): a secret this long needs "
+                "--engine ahocorasick"
+            ) from None
+    return Scanner(secrets, decode=decode, backend="ahocorasick", input_bytes=size)
+
+
+def _check_named(named: list[tuple[int, str, str]], path: str | None, output: Output) -> set[str]:
+    """The ids and kinds a secrets file spells out, once none holds a piece of a secret:
+    they are printed in every report, and a kind inside every mask label."""
+    if not named:
+        return set()
+    texts = [text for _, _, text in named]
+    mask = output.masker(texts)
+    for n, what, text in named:
+        if mask(text) != text:
+            raise UsageError(
+                f"secrets file {path!r} item {n}: its {what} holds a piece of a secret (ids "
+                "and kinds are printed in every report: keep secrets out of them)"
+            )
+    return set(texts)

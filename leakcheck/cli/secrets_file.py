@@ -1,0 +1,149 @@
+"""``--secrets-file``: one secret per line or a ``.json`` list, read and judged (a weak
+secret is refused), its ids and kinds checked, never quoted back in a message."""
+
+from __future__ import annotations
+
+import codecs
+import dataclasses
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..canaries import KINDS, Secret, WeakSecretError
+from ..serialize import parse_json
+from .budget import Budget, budget_for
+from .console import UsageError, print_stderr
+
+__all__ = ["OWN_ID", "OWN_KINDS", "SecretsFile", "load_secrets", "read_secrets"]
+
+
+#: Control characters that a line of a secrets file cannot mean (tab excepted): a lone
+#: carriage return (a file with old Mac line endings would be one long secret), NUL, ESC,
+#: form feed, the C1 controls and the Unicode line separators.
+_LINE_CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
+#: What an id or a kind may not hold: control characters, and the guillemets of a mask
+#: label (``«canary:KIND:FORM»``), which a kind is printed inside.
+_LABEL_FORBIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u00ab\u00bb]")
+#: The ids ``S<line or item number>`` are ours; up to 5 characters they cannot hold a
+#: 6-character piece of a secret.
+OWN_ID = re.compile(r"S[0-9]{1,4}")
+OWN_KINDS = frozenset({"secret", *KINDS})
+
+
+@dataclass
+class SecretsFile:
+    secrets: list[Secret]
+    #: (item number, "id" or "kind", text) of every id and kind the file spells out:
+    #: printed in every report (a kind inside every mask label), so checked once loaded
+    named: list[tuple[int, str, str]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def load_secrets(path: str) -> list[Secret]:
+    """One secret per line (UTF-8, blank lines ignored), or a ``.json`` list of strings or of
+    ``{"value", "kind", "id"}`` objects for multi-line secrets such as PEM keys. A leading
+    BOM and a line's ``\\r`` are removed; spaces and tabs around a line's secret are
+    removed with a warning (on stderr, naming the line, never the value)."""
+    loaded = read_secrets(path)
+    for warning in loaded.warnings:
+        print_stderr(warning)
+    return loaded.secrets
+
+
+def read_secrets(path: str, budget: Budget | None = None) -> SecretsFile:
+    budget = budget_for() if budget is None else budget
+    label = f"secrets file {path!r}"
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise UsageError(f"cannot read {label}: {exc.strerror}") from None
+    if data.startswith(codecs.BOM_UTF8):
+        data = data[len(codecs.BOM_UTF8) :]
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        lineno = data.count(b"\n", 0, exc.start) + 1
+        raise UsageError(f"{label} is not valid UTF-8 (line {lineno})") from None
+    loaded = SecretsFile([])
+    entries: list[tuple[str, str, str]] = []  # (value, kind, id)
+    if path.endswith(".json"):
+        listed = parse_json(text, label, UsageError, surrogates=False)
+        if not isinstance(listed, list):
+            raise UsageError(f"{label}: expected a JSON list")
+        budget.check(len(listed), 0, label)
+        ids: dict[str, int] = {}
+        for n, item in enumerate(listed, start=1):
+            if isinstance(item, str):
+                item = {"value": item}
+            if not isinstance(item, dict) or not isinstance(item.get("value"), str):
+                raise UsageError(
+                    f"{label} item {n}: expected a string or an object with a string 'value'"
+                )
+            kind = _label_field(item, "kind", "secret", label, n, loaded)
+            secret_id = _label_field(item, "id", f"S{n}", label, n, loaded)
+            if secret_id in ids:
+                raise UsageError(
+                    f"{label} item {n}: the same id as item {ids[secret_id]} (an id names "
+                    "one secret)"
+                )
+            ids[secret_id] = n
+            entries.append((item["value"], kind, secret_id))
+    else:
+        stripped: list[int] = []
+        for n, line in enumerate(text.split("\n"), start=1):
+            if line.endswith("\r"):
+                line = line[:-1]
+            value = line.strip(" \t")
+            if not value:
+                continue
+            if _LINE_CONTROL.search(value):
+                raise UsageError(
+                    f"{label} line {n}: a control character (a carriage return inside the "
+                    "line, NUL, ESC...) that a secret as written here can never mean; a "
+                    "secret that really holds one goes in a .json secrets file"
+                )
+            if value != line:
+                stripped.append(n)
+            entries.append((value, "secret", f"S{n}"))
+        if stripped:
+            shown = ", ".join(map(str, stripped[:5]))
+            more = f" and {len(stripped) - 5:,} more" if len(stripped) > 5 else ""
+            loaded.warnings.append(
+                f"leakcheck: warning: secrets file line {shown}{more}: spaces or tabs around "
+                "the secret were removed (a secret that really has them goes in a .json "
+                "secrets file)"
+            )
+    if not entries:
+        raise UsageError(f"{label} holds no secret")
+    budget.check(len(entries), sum(len(v) for v, _, _ in entries), label)
+    judged: dict[str, Secret] = {}
+    for value, kind, secret_id in entries:
+        if value in judged:  # given twice: judged once (zxcvbn), searched for once
+            loaded.secrets.append(dataclasses.replace(judged[value], id=secret_id))
+            continue
+        try:
+            judged[value] = Secret.from_user(value, kind=kind, id=secret_id)
+        except WeakSecretError as exc:
+            raise UsageError(f"{label}: {exc}") from None
+        loaded.secrets.append(judged[value])
+    return loaded
+
+
+def _label_field(
+    item: dict[str, Any], name: str, default: str, label: str, n: int, loaded: SecretsFile
+) -> str:
+    """An item's ``id`` or ``kind``: a string (an id may be a number), printable, never
+    quoted back in a message (it may be the secret itself)."""
+    if name not in item:
+        return default
+    value = item[name]
+    if name == "id" and isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)
+    if not isinstance(value, str) or not value or _LABEL_FORBIDDEN.search(value):
+        raise UsageError(
+            f"{label} item {n}: its {name!r} must be a non-empty string without control "
+            "characters or \u00ab\u00bb"
+        )
+    loaded.named.append((n, name, value))
+    return value
