@@ -163,6 +163,25 @@ BAD_REPORTS = [
         "is not a canary id",
     ),
     ("nothing planted", _report([]), "lists no canary to search for"),
+    # each entry is read as the plugin writes it (records.TestRecord): what is none, refused
+    (
+        "an entry not an object",
+        _report([{"test": "t.py::t", "secrets": ["bearer#1"]}]),
+        "test 1: not a test entry as leakcheck writes one",
+    ),
+    (
+        "a bad matrix case",
+        _report(
+            [
+                {
+                    "test": "t.py::t",
+                    "secrets": [{"id": "bearer#1", "generated": True}],
+                    "matrix": {"stage": "upstream"},
+                }
+            ]
+        ),
+        "test 1: not a test entry as leakcheck writes one",
+    ),
 ]
 
 

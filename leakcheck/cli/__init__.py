@@ -7,7 +7,7 @@ string the command prints (report, notes, errors; stdout, stderr, ``--output``) 
 with every form and every short piece of every secret (see ``output.Output``).
 
 The parts: ``scan`` (the command), ``secrets_file`` (``--secrets-file``), ``canaries_from``
-(``--canaries-from``: the canaries a pytest run's report names), ``budget``
+(``--canaries-from``: a report's test entries, read as ``records.TestRecord``), ``budget``
 (how many secrets a scan takes), ``inputs`` (what the PATH arguments name), ``output`` (the
 masking of what is printed), ``console`` (exit codes, errors, stdout and stderr), ``review``
 and ``schema`` (the other commands). The names scripts import (``main``, ``load_secrets``,

@@ -1,5 +1,6 @@
 """``--canaries-from REPORT``: the canaries a pytest run planted, rebuilt from its JSON
-report (seed, test ids, canary ids; never a value)."""
+report (seed, test ids, canary ids; never a value), each test's entry read as the plugin
+wrote it, a ``records.TestRecord``."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 
 from ..canaries import KINDS, CanaryFactory, Secret
 from ..findings import MASK_LABEL
+from ..records import TestRecord
 from ..serialize import read_json_file
 from .budget import Budget, budget_for
 from .console import UsageError, display
@@ -46,30 +48,23 @@ def canaries_from_report(
         )
     seed, registered, lost = document["seed"], 0, 0
     planned: list[tuple[str, str, int]] = []  # (test, kind, n): checked and counted first
-    for n, record in enumerate(document["tests"], start=1):
-        listed = record.get("secrets") if isinstance(record, dict) else None
-        test = record.get("test") if isinstance(record, dict) else None
-        if not isinstance(listed, list) or not isinstance(test, str):
-            raise UsageError(
-                f"report {path!r} test {n}: no list of its secrets (written by an older "
-                "leakcheck? run pytest again)"
-            )
+    for n, raw in enumerate(document["tests"], start=1):
+        record = _record(raw, n, path)
         # a test id that held a secret was masked in the report: its canaries were made
         # from the id as it was, which the report no longer has
-        masked_id = MASK_LABEL.search(test) is not None
-        for entry in listed:
-            if not isinstance(entry, dict) or not entry.get("generated"):
+        masked_id = MASK_LABEL.search(record.test) is not None
+        for secret in record.secrets:
+            if not secret.generated:
                 registered += 1
                 continue
             if masked_id:
                 lost += 1
                 continue
-            canary_id = entry.get("id")
-            match = _CANARY_ID.fullmatch(canary_id) if isinstance(canary_id, str) else None
+            match = _CANARY_ID.fullmatch(secret.id)
             if match is None or match.group(1) not in KINDS:
-                shown = canary_id[:40] if isinstance(canary_id, str) else type(canary_id).__name__
+                shown = secret.id[:40]
                 raise UsageError(f"report {path!r} test {n}: {shown!r} is not a canary id (KIND#N)")
-            planned.append((test, match.group(1), int(match.group(2))))
+            planned.append((record.test, match.group(1), int(match.group(2))))
     budget.check(len(planned), 0, f"report {path!r}")
     canaries: list[Secret] = []
     factories: dict[str, CanaryFactory] = {}
@@ -81,3 +76,24 @@ def canaries_from_report(
         canaries.append(dataclasses.replace(canary, id=f"{canary.id}@{display(test)}"))
     budget.check(len(canaries), sum(len(c.value) for c in canaries), f"report {path!r}")
     return canaries, registered, lost
+
+
+def _record(raw: Any, n: int, path: str) -> TestRecord:
+    """The ``n``-th test entry of a report, read as the plugin writes it; an entry that is
+    none (hand-written, or from before test entries listed their secrets) is a usage error,
+    never a traceback."""
+    if not (
+        isinstance(raw, dict)
+        and isinstance(raw.get("test"), str)
+        and isinstance(raw.get("secrets"), list)
+    ):
+        raise UsageError(
+            f"report {path!r} test {n}: no list of its secrets (written by an older "
+            "leakcheck? run pytest again)"
+        )
+    try:
+        return TestRecord.from_json(raw)
+    except (AttributeError, KeyError, TypeError, ValueError):
+        raise UsageError(
+            f"report {path!r} test {n}: not a test entry as leakcheck writes one (run pytest again)"
+        ) from None
