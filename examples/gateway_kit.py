@@ -492,7 +492,7 @@ def _looks_locked(exc: BaseException, vault: Any) -> bool:
     return any("locked" in name for name in names) or getattr(vault, "locked", False) is True
 
 
-def _read_vault(vault: VaultLike, kinds: list[str]) -> dict[str, str]:
+def _read_vault(vault: VaultLike, kinds: list[str], strip: bool = True) -> dict[str, str]:
     values: dict[str, str] = {}
     for kind in kinds:
         try:
@@ -501,20 +501,25 @@ def _read_vault(vault: VaultLike, kinds: list[str]) -> dict[str, str]:
             raise CredentialUnavailable(exc, locked=_looks_locked(exc, vault)) from None
         if not isinstance(value, str):
             raise CredentialUnavailable(TypeError(), locked=False)
-        values[kind] = value
+        values[kind] = value.strip() if strip else value
     return values
 
 
 def select_credentials(
-    vault: VaultLike, operation: Operation, auth: HttpAuth, ssh: SSHSettings | None
+    vault: VaultLike,
+    operation: Operation,
+    auth: HttpAuth,
+    ssh: SSHSettings | None,
+    *,
+    strip: bool = True,
 ) -> Credentials:
     """Read from the vault what ``operation`` needs (``CredentialUnavailable`` if it
     refuses) and render it, headers encoded as UTF-8 so that any value can travel."""
     if operation.transport == "ssh":
         kind = ssh.password_kind if ssh is not None else "ssh_password"
-        return Credentials(f"vault:{kind}", _read_vault(vault, [kind]))
+        return Credentials(f"vault:{kind}", _read_vault(vault, [kind], strip))
     kinds = auth_kinds(auth)
-    values = _read_vault(vault, kinds)
+    values = _read_vault(vault, kinds, strip)
     headers = tuple(
         (name.encode("ascii"), render(value, values).encode("utf-8"))
         for name, value in auth.headers
@@ -949,6 +954,10 @@ class GatewayBase(ABC):
     log: ClassVar[logging.Logger]
     #: whether the SSH library's own log records are sanitized (``RedactingSSHLogger``)
     redact_library_logs: ClassVar[bool] = True
+    #: whether a credential is stripped of surrounding whitespace when read (a token from a
+    #: mounted secret file or an ``.env`` line ends in a newline, which the HTTP client
+    #: refuses in a header, quoting the token in its error)
+    strip_credentials: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -1028,7 +1037,9 @@ class GatewayBase(ABC):
 
         call.step = "selecting the credential"
         try:
-            call.credentials = select_credentials(self.vault, op, self.auth, self.ssh)
+            call.credentials = select_credentials(
+                self.vault, op, self.auth, self.ssh, strip=self.strip_credentials
+            )
         except CredentialUnavailable as exc:
             if exc.locked:
                 return Problem("VAULT_LOCKED", f"vault locked ({exc.exc_type})", "vault")

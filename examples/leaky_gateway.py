@@ -21,6 +21,9 @@ in its own small function so that a failing leakcheck case points at exactly one
                          exception's ``.request`` carry it
 11. ``redact_library_logs``  asyncssh's own records keep the command line (INFO) and the
                          environment values (DEBUG)
+12. ``strip_credentials``  a token read with its trailing newline is sent as it is: the
+                         HTTP client refuses the header, and its error (``Illegal header
+                         value b'Bearer ...\\n'``) reaches the agent through ``raw_exception``
 
 Apart from those it behaves like the careful gateway, and its envelopes keep the v1 shape
 (one line, at most 200 characters, a request id of 16+ characters), so each mistake shows
@@ -60,6 +63,7 @@ class Gateway(GatewayBase):
     # own records (the command line at INFO, each environment variable at DEBUG) go out
     # as the library wrote them
     redact_library_logs = False
+    strip_credentials = False
 
     def new_request_id(self) -> str:
         # MISTAKE (seed: "Do not encode ... an incrementing database ID"): sequential, so

@@ -268,6 +268,9 @@ _B64 = _ALNUM + "+/"
 # Characters every encoding changes: percent, JSON, repr, HTML, base64-alignment all see them.
 _URL_HOSTILE = "+/=%~:@ '\"\\&<>#?"
 _NON_ASCII = "é€ß"
+#: what a header value may hold that breaks quoting, splitting and escaping (no space: a
+#: value that a client trims would not be the secret any more)
+_HEADER_HOSTILE = "+/=%~:@'\"\\&<>#?;,{}[]|^`$!*()"
 
 
 @dataclass(frozen=True)
@@ -368,6 +371,17 @@ KINDS: dict[str, Kind] = {
             alphabet=_ALNUM,
             length=22,
             hostile=_URL_HOSTILE + "é€",
+        ),
+        # a header value (RFC 9110 field-vchar): visible ASCII only, so the client sends it;
+        # still every character that quoting, splitting or escaping gets wrong
+        _kind(
+            "header_key",
+            _D,
+            "API key sent in a request header (visible ASCII, as a header value must be)",
+            prefix="lch_",
+            alphabet=_ALNUM,
+            length=22,
+            hostile=_HEADER_HOSTILE,
         ),
         _kind(
             "password",

@@ -18,6 +18,7 @@ from importlib import resources
 from typing import Any, Literal
 
 from .canaries import KINDS
+from .stages import STAGES
 
 __all__ = [
     "BASELINE_PLACEMENTS",
@@ -56,6 +57,17 @@ class Placement:
     def kinds(self) -> tuple[str, ...]:
         """The canary kinds this placement (with the base credential) plants."""
         return tuple(sorted(_template_kinds(_corpus()["base"]) | _template_kinds(self.spec)))
+
+    @property
+    def stages(self) -> tuple[str, ...] | None:
+        """The only stages this placement can show at (None: any that fits its kind)."""
+        chosen = self.spec.get("stages")
+        return tuple(chosen) if chosen is not None else None
+
+    @property
+    def malformed(self) -> Mapping[str, str]:
+        """Credential kinds handed out damaged, and what is appended (a trailing ``"\\n"``)."""
+        return dict(self.spec.get("malformed", {}))
 
 
 @dataclass(frozen=True)
@@ -115,6 +127,15 @@ class Placed:
     ssh: SSHPlacement = field(default_factory=SSHPlacement, repr=False)
     #: the credential pieces as templates, for a gateway that reads its vault itself
     auth: AuthTemplate = field(default_factory=AuthTemplate)
+    #: kind -> what is appended to its value where the gateway gets it (vault, headers);
+    #: ``secrets`` keeps the value itself, which is what must never leak
+    malformed: Mapping[str, str] = field(default_factory=dict, repr=False)
+
+    @property
+    def credentials(self) -> dict[str, str]:
+        """What the gateway's vault hands out: each secret, damaged where the placement
+        says (a token read from a mounted file with its trailing newline)."""
+        return {kind: value + self.malformed.get(kind, "") for kind, value in self.secrets.items()}
 
     @property
     def name(self) -> str:
@@ -130,8 +151,13 @@ def _corpus() -> dict[str, Any]:
     text = resources.files("leakcheck.corpora").joinpath("placements.json").read_text("utf-8")
     data: dict[str, Any] = json.loads(text)
     unknown = _template_kinds(data) - set(KINDS)
+    for entry in data["placements"]:
+        unknown |= set(entry.get("malformed", {})) - set(KINDS)
     if unknown:  # a corpus edit that names no canary kind is our bug, not the user's
         raise ValueError(f"placements.json names unknown canary kinds: {sorted(unknown)}")
+    stages = {name for entry in data["placements"] for name in entry.get("stages", ())}
+    if stages - set(STAGES):
+        raise ValueError(f"placements.json names unknown stages: {sorted(stages - set(STAGES))}")
     return data
 
 
@@ -196,8 +222,13 @@ def place(name: str | Placement, secret: Callable[[str], str]) -> Placed:
     """Render a placement, asking ``secret(kind)`` (``LeakCheck.secret``) once per kind."""
     placement = get_placement(name)
     values = {kind: secret(kind) for kind in placement.kinds}
-    base = _render(_corpus()["base"], values)
-    spec = _render(dict(placement.spec), values)
+    malformed = placement.malformed
+    # the gateway's credential is damaged everywhere it is used; the secret is the value
+    damaged = {kind: value + malformed.get(kind, "") for kind, value in values.items()}
+    base = _render(_corpus()["base"], damaged)
+    spec = _render(
+        {k: v for k, v in placement.spec.items() if k not in ("malformed", "stages")}, damaged
+    )
     ssh = spec.get("ssh", {})
     userinfo = spec.get("userinfo")
     raw_base, raw = _corpus()["base"], placement.spec
@@ -228,4 +259,5 @@ def place(name: str | Placement, secret: Callable[[str], str]) -> Placed:
             host_alias=ssh.get("host_alias"),
         ),
         auth=auth,
+        malformed=malformed,
     )

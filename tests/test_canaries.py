@@ -51,6 +51,7 @@ NON_ASCII_KINDS = {"api_key", "password", "ssh_password", "local_path"}
 DIRECT = {
     "bearer",
     "api_key",
+    "header_key",
     "password",
     "cookie",
     "signature",
@@ -263,19 +264,26 @@ def test_nth_canary_depends_only_on_seed_kind_and_n() -> None:
 #: sha256 over the canaries (values and per-character bits) of two seeds, every kind twice.
 #: A seed printed by an earlier version must replay the same canaries: a faster generator
 #: has to draw from the random stream exactly as this one does.
-PINNED_CANARIES = "da9664de5da6f14ab13c94a3aef301e21f7dc5ff2273aabbe0f8e2316c8caec7"
+#: A kind added later is pinned on its own, so the older kinds keep their first digest.
+PINNED_CANARIES = {
+    "da9664de5da6f14ab13c94a3aef301e21f7dc5ff2273aabbe0f8e2316c8caec7": tuple(
+        kind for kind in KINDS if kind != "header_key"
+    ),
+    "f29ce586f96aa76b9c7cb7910843a6704b6d23fde37d1f7267a719d6d6ffbe9e": ("header_key",),
+}
 
 
-def test_the_canaries_of_a_seed_never_change_between_versions() -> None:
+@pytest.mark.parametrize("pinned", sorted(PINNED_CANARIES))
+def test_the_canaries_of_a_seed_never_change_between_versions(pinned: str) -> None:
     digest = hashlib.sha256()
     for seed in ("pinned", 7):
         factory = CanaryFactory(seed, namespace="tests/test_x.py::test_y")
-        for kind in KINDS:
+        for kind in PINNED_CANARIES[pinned]:
             for _ in range(2):
                 secret = factory.secret(kind)
                 digest.update(secret.value.encode("utf-8", "surrogatepass"))
                 digest.update(repr(secret.bits).encode() + b"\0")
-    assert digest.hexdigest() == PINNED_CANARIES
+    assert digest.hexdigest() == pinned
 
 
 def test_string_and_int_seeds_are_reproducible_and_distinct() -> None:
