@@ -50,7 +50,7 @@ print(json.dumps({
     "plugin_modules": modules,
     "corpora_files": sorted(walk(res.files("leakcheck.corpora"))),
     "py_typed": res.files("leakcheck").joinpath("py.typed").is_file(),
-    "version": md.version("leakcheck"),
+    "version": md.version("pytest-leakcheck"),
     "path": sys.path,
 }))
 """
@@ -105,7 +105,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "python -m build --wheel --no-isolation (needs setuptools from pyproject's "
         "[build-system] in the dev environment)",
     )
-    [built] = dist.glob("leakcheck-*.whl")
+    [built] = dist.glob("pytest_leakcheck-*.whl")
     return built
 
 
