@@ -19,7 +19,8 @@ __all__ = ["Assertion", "CaseResult", "SecretRef", "TestRecord"]
 
 
 class Assertion(str, Enum):
-    """What a matrix case can fail: the four assertions, a stage never reached, drift."""
+    """What a matrix case can fail: the four assertions, a stage (or a placement's
+    credential) never reached, drift, and the gateway raising instead of returning."""
 
     CONTRACT = "contract"
     LEAKS = "leaks"
@@ -27,6 +28,7 @@ class Assertion(str, Enum):
     RECORD = "record"
     HARNESS = "harness"
     SNAPSHOT = "snapshot"
+    RAISED = "raised"
 
     def __str__(self) -> str:  # its name in every text: "contract", not "Assertion.CONTRACT"
         return self.value
@@ -34,22 +36,29 @@ class Assertion(str, Enum):
 
 @dataclass
 class CaseResult:
-    """One stage-matrix case: what it was, the request id it returned, what failed."""
+    """One stage-matrix case: what it was, the request id it returned, what failed, and
+    what was not checked (the contract switched off, no protected record): never "ok".
+    ``unchecked`` is written only when it holds something, so a report of a target that
+    checks everything has the keys it always had."""
 
     operation: str
     stage: str
     placement: str
     request_id: str | None = None
     failed: set[Assertion] = field(default_factory=set)
+    unchecked: set[Assertion] = field(default_factory=set)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "operation": self.operation,
             "stage": self.stage,
             "placement": self.placement,
             "request_id": self.request_id,
             "failed": sorted(a.value for a in self.failed),
         }
+        if self.unchecked:
+            data["unchecked"] = sorted(a.value for a in self.unchecked)
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> CaseResult:
@@ -59,6 +68,7 @@ class CaseResult:
             placement=data["placement"],
             request_id=data.get("request_id"),
             failed={Assertion(name) for name in data.get("failed", [])},
+            unchecked={Assertion(name) for name in data.get("unchecked", [])},
         )
 
 

@@ -187,18 +187,32 @@ def test_each_mistake_fails_its_assertion_only(pytester: pytest.Pytester) -> Non
     _scan_inner(pytester, result)
 
 
-def test_a_gateway_that_raises_fails_the_contract_and_leaks(pytester: pytest.Pytester) -> None:
-    """An exception instead of an envelope reaches the agent: the contract fails (never a
-    harness crash) and the token in its message is a leak."""
+def test_a_gateway_that_raises_is_a_counted_gateway_raised_failure(
+    pytester: pytest.Pytester,
+) -> None:
+    """An exception instead of an envelope reaches the agent: the case fails as "gateway
+    raised" (never a harness crash, never missing from the grid) and the token in its
+    message is a leak."""
     result, report = _inner(pytester, "raises")
-    assert "INTERNALERROR" not in result.stdout.str()
+    out = result.stdout.str()
+    assert "INTERNALERROR" not in out
+    assert len(report["tests"]) == 16  # every case reported, the raising ones included
     for record in report["tests"]:
         case = record["matrix"]
         raised = case["stage"] in ("approval_declined", "gateway_exception")
-        assert ({"contract", "leaks"} <= set(case["failed"])) == raised, case["stage"]
+        assert ({"raised", "leaks"} <= set(case["failed"])) == raised, case["stage"]
+        assert (record["outcome"] == "failed") == raised
     result.stdout.fnmatch_lines(
-        ["*[[]contract[]]*", "*- gateway-raised: the gateway raised RuntimeError instead of*"]
+        [
+            "*[[]raised[]] the gateway raised instead of returning an error:",
+            "*- gateway-raised: the gateway raised RuntimeError instead of returning an error "
+            "envelope",
+        ]
     )
+    grid = out[out.index("stage matrix (") :]
+    assert "x=gateway raised" in grid
+    row = next(line for line in grid.splitlines() if line.startswith("gateway_exception"))
+    assert "0/2 FAIL" in row and "x" in row.split("FAIL")[1]
     _scan_inner(pytester, result)
 
 

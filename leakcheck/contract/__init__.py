@@ -61,13 +61,26 @@ Choices the seed leaves open:
 
 Users override per stage and per operation with ``Expectations``.
 
+How the stage matrix applies the contract is pluggable (``checks``): ``EnvelopeV1`` (the
+default, with the user's schema if any), ``ErrorAdapter`` (the gateway's own error shape
+mapped to code and action) or ``NOT_CHECKED``; any ``ContractCheck`` will do.
+
 One module per part: ``vocabulary`` (codes, actions, fields, ``Violation``), ``schema``
 (the versioned schema and its errors as fields and rules), ``expectations``, ``envelope``,
-``request_ids``, ``record``; every name is importable from ``leakcheck.contract`` as before.
+``request_ids``, ``record``, ``checks``; every name is importable from
+``leakcheck.contract`` as before.
 """
 
 from __future__ import annotations
 
+from .checks import (
+    ADAPTER_RULES,
+    NOT_CHECKED,
+    ContractCheck,
+    EnvelopeV1,
+    ErrorAdapter,
+    NotChecked,
+)
 from .envelope import check_envelope
 from .expectations import DEFAULT, Expectations, Expected, example_envelope
 from .record import BOUNDARIES, check_record
@@ -90,16 +103,22 @@ from .vocabulary import (
 
 __all__ = [
     "ACTIONS",
+    "ADAPTER_RULES",
     "Action",
     "BOUNDARIES",
     "CODES",
     "Code",
+    "ContractCheck",
     "DEFAULT",
     "DEFAULT_MESSAGES",
     "DEFAULT_SCHEMA",
+    "EnvelopeV1",
+    "ErrorAdapter",
     "Expectations",
     "Expected",
     "NAME_PATTERN",
+    "NOT_CHECKED",
+    "NotChecked",
     "OPERATION_PATTERN",
     "OPTIONAL_FIELDS",
     "REQUEST_ID_PATTERN",
