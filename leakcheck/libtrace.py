@@ -17,6 +17,11 @@ the exception came from. If that entry, skipping standard-library frames (``cont
 watched top-level package (``frame.f_globals["__name__"]``), the exception just left the
 library: it is recorded, once per hop. So ``httpcore.ConnectError``, raised and translated
 inside httpx, is never recorded: only the ``httpx.ConnectError`` that reaches the caller.
+httpx2 and httpcore2 (Pydantic's fork, under the MCP and model SDKs) are watched the same way
+and told apart from httpx by their package names: with both installed, an escape's
+``library`` says which one the gateway called (``httpx2.ConnectError`` is not an
+``httpx.ConnectError``; ``httpx2.alias_httpx()`` makes ``import httpx`` load httpx2, whose
+frames and classes are then httpx2's).
 
 Seen: exceptions raised in library Python code or in C functions it calls (``socket``,
 ``ssl``), including from coroutines awaited by the gateway (aiohttp, asyncssh) and from
@@ -68,6 +73,8 @@ __all__ = [
 DEFAULT_LIBRARIES: tuple[str, ...] = (
     "httpx",
     "httpcore",
+    "httpx2",
+    "httpcore2",
     "requests",
     "urllib3",
     "aiohttp",

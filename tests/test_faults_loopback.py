@@ -1,14 +1,14 @@
 """The loopback HTTP/HTTPS fault transport, against the real client libraries.
 
-Every HTTP stage x every client (httpx sync and async, requests, urllib3, aiohttp): the
-call fails the way the stage says (the client's own exception family, the TLS verify code,
-the errno, or the HTTP status) and the fault holds evidence that carries no secret; no
-server thread outlives the fault. A fault nothing triggered, or one whose stage did not
-really happen (TLS verification off, a connection that got into the full accept queue), is
-never reached. Through the pytest plugin: an untriggered loopback fault fails its test as a
-harness error, and a wrapper that returns ``{"error": str(exc)}`` from requests leaks the
-API key of the query at DNS failure and refused connection while a careful one passes. The
-exception-text corpus on disk is this machine's, masked.
+Every HTTP stage x every client (httpx and httpx2, each sync and async, requests, urllib3,
+aiohttp): the call fails the way the stage says (the client's own exception family, the TLS
+verify code, the errno, or the HTTP status) and the fault holds evidence that carries no
+secret; no server thread outlives the fault. A fault nothing triggered, or one whose stage
+did not really happen (TLS verification off, a connection that got into the full accept
+queue), is never reached. Through the pytest plugin: an untriggered loopback fault fails its
+test as a harness error, and a wrapper that returns ``{"error": str(exc)}`` from requests
+leaks the API key of the query at DNS failure and refused connection while a careful one
+passes. The exception-text corpus on disk is this machine's, masked.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from typing import Any
 import aiohttp
 import aiohttp.connector
 import httpx
+import httpx2
 import pytest
 import requests
 import urllib3
@@ -54,6 +55,8 @@ HTTP_STAGES = [name for name, stage in STAGES.items() if stage.transport == HTTP
 _RESET = {
     "httpx": (httpx.ReadError, httpx.RemoteProtocolError),
     "httpx-async": (httpx.ReadError, httpx.RemoteProtocolError),
+    "httpx2": (httpx2.ReadError, httpx2.RemoteProtocolError),
+    "httpx2-async": (httpx2.ReadError, httpx2.RemoteProtocolError),
     "requests": requests.exceptions.ConnectionError,
     "urllib3": urllib3.exceptions.ProtocolError,
     "aiohttp": (aiohttp.ClientOSError, aiohttp.ServerDisconnectedError),
@@ -61,6 +64,8 @@ _RESET = {
 _TLS = {
     "httpx": httpx.ConnectError,
     "httpx-async": httpx.ConnectError,
+    "httpx2": httpx2.ConnectError,
+    "httpx2-async": httpx2.ConnectError,
     "requests": requests.exceptions.SSLError,
     "urllib3": urllib3.exceptions.SSLError,
     "aiohttp": aiohttp.ClientConnectorCertificateError,
@@ -70,6 +75,8 @@ FAILURES: dict[str, dict[str, Any]] = {
     "dns_failure": {
         "httpx": httpx.ConnectError,
         "httpx-async": httpx.ConnectError,
+        "httpx2": httpx2.ConnectError,
+        "httpx2-async": httpx2.ConnectError,
         "requests": requests.exceptions.ConnectionError,
         "urllib3": urllib3.exceptions.NameResolutionError,
         "aiohttp": aiohttp.ClientConnectorDNSError,
@@ -77,6 +84,8 @@ FAILURES: dict[str, dict[str, Any]] = {
     "connection_refused": {
         "httpx": httpx.ConnectError,
         "httpx-async": httpx.ConnectError,
+        "httpx2": httpx2.ConnectError,
+        "httpx2-async": httpx2.ConnectError,
         "requests": requests.exceptions.ConnectionError,
         "urllib3": urllib3.exceptions.NewConnectionError,
         "aiohttp": aiohttp.ClientConnectorError,
@@ -86,6 +95,8 @@ FAILURES: dict[str, dict[str, Any]] = {
     "timeout_before_send": {
         "httpx": httpx.ConnectTimeout,
         "httpx-async": httpx.ConnectTimeout,
+        "httpx2": httpx2.ConnectTimeout,
+        "httpx2-async": httpx2.ConnectTimeout,
         "requests": requests.exceptions.ConnectTimeout,
         "urllib3": urllib3.exceptions.ConnectTimeoutError,
         "aiohttp": aiohttp.ConnectionTimeoutError,
@@ -93,6 +104,8 @@ FAILURES: dict[str, dict[str, Any]] = {
     "timeout_after_send": {
         "httpx": httpx.ReadTimeout,
         "httpx-async": httpx.ReadTimeout,
+        "httpx2": httpx2.ReadTimeout,
+        "httpx2-async": httpx2.ReadTimeout,
         "requests": requests.exceptions.ReadTimeout,
         "urllib3": urllib3.exceptions.ReadTimeoutError,
         "aiohttp": aiohttp.SocketTimeoutError,
@@ -101,6 +114,8 @@ FAILURES: dict[str, dict[str, Any]] = {
     "truncated_body": {
         "httpx": httpx.RemoteProtocolError,
         "httpx-async": httpx.RemoteProtocolError,
+        "httpx2": httpx2.RemoteProtocolError,
+        "httpx2-async": httpx2.RemoteProtocolError,
         "requests": requests.exceptions.ChunkedEncodingError,
         "urllib3": urllib3.exceptions.ProtocolError,
         "aiohttp": aiohttp.ClientPayloadError,
@@ -110,6 +125,8 @@ FAILURES: dict[str, dict[str, Any]] = {
 STATUS_ERRORS = {
     "httpx": httpx.HTTPStatusError,
     "httpx-async": httpx.HTTPStatusError,
+    "httpx2": httpx2.HTTPStatusError,
+    "httpx2-async": httpx2.HTTPStatusError,
     "requests": requests.exceptions.HTTPError,
     "aiohttp": aiohttp.ClientResponseError,
 }
@@ -155,6 +172,8 @@ def _family(check: LeakCheck, case: CorpusCase, client: str, outcome: Outcome) -
             expected = {
                 "httpx": httpx.RemoteProtocolError,
                 "httpx-async": httpx.RemoteProtocolError,
+                "httpx2": httpx2.RemoteProtocolError,
+                "httpx2-async": httpx2.RemoteProtocolError,
                 "aiohttp": aiohttp.ServerDisconnectedError,
             }.get(client, expected)
         error = outcome.error

@@ -4,7 +4,9 @@ tracers restored and chained; ``library_versions``."""
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -12,7 +14,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import httpcore
+import httpcore2
 import httpx
+import httpx2
 import pytest
 
 from leakcheck import libtrace
@@ -316,8 +320,88 @@ def test_library_versions(monkeypatch: pytest.MonkeyPatch) -> None:
     versions = library_versions()
     assert list(versions) == list(libtrace.DEFAULT_VERSIONED)
     assert versions["httpx"] == httpx.__version__
+    # both forks side by side: each its own version
+    assert versions["httpx2"] == httpx2.__version__
+    assert versions["httpcore2"] == httpcore2.__version__
+    assert versions["httpcore"] == httpcore.__version__
     assert versions["python"].startswith(f"{sys.version_info[0]}.{sys.version_info[1]}")
     extra = library_versions(["httpx"], extra=["no-such-distribution-lc", "httpx"])
     assert extra == {"httpx": httpx.__version__, "no-such-distribution-lc": NOT_INSTALLED}
     monkeypatch.setattr(libtrace, "_distribution_version", lambda name: "9.9")
     assert set(library_versions().values()) == {"9.9"}
+
+
+# --- httpx2 (and httpcore2) beside httpx ----------------------------------------------------
+
+
+def test_refused_port_records_httpx2_error_not_httpcore2(closed_port: int, no_tracer: None) -> None:
+    with library_exceptions() as escaped:
+        try:
+            httpx2.get(f"http://127.0.0.1:{closed_port}/deploy", timeout=0.3)
+        except httpx2.HTTPError as exc:
+            received = exc
+    assert isinstance(escaped.last, httpx2.ConnectError)
+    assert not isinstance(received, httpx.HTTPError)  # the fork's own classes
+    assert escaped.all == [received]
+    # httpcore2 raised first, inside httpx2, which translated it: that one never left
+    assert isinstance(received.__context__, httpcore2.ConnectError)
+    assert [(e.library, e.into) for e in escaped.escapes] == [("httpx2", __name__)]
+
+
+def _refusing_handler2(request: httpx2.Request) -> httpx2.Response:
+    raise httpx2.ConnectError("All connection attempts failed", request=request)
+
+
+def test_httpx_and_httpx2_side_by_side_are_told_apart(no_tracer: None) -> None:
+    one = httpx.Client(transport=httpx.MockTransport(_refusing_handler))
+    two = httpx2.AsyncClient(transport=httpx2.MockTransport(_refusing_handler2))
+
+    async def async_gateway() -> None:
+        with pytest.raises(httpx2.ConnectError):
+            await asyncio.wait_for(two.get("https://api.upstream.test/"), 0.5)
+
+    with (
+        library_exceptions(["httpx"]) as only_httpx,
+        library_exceptions(["httpx2"]) as only_httpx2,
+        library_exceptions() as escaped,
+    ):
+        with pytest.raises(httpx.ConnectError):
+            one.get("https://api.upstream.test/")
+        asyncio.run(async_gateway())
+        with pytest.raises(httpx2.UnsupportedProtocol):
+            httpx2.get("ftp://api.upstream.test/")
+    assert [(type(e.exception), e.library) for e in escaped.escapes] == [
+        (httpx.ConnectError, "httpx"),
+        (httpx2.ConnectError, "httpx2"),
+        (httpx2.UnsupportedProtocol, "httpx2"),
+    ]
+    assert [type(e) for e in only_httpx.all] == [httpx.ConnectError]
+    assert [type(e) for e in only_httpx2.all] == [httpx2.ConnectError, httpx2.UnsupportedProtocol]
+
+
+ALIASED = """
+import socket, sys
+import httpx2
+httpx2.alias_httpx()
+import httpx  # httpx2 under the old name
+from leakcheck.libtrace import library_exceptions
+sock = socket.socket()
+sock.bind(("127.0.0.1", 0))
+port = sock.getsockname()[1]
+with library_exceptions() as escaped:
+    try:
+        httpx.get(f"http://127.0.0.1:{port}/", timeout=0.3)
+    except httpx.ConnectError:
+        pass
+print(httpx is httpx2, [(type(e.exception).__module__, e.library) for e in escaped.escapes])
+"""
+
+
+def test_httpx_aliased_to_httpx2_is_recorded_as_httpx2() -> None:
+    # alias_httpx() must run before anything imports httpx: a fresh interpreter
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    done = subprocess.run(
+        [sys.executable, "-c", ALIASED], capture_output=True, text=True, timeout=20, env=env
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "True [('httpx2', 'httpx2')]"
