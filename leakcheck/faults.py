@@ -40,6 +40,7 @@ __all__ = [
     "fault_factories",
     "make_fault",
     "reply_for",
+    "ChildProcessUpstream",
     "HttpUpstream",
     "Listening",
     "SshUpstream",
@@ -196,6 +197,15 @@ class Listening(Protocol):
     """A fault that listens on a loopback ``port`` (which a caller must never be shown)."""
 
     port: int
+
+
+@runtime_checkable
+class ChildProcessUpstream(Protocol):
+    """A fault that can be forced and proven in a Python child process (an MCP server over
+    stdio, a gateway run as a command): merge ``child_environment()`` into the child's
+    environment (while the fault is armed) and the fault's proof covers what the child did."""
+
+    def child_environment(self) -> dict[str, str]: ...
 
 
 @runtime_checkable

@@ -55,6 +55,22 @@ reports its queue full (``tcpi_unacked`` > ``tcpi_sacked``), and the proof check
 that got in did not time out). Without ``TCP_INFO`` on a listener (not Linux), fillers are
 added until one stays unconnected for 50 ms.
 
+A client in a Python child process (an MCP server over stdio, a gateway run as a
+command) is forced and proven the same way: start it with ``fault.child_environment()``
+merged into its environment (``ChildProcessUpstream`` in ``leakcheck.faults``)::
+
+    env = netwatch.merge_environment(os.environ, fault.child_environment())
+    subprocess.run([sys.executable, "server.py"], env=env)
+
+Its ``PYTHONPATH`` starts with a generated ``sitecustomize.py`` (``netwatch.ChildProof``,
+which chains to the child's own) that fails the ``.invalid`` lookup and a redirect target's
+host as ``failing_dns`` does, and writes each failed lookup and each connect to the fault's
+port to ``LEAKCHECK_CHILD_PROOF``; the fault's ``connects``, ``failed_lookups``,
+``redirect_lookups`` and evidence count them. The server-side proof (a request read, a
+ClientHello) needs nothing more; an https fault adds ``SSL_CERT_FILE``,
+``REQUESTS_CA_BUNDLE`` and ``NODE_EXTRA_CA_CERTS`` naming ``fault.ca_file``. The directory
+is removed at stop.
+
 A stage that did not really happen is not evidence: a TLS stage whose handshake the client
 completed (verification off) or, for ``tls_hostname_mismatch``, a client that rejected the
 issuer rather than the name (it does not trust ``fault.ca_file``) stays unreached, and the
@@ -88,7 +104,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from leakcheck.faults import Fault, HarnessError, Reply, UnknownTransportError, reply_for
-from leakcheck.netwatch import Watcher, failing_dns, watch
+from leakcheck.netwatch import ChildEvents, ChildProof, Watcher, failing_dns, watch
 from leakcheck.placements import Placed
 from leakcheck.stages import HTTP_ANSWERED, TLS_STAGES, Stage
 
@@ -372,6 +388,7 @@ class LoopbackFault(Fault):
         self._stopped = False
         self._stack = ExitStack()
         self._tmpdir: str | None = None
+        self._child: ChildProof | None = None
         self._ca: Any = None
         self._ca_file: str | None = None
         self._listener: socket.socket | None = None
@@ -406,8 +423,8 @@ class LoopbackFault(Fault):
 
     @property
     def tmpdir(self) -> str | None:
-        """The temporary directory of its TLS material while the fault is armed (a text
-        that names it is normalized by the corpus), else None."""
+        """The temporary directory of its TLS material and child hook while the fault is
+        armed (a text that names it is normalized by the corpus), else None."""
         return self._tmpdir
 
     @property
@@ -435,11 +452,57 @@ class LoopbackFault(Fault):
             raise HarnessError(
                 "the loopback transport needs trustme for HTTPS (pip install trustme)"
             ) from exc
+        tmpdir = self._ensure_tmpdir()
+        self._ca = trustme.CA(organization_name="leakcheck loopback CA")
+        self._ca_file = os.path.join(tmpdir, "ca.pem")
+        self._ca.cert_pem.write_to_path(self._ca_file)
+
+    def _ensure_tmpdir(self) -> str:
         if self._tmpdir is None:
             self._tmpdir = tempfile.mkdtemp(prefix="leakcheck-loopback-")
-        self._ca = trustme.CA(organization_name="leakcheck loopback CA")
-        self._ca_file = os.path.join(self._tmpdir, "ca.pem")
-        self._ca.cert_pem.write_to_path(self._ca_file)
+        return self._tmpdir
+
+    # --- a Python child process as the client ------------------------------------------------
+
+    def child_environment(self) -> dict[str, str]:
+        """Environment variables to merge into a Python child process's environment (an
+        MCP server over stdio, a gateway run as a command), so that the stage is forced
+        and proven there too: ``PYTHONPATH`` (a generated directory with a
+        ``sitecustomize.py``, first, then this process's ``PYTHONPATH``),
+        ``LEAKCHECK_CHILD_PROOF`` (the file the child's proof events go to) and
+        ``LEAKCHECK_CHILD_FAULT`` (what its hook fails and watches: the fault's port, the
+        ``.invalid`` suffix, redirect hosts as digests). For an https fault also
+        ``SSL_CERT_FILE``, ``REQUESTS_CA_BUNDLE`` and ``NODE_EXTRA_CA_CERTS``, naming
+        ``ca_file`` (``SSL_CERT_FILE`` replaces the system CAs in the child: it trusts the
+        fault alone). Valid from ``start()`` to ``stop()``, which removes the directory;
+        ``leakcheck.netwatch.merge_environment`` joins ``PYTHONPATH`` with a base's."""
+        if self._stopped:
+            raise HarnessError(f"{self.describe()} is stopped: its child hook is gone")
+        if not self._started:
+            raise HarnessError(
+                f"{self.describe()} is not armed: start it (or leakcheck.force) before "
+                "asking for child_environment(), which names its port"
+            )
+        name = self.stage.name
+        with self._lock:
+            if self._child is None:
+                watched = name in ("connection_refused", "timeout_before_send")
+                self._child = ChildProof(
+                    os.path.join(self._ensure_tmpdir(), "child"),
+                    connect=(LOOPBACK, self.port) if watched else None,
+                    fail_suffixes=[".invalid"] if name == "dns_failure" else [],
+                    fail_names=self._locations(),
+                )
+            env = self._child.environment()
+        if self.scheme == "https":
+            ca_file = self.ca_file
+            for variable in ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS"):
+                env[variable] = ca_file
+        return env
+
+    def child_events(self) -> ChildEvents:
+        """What the hooks of child processes given ``child_environment()`` wrote so far."""
+        return self._child.read() if self._child is not None else ChildEvents()
 
     def _server_context(self) -> ssl.SSLContext:
         import trustme
@@ -568,6 +631,8 @@ class LoopbackFault(Fault):
             "failed_lookups": self.failed_lookups,
             "redirect_lookups": self.redirect_lookups,
         }
+        if self._child is not None:
+            self._child.read()  # the last counts, kept once its directory is gone
         sockets = [*self._fillers, self._listener, self._closed_port, *(self._wake or ())]
         for sock in sockets:
             if sock is not None:
@@ -734,24 +799,27 @@ class LoopbackFault(Fault):
 
     @property
     def connects(self) -> int:
-        """Connection attempts to the fault's port (timeout_before_send, refused)."""
+        """Connection attempts to the fault's port (timeout_before_send, refused), in this
+        process and in child processes given ``child_environment()``."""
         if "connects" in self._final:
             return self._final["connects"]
-        return self._watcher.connects if self._watcher is not None else 0
+        own = self._watcher.connects if self._watcher is not None else 0
+        return own + self.child_events().connects
 
     @property
     def failed_lookups(self) -> int:
-        """Lookups of ``.invalid`` names that failed (dns_failure)."""
+        """Lookups of ``.invalid`` names that failed (dns_failure), here and in children."""
         if "failed_lookups" in self._final:
             return self._final["failed_lookups"]
-        return self._failed_lookups()
+        return self._failed_lookups() + self.child_events().lookups("suffix ")
 
     @property
     def redirect_lookups(self) -> int:
         """Lookups of a redirect target's host, failed on purpose (the client followed)."""
         if "redirect_lookups" in self._final:
             return self._final["redirect_lookups"]
-        return sum(count() for count in self._redirect_lookups)
+        own = sum(count() for count in self._redirect_lookups)
+        return own + self.child_events().lookups("digest ")
 
     def _note(self, key: str, evidence: str) -> None:
         if key not in self._noted:
@@ -759,21 +827,31 @@ class LoopbackFault(Fault):
             self.record(evidence)
 
     def _refresh(self) -> None:
-        """Evidence that no server thread sees: counted socket events."""
+        """Evidence that no server thread sees: counted socket events, in this process
+        (the audit hook, the patched resolver) and in child processes (their proof file)."""
         name = self.stage.name
-        if name == "timeout_before_send" and self.connects:
-            listening = self._listener is not None and self._listener.fileno() != -1
-            if listening and self._intruders():
-                self._backlog_breached = True
-            self._note(
-                "connect",
-                f"a client tried to connect to {LOOPBACK}:{self.port}, whose accept queue "
-                "is full: its SYN was dropped",
-            )
-        elif name == "connection_refused" and self.connects:
-            self._note("connect", f"a client tried to connect to {LOOPBACK}:{self.port}: refused")
+        if name in ("timeout_before_send", "connection_refused") and self.connects:
+            if name == "timeout_before_send":
+                listening = self._listener is not None and self._listener.fileno() != -1
+                if listening and self._intruders():
+                    self._backlog_breached = True
+                what = f"{LOOPBACK}:{self.port}, whose accept queue is full: its SYN was dropped"
+            else:
+                what = f"{LOOPBACK}:{self.port}: refused"
+            if self._watcher is not None and self._watcher.connects:
+                self._note("connect", f"a client tried to connect to {what}")
+            if self.child_events().connects:
+                self._note(
+                    "child-connect", f"a client in a child process tried to connect to {what}"
+                )
         elif name == "dns_failure" and self.failed_lookups:
-            self._note("dns", f"a lookup of {DNS_FAILURE_HOST} failed (EAI_NONAME)")
+            if self._failed_lookups():
+                self._note("dns", f"a lookup of {DNS_FAILURE_HOST} failed (EAI_NONAME)")
+            if self.child_events().lookups("suffix "):
+                self._note(
+                    "child-dns",
+                    f"a lookup of {DNS_FAILURE_HOST} failed in a child process (EAI_NONAME)",
+                )
 
     def _intruders(self) -> set[int]:
         """Client ports of connections the kernel established to the full listener
@@ -825,6 +903,21 @@ class LoopbackFault(Fault):
         contradiction = self._contradiction()
         if self.evidence and contradiction:
             return contradiction
+        return self._unreached() + self._child_note()
+
+    def _child_note(self) -> str:
+        if self._child is None:
+            return ""
+        processes = self.child_events().processes
+        if not processes:
+            return (
+                " (no Python child process loaded the hook of fault.child_environment(): "
+                "start the child with that environment, and without -I, -E or -S)"
+            )
+        plural = "es" if processes != 1 else ""
+        return f" ({processes} Python child process{plural} ran with fault.child_environment())"
+
+    def _unreached(self) -> str:
         name = self.stage.name
         if name == "dns_failure":
             return f"no client looked up {DNS_FAILURE_HOST}: point the gateway at fault.url"
