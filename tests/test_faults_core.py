@@ -118,9 +118,12 @@ def test_every_placement_plants_registered_canaries(name: str) -> None:
     assert set(placed.secrets.values()) <= registered
     # the base credential is in every placement, as a template and rendered
     assert placed.auth.headers[0] == ("Authorization", "Bearer {bearer}")
-    headers, _, _ = placed.auth.render(placed.secrets.__getitem__)
-    assert headers == placed.request_headers
-    assert placed.secrets["bearer"] in placed.request_headers[0][1]
+    # rendered from what the vault holds (damaged where a malformed placement says)
+    headers, _, _ = placed.auth.render(placed.credentials.__getitem__)
+    same = headers == placed.request_headers  # compared without showing the values
+    assert same, "the rendered templates differ from the placed request headers"
+    carried = placed.secrets["bearer"] in placed.request_headers[0][1]
+    assert carried, "the Authorization header does not carry the bearer canary"
 
 
 def test_placement_pieces_land_where_they_say() -> None:
