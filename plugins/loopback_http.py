@@ -143,6 +143,8 @@ SERVED = (
     | TLS_STAGES
 )
 SUPPORTED = SERVED | {"timeout_before_send", "connection_refused", "dns_failure"}
+#: stages where a strict client connects, then refuses to send a malformed request
+_REFUSABLE = SERVED - TLS_STAGES
 
 _MAX_HEAD = 64 * 1024
 _MAX_BODY = 16 * 1024 * 1024
@@ -182,7 +184,11 @@ class _Request:
 
 
 class _Closed(Exception):
-    """The peer closed (or stop() shut) the connection."""
+    """The peer closed (or stop() shut) the connection; ``silent``: before sending a byte."""
+
+    def __init__(self, silent: bool = False) -> None:
+        super().__init__()
+        self.silent = silent
 
 
 class _Reader:
@@ -191,11 +197,13 @@ class _Reader:
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
         self.buf = b""
+        self.received = 0
 
     def _fill(self) -> None:
         data = self.sock.recv(65536)
         if not data:
-            raise _Closed
+            raise _Closed(silent=self.received == 0)
+        self.received += len(data)
         self.buf += data
 
     def until(self, sep: bytes, limit: int) -> bytes:
@@ -411,6 +419,10 @@ class LoopbackFault(Fault):
         self.tls_alerts: list[str] = []
         self.tls_completed = 0
         self.plaintext_on_tls = 0
+        #: connections accepted, and those closed before a byte of a request arrived
+        self.accepted = 0
+        self.silent_closes = 0
+        self._served_watcher: Watcher | None = None
         self._handshaking = 0
         self._backlog_breached = False
 
@@ -558,6 +570,8 @@ class LoopbackFault(Fault):
             self._watcher = self._stack.enter_context(watch(LOOPBACK, self.port))
             return
         listener.listen(16)
+        # connects of this process, so a refusal's close is waited for (see _settle)
+        self._served_watcher = self._stack.enter_context(watch(LOOPBACK, self.port))
         self._tls = self._server_context() if self.scheme == "https" else None
         for location in self._locations():
             # a client that follows the redirect must not ask a real resolver for the
@@ -672,6 +686,7 @@ class LoopbackFault(Fault):
                             conn.close()
                             return
                         self._conns.add(conn)
+                        self.accepted += 1
                         thread = threading.Thread(
                             target=self._serve,
                             args=(conn,),
@@ -693,7 +708,10 @@ class LoopbackFault(Fault):
                     return
                 sock = wrapped
             self._answer(sock, _read_request(sock))
-        except (OSError, _Closed, ValueError):
+        except _Closed as closed:
+            if closed.silent and not self._stopping.is_set():
+                self._closed_silently()
+        except (OSError, ValueError):
             pass  # the client went away, or stop() shut the socket: nothing to answer
         except Exception as exc:  # noqa: BLE001 - a bug of ours, reported at stop()
             self._errors.append(f"{type(exc).__name__} in the server thread")
@@ -702,6 +720,21 @@ class LoopbackFault(Fault):
                 self._conns.discard(conn)
                 self._conns.discard(sock)
             sock.close()
+            with self._settled:
+                self._settled.notify_all()
+
+    def _closed_silently(self) -> None:
+        """A client connected and closed without sending a byte: what a strict client does
+        with a request it refuses to send (h11 checks the headers after connecting)."""
+        with self._lock:
+            self.silent_closes += 1
+        malformed = self.placed is not None and bool(self.placed.malformed)
+        if malformed and self.stage.name in _REFUSABLE:
+            self.record(
+                f"loopback server: a client connected to {self.url} and closed the connection "
+                "without sending a byte: it refused to send the request (the placement's "
+                "credential is malformed)"
+            )
 
     def _handshake(self, conn: socket.socket) -> ssl.SSLSocket | None:
         assert self._tls is not None
@@ -864,6 +897,15 @@ class LoopbackFault(Fault):
     def _settle(self) -> None:
         with self._settled:
             self._settled.wait_for(lambda: self._handshaking == 0, _SETTLE_TIMEOUT)
+        if not self.evidence and self._served_watcher is not None:
+            # a client that refuses its own request connects and closes at once; the server
+            # may not have accepted or read it yet
+            watcher = self._served_watcher
+            with self._settled:
+                self._settled.wait_for(
+                    lambda: self.accepted >= watcher.connects and not self._conns,
+                    _SETTLE_TIMEOUT,
+                )
 
     def _contradiction(self) -> str:
         """Why the evidence does not prove the stage ("" when it does)."""
@@ -895,6 +937,8 @@ class LoopbackFault(Fault):
     @property
     def fired(self) -> bool:
         self._refresh()
+        if not self.evidence:
+            self._settle()
         return bool(self.evidence) and not self._contradiction()
 
     def not_reached_reason(self) -> str:
@@ -926,6 +970,17 @@ class LoopbackFault(Fault):
         why = f"the loopback server at {self.url} read no request"
         if name in TLS_STAGES:
             why = f"no TLS ClientHello reached {self.url}"
+        if self.placed is not None and self.placed.malformed and not self.silent_closes:
+            why += (
+                " (the placement's credential is malformed: a client that refuses it before "
+                "connecting, as requests does, leaves no trace on a server; for requests "
+                "force it via='responses')"
+            )
+        if self.silent_closes:
+            why += (
+                f" ({self.silent_closes} connection(s) closed before a byte was sent: a client "
+                "that refuses its own request, such as a header value with a newline)"
+            )
         if self.plaintext_on_tls:
             why += " (a client spoke plain HTTP to it: use fault.url, which is https)"
         elif self.tls_alerts and name not in TLS_STAGES:

@@ -36,7 +36,9 @@ and wording) before the fault answers, so a header value the real client cannot 
 (``'latin-1' codec can't encode character``) or will not send fails the same way. Over
 ``http://`` urllib3 writes the headers before it connects, so that failure comes first; over
 ``https://`` it connects first, so a connection stage fails first, as for real. (requests
-itself refuses a value with a newline before any transport, mocked or not.)
+itself refuses a value with a newline while preparing the request, before any transport,
+mocked or real: the fault watches ``PreparedRequest.prepare_headers`` and records that
+refusal as its proof, for a request to its URL.)
 
 Requests to other URLs: if another ``responses`` mock was active when the fault started,
 they pass to it (start yours first); otherwise they fail with a
@@ -175,6 +177,39 @@ class _Mock(responses.RequestsMock):
         self.passthru_prefixes = (_EVERY_URL,)
 
 
+#: faults that watch requests' own header check (it runs before any transport, mocked or
+#: not), and what PreparedRequest.prepare_headers was before the first of them started
+_header_watchers: list[ResponsesFault] = []
+_original_prepare_headers: Callable[..., None] | None = None
+
+
+def _watched_prepare_headers(self: requests.PreparedRequest, headers: Any) -> None:
+    assert _original_prepare_headers is not None
+    try:
+        _original_prepare_headers(self, headers)
+    except requests.exceptions.InvalidHeader:
+        for fault in list(_header_watchers):
+            fault._refused_while_preparing(self)
+        raise
+
+
+def _watch_headers(fault: ResponsesFault) -> None:
+    global _original_prepare_headers
+    if not _header_watchers:
+        _original_prepare_headers = requests.PreparedRequest.prepare_headers
+        requests.PreparedRequest.prepare_headers = _watched_prepare_headers  # type: ignore[method-assign]  # restored by the last fault's stop
+    _header_watchers.append(fault)
+
+
+def _unwatch_headers(fault: ResponsesFault) -> None:
+    global _original_prepare_headers
+    if fault in _header_watchers:
+        _header_watchers.remove(fault)
+        if not _header_watchers and _original_prepare_headers is not None:
+            requests.PreparedRequest.prepare_headers = _original_prepare_headers  # type: ignore[method-assign]  # what it was before
+            _original_prepare_headers = None
+
+
 class ResponsesFault(MockedHTTPFault):
     """Force an HTTP ``stage`` on requests clients calling under ``url``.
 
@@ -208,8 +243,23 @@ class ResponsesFault(MockedHTTPFault):
         mock.add(_Route(self, every_url=not chained))
         mock.start()
         self._mock, self._installed = mock, HTTPAdapter.send
+        _watch_headers(self)
+
+    def _refused_while_preparing(self, request: requests.PreparedRequest) -> None:
+        """requests refused a header of a request to this fault's URL (a value with a
+        newline) while preparing it: no transport ever sees such a request, mocked or real,
+        so this is where the stage's request ends, and the proof that the case ran."""
+        if request.url is None or self._target(request) is None:
+            return
+        self.calls += 1
+        path = safe_path(request.path_url, self._known)
+        self.record(
+            f"responses saw requests refuse {request.method} {path} (request {self.calls}) "
+            "while preparing it: invalid header value, raised InvalidHeader"
+        )
 
     def stop(self) -> None:
+        _unwatch_headers(self)
         mock, self._mock = self._mock, None
         if mock is None:
             return

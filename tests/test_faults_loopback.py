@@ -660,3 +660,54 @@ def test_corpus_file_holds_masks_not_values() -> None:
     texts = "\n".join(t for cases in data["texts"].values() for t in cases.values())
     assert "«canary:api_key:" in texts  # the URLs in the texts did carry the key
     assert "PORT" in texts and "0xADDR" in texts and "TIMEOUT" in texts
+
+
+# --- a client that refuses its own request ----------------------------------------------------
+
+
+@pytest.mark.parametrize("library", ["httpx", "httpx2"])
+@pytest.mark.parametrize("stage", ["http_401", "timeout_after_send"])
+def test_a_refused_malformed_credential_proves_the_case(library: str, stage: str) -> None:
+    """h11 refuses a header value with a newline after connecting: the server sees a
+    connection closed before a byte, which for a malformed placement is the case's proof."""
+    import httpx2
+
+    lib = httpx if library == "httpx" else httpx2
+    with LeakCheck(seed="loopback-malformed", sinks=[]) as check:
+        fault = check.force(stage, via="loopback", placement="credential-trailing-newline")
+        placed = fault.placed
+        assert placed is not None
+        with pytest.raises(lib.LocalProtocolError) as info:
+            lib.get(fault.url + "/v1/d", headers=list(placed.request_headers), timeout=0.3)
+        check.exception_reached_caller(info.value)
+        assert {leak.finding.kind for leak in check.findings()} == {"bearer"}
+        assert fault.fired
+        assert "closed the connection without sending a byte" in fault.evidence[-1]
+        self_scan("\n".join(fault.evidence), check.secrets, "evidence")
+
+
+def test_a_silent_close_without_a_malformed_placement_is_not_a_proof() -> None:
+    with LeakCheck(seed="loopback-malformed", sinks=[]) as check:
+        fault = check.force("http_401", via="loopback")
+        with pytest.raises(httpx.LocalProtocolError):
+            httpx.get(fault.url + "/v1/d", headers={"X-Note": "a\n"}, timeout=0.3)
+        assert not fault.fired
+        reason = fault.not_reached_reason()
+        assert "1 connection(s) closed before a byte was sent" in reason
+        check.faults.remove(fault)  # its harness error is this test's subject
+        fault.stop()
+
+
+def test_requests_refuses_before_connecting_and_the_reason_says_so() -> None:
+    import requests
+
+    with LeakCheck(seed="loopback-malformed", sinks=[]) as check:
+        fault = check.force("http_401", via="loopback", placement="credential-trailing-newline")
+        placed = fault.placed
+        assert placed is not None
+        with pytest.raises(requests.exceptions.InvalidHeader):
+            requests.get(fault.url + "/v1/d", headers=dict(placed.request_headers), timeout=0.3)
+        assert not fault.fired
+        assert "force it via='responses'" in fault.not_reached_reason()
+        check.faults.remove(fault)
+        fault.stop()

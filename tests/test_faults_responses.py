@@ -654,3 +654,26 @@ def test_a_valid_header_is_answered_by_responses(lc: LeakCheck) -> None:
     fault = lc.force("http_401", via="responses", url="http://api.upstream.test")
     response = requests.get(fault.url + "/v1/d", headers={"Authorization": "Bearer é"})
     assert response.status_code == 401  # latin-1 encodes: http.client sends it
+
+
+def test_requests_refusing_a_malformed_credential_is_the_proof(lc: LeakCheck) -> None:
+    """requests refuses a value with a newline while preparing the request, before any
+    transport: the fault records that refusal for a request to its URL, and only then."""
+    original = requests.PreparedRequest.prepare_headers
+    fault = lc.force("http_401", via="responses", placement="credential-trailing-newline")
+    placed = fault.placed
+    assert placed is not None
+    with pytest.raises(requests.exceptions.InvalidHeader) as info:
+        requests.get(fault.url + "/v1/d", headers=dict(placed.request_headers))
+    lc.exception_reached_caller(info.value)  # requests quotes the value in its message
+    assert {leak.finding.kind for leak in lc.findings()} == {"bearer"}
+    assert fault.fired
+    assert fault.evidence == [
+        "responses saw requests refuse GET /v1/d (request 1) while preparing it: invalid "
+        "header value, raised InvalidHeader"
+    ]
+    with pytest.raises(requests.exceptions.InvalidHeader):  # another URL: not this case
+        requests.get("https://elsewhere.test/", headers=dict(placed.request_headers))
+    assert fault.calls == 1
+    fault.stop()
+    assert requests.PreparedRequest.prepare_headers is original
