@@ -144,7 +144,6 @@ UNREACHABLE_URL = "https://api.upstream.invalid"
 DEFAULT_UPSTREAM = "https://api.upstream.test"
 
 
-
 class MatrixFailure(AssertionError):
     """A case that broke one of the four assertions; the message is masked."""
 
@@ -554,8 +553,13 @@ def build_case(check: LeakCheck, target: Target, spec: CaseSpec) -> Case:
     upstream, ssh = target.upstream_url, None
     verify: ssl.SSLContext | bool = True
     if stage.gateway_side:
+        invalid = _invalid_input(check, operation, placed) if stage.name == "invalid_input" else {}
         fault: Fault = check.force(
-            stage, placement=placed, credentials=credentials, agent_input=agent_input
+            stage,
+            placement=placed,
+            credentials=credentials,
+            agent_input=agent_input,
+            **({"invalid_fields": invalid} if invalid else {}),
         )
         assert isinstance(fault, GatewayFault)
         vault, approver, observed, boom = fault.vault, fault.approver, fault.agent_input, fault.boom

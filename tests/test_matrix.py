@@ -169,8 +169,8 @@ def test_each_mistake_fails_its_assertion_only(pytester: pytest.Pytester) -> Non
             return {"contract", "record"}  # denial reported as AUTH_FAILED
         if stage == "gateway_exception":  # str(exc): a token, a host, a header name
             return {"leaks", "hygiene", "record"}
-        if stage == "invalid_input":  # the echoed input carries what the agent sent
-            return {"leaks"} if placement == "agent-input-json" else set()
+        if stage == "invalid_input":  # the echoed input: the rejected value holds a token
+            return {"leaks"}
         return set()
 
     for record in report["tests"]:

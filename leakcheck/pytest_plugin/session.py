@@ -282,7 +282,11 @@ class PluginSession:
             for line in format_grid(matrix).splitlines():
                 terminalreporter.write_line(line)
             problems = getattr(self, "request_id_problems", [])
+            returned = sum(1 for r in matrix if (r.get("matrix") or {}).get("request_id"))
+            # none returned (or one: nothing to compare it with) is nothing checked: never "ok"
             verdict = "FAILED" if problems else "ok"
+            if not problems and returned < 2:
+                verdict = "no ids returned" if not returned else "1 id returned, too few to check"
             terminalreporter.write_line(f"request ids across {len(matrix)} case(s): {verdict}")
             for problem in problems:
                 terminalreporter.write_line(f"  - {problem['rule']}: {problem['message']}")
