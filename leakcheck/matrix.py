@@ -553,14 +553,10 @@ def build_case(check: LeakCheck, target: Target, spec: CaseSpec) -> Case:
     upstream, ssh = target.upstream_url, None
     verify: ssl.SSLContext | bool = True
     if stage.gateway_side:
-        invalid = _invalid_input(check, operation, placed) if stage.name == "invalid_input" else {}
-        fault: Fault = check.force(
-            stage,
-            placement=placed,
-            credentials=credentials,
-            agent_input=agent_input,
-            **({"invalid_fields": invalid} if invalid else {}),
-        )
+        options: dict[str, Any] = {"credentials": credentials, "agent_input": agent_input}
+        if stage.name == "invalid_input":  # the fields to reject, a canary in their values
+            options["invalid_fields"] = _invalid_input(check, operation, placed)
+        fault: Fault = check.force(stage, placement=placed, **options)
         assert isinstance(fault, GatewayFault)
         vault, approver, observed, boom = fault.vault, fault.approver, fault.agent_input, fault.boom
         upstream = UNREACHABLE_URL
@@ -571,7 +567,7 @@ def build_case(check: LeakCheck, target: Target, spec: CaseSpec) -> Case:
             )  # fmt: skip
     else:
         via = operation.via or (target.http_via if stage.transport == "http" else target.ssh_via)
-        options: dict[str, Any] = {}
+        options = {}
         if via in ("respx", "responses"):
             options["url"] = target.upstream_url
         if via == "ssh":
