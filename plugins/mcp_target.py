@@ -1,0 +1,714 @@
+"""MCP servers as stage-matrix targets: the tools of a server, each failure stage forced
+under it, judged on what an MCP client hands the model.
+
+Two ways to run the server under test, each case with its own server configured from the
+case (credentials from the case's vault, the upstream URL pointing at the armed fault):
+
+* in process (``InProcessMcpTarget``): ``server`` is a callable returning a fastmcp
+  ``FastMCP`` server (its constructor or your factory), called with ``kwargs`` rendered
+  from the case, with ``env`` set in ``os.environ`` while the case runs (and restored);
+  tools are called through ``fastmcp.Client(server)``, in memory;
+* over stdio (``StdioMcpTarget``): ``command`` and ``args`` started by the official
+  ``mcp`` SDK client (``mcp.client.stdio.stdio_client``, ``ClientSession``) with ``env``
+  rendered from the case, as an MCP client's ``mcpServers`` entry would start it. The
+  child cannot be reached by a mocked transport: ``http_via`` is ``"loopback"``, and a
+  loopback fault's ``child_environment()`` (DNS, refused, TLS proof inside the child; the
+  loopback CA) is merged into the child's environment when the fault offers it.
+
+::
+
+    from leakcheck.plugins.mcp_target import StdioMcpTarget
+    from leakcheck.matrix import stage_matrix
+
+    target = StdioMcpTarget(
+        sys.executable, ["-m", "myserver"],
+        env={"API_TOKEN": "{bearer}", "API_URL": "{upstream}"},
+        repeatable={"get_item"}, arguments={"get_item": {"id": "it_1"}},
+    )
+    test_my_server = stage_matrix(target, name="test_my_server")
+
+Templates (``env``, ``args``, ``kwargs``; strings, or dicts and lists of them) name
+``{KIND}`` (a canary kind: the case's credential of that kind, from its vault, or a fresh
+canary of the case when the placement plants none), ``{upstream}`` (the case's
+``upstream_url``: the armed fault), ``{auth_url}`` (the same with the placement's URL
+userinfo), ``{auth_headers}`` and ``{auth_query}`` (the placement's credential headers and
+query parameters, rendered: JSON objects inside a string), ``{ca_file}`` (the loopback
+CA's PEM file for an HTTPS fault, else empty), ``{verify}`` (``case.verify``) and
+``{timeout}``. A value that is exactly one field is that field's value (a dict, an
+``ssl.SSLContext``, a float) for ``kwargs``; inside a longer string, or in ``env`` and
+``args``, it is text.
+
+Operations are the server's tools, listed from it once (at collection; a stdio server is
+started once for that, with placeholder credentials); the user marks which are
+repeatable and gives each one valid arguments (a tool with no required argument may go
+without). What the model sees of a call, and what the checks read:
+
+* the ``CallToolResult`` as the client received it (its JSON: ``content`` with the text
+  blocks, ``structuredContent``, ``isError``): returned by ``call`` (the matrix exposes
+  it as caller-visible and checks it);
+* the server's log notifications to the client during the call (caller-visible: clients
+  show them to the model or the user), exposed as ``mcp log notification``;
+* the stdio server's stderr: an operator sink, ``mcp server stderr``
+  (``McpServerStderrSink``). An in-process server's logging is the ``log record`` sink's.
+
+The contract is ``McpResultContract`` ("MCP result"): a failure stage must produce
+``isError: true`` with non-empty text content. There is no protected record; no
+gateway-side seam by default (a ``from_openapi`` server has no vault or approval, and
+forwards invalid arguments to the API rather than rejecting them: ``seams={"validation"}``
+for a server that validates its inputs).
+
+Active only when ``mcp`` (the stdio client) and, for in-process servers, ``fastmcp``
+import.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import re
+import string
+import tempfile
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlsplit, urlunsplit
+
+import anyio
+import anyio.lowlevel
+import mcp  # noqa: F401 - the plugin is active only when the official SDK imports
+import mcp.types as mcp_types
+from mcp.client.session import ClientSession, LoggingFnT
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.shared.exceptions import MCPError
+
+from leakcheck.canaries import KINDS
+from leakcheck.capture import Captured
+from leakcheck.contract import DEFAULT as DEFAULT_EXPECTATIONS
+from leakcheck.contract import Expectations, Violation
+from leakcheck.faults import ChildProcessUpstream, TlsUpstream
+from leakcheck.matrix import SEAMS, UNREACHABLE_URL, Case, Operation, Target
+from leakcheck.netwatch import merge_environment
+from leakcheck.policy import SinkClass
+from leakcheck.stages import Stage, get_stage
+
+__all__ = [
+    "CASE_FIELDS",
+    "InProcessMcpTarget",
+    "McpResultContract",
+    "McpServerStderrSink",
+    "McpTarget",
+    "McpTemplateError",
+    "StdioMcpTarget",
+    "render",
+    "template_fields",
+]
+
+#: what each template field stands for
+CASE_FIELDS: dict[str, str] = {
+    "upstream": "the case's upstream_url (the armed fault)",
+    "auth_url": "upstream_url with the placement's URL userinfo, percent-encoded",
+    "auth_headers": "the placement's credential headers, rendered (a JSON object in text)",
+    "auth_query": "the placement's credential query parameters (a JSON object in text)",
+    "ca_file": "the loopback CA's PEM file for an HTTPS fault, else empty",
+    "verify": "case.verify: an ssl.SSLContext for an HTTPS fault, else True",
+    "timeout": "the client timeout the case asks for, in seconds",
+}
+
+_PLACEHOLDER = "leakcheck-placeholder"
+_OPERATION_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
+
+
+class McpTemplateError(ValueError):
+    """A template names a field that does not exist (the message lists the known ones)."""
+
+
+# --- the contract ---------------------------------------------------------------------------
+
+
+def _wire(result: Any) -> Any:
+    """A ``CallToolResult`` as its JSON (what went over the wire), or ``result`` as is."""
+    dump = getattr(result, "model_dump", None)
+    if callable(dump):
+        with contextlib.suppress(Exception):
+            return dump(by_alias=True, mode="json", exclude_none=True)
+    return result
+
+
+class McpResultContract:
+    """ "MCP result": for a failure stage, the tool result must say so: ``isError: true``
+    with at least one non-empty text content block (the model is told that, and what,
+    failed). A success result for a failure stage (a 2xx non-JSON body handed over as the
+    tool's output, an error page as its text) is a violation. Violations name the field
+    and the rule, never a value. Implements ``leakcheck.contract``'s ``ContractCheck``."""
+
+    name = "MCP result"
+
+    def check(
+        self,
+        result: Any,
+        *,
+        stage: str | Stage,
+        operation: str | None = None,
+        repeatable: bool = False,
+        expectations: Expectations | None = None,
+        agent_input: Any = None,
+    ) -> list[Violation] | None:
+        stage = get_stage(stage)
+        data = _wire(result)
+        if not isinstance(data, Mapping):
+            return [Violation("mcp-result", "", "the call did not return a CallToolResult")]
+        content = data.get("content")
+        if not isinstance(content, list):
+            return [Violation("mcp-result", "/content", "a CallToolResult has a content list")]
+        found = []
+        is_error = data.get("isError", data.get("is_error"))
+        if is_error is not True:
+            found.append(
+                Violation(
+                    "mcp-is-error",
+                    "/isError",
+                    f"must be true for a failure (stage {stage.name}): the result says "
+                    "the call succeeded",
+                )
+            )
+        texts = [
+            block.get("text")
+            for block in content
+            if isinstance(block, Mapping) and block.get("type") == "text"
+        ]
+        if not any(isinstance(text, str) and text.strip() for text in texts):
+            found.append(
+                Violation(
+                    "mcp-error-text",
+                    "/content",
+                    "an error result needs a non-empty text block saying what failed",
+                )
+            )
+        return found
+
+    def __repr__(self) -> str:
+        return "McpResultContract()"
+
+
+# --- the stdio server's stderr --------------------------------------------------------------
+
+
+class McpServerStderrSink:
+    """What an MCP server process wrote to its stderr: an operator sink (the operator
+    reads it in the client's log; the model does not see it)."""
+
+    name = "mcp server stderr"
+    sink_class = SinkClass.OPERATOR
+
+    def __init__(self) -> None:
+        self._texts: list[tuple[str, str]] = []
+
+    def add(self, path: str, text: str) -> None:
+        self._texts.append((path, text))
+
+    def start(self) -> None:
+        return None
+
+    def stop(self) -> None:
+        return None
+
+    def collect(self) -> Iterator[Captured]:
+        for path, text in self._texts:
+            yield Captured(self.name, self.sink_class, path, text)
+
+
+# --- templates ---------------------------------------------------------------------------------
+
+
+def template_fields(template: Any) -> set[str]:
+    """The field names a template (a string, or dicts and lists of them) uses."""
+    if isinstance(template, str):
+        return {name for _, name, _, _ in string.Formatter().parse(template) if name}
+    if isinstance(template, Mapping):
+        return set().union(*(template_fields(v) for v in template.values()), set())
+    if isinstance(template, list | tuple):
+        return set().union(*(template_fields(v) for v in template), set())
+    return set()
+
+
+def _check_fields(templates: Iterable[Any], where: str) -> None:
+    known = set(CASE_FIELDS) | set(KINDS)
+    for template in templates:
+        unknown = sorted(template_fields(template) - known)
+        if unknown:
+            raise McpTemplateError(
+                f"{where}: unknown template field(s) {', '.join(unknown)}; known: "
+                f"{', '.join(CASE_FIELDS)} and the canary kinds {', '.join(KINDS)}"
+            )
+
+
+def _as_text(name: str, value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict | list):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, bool | int | float):
+        return str(value)
+    raise McpTemplateError(f"template field {{{name}}} cannot be text: use it alone, in kwargs")
+
+
+def render(template: Any, lookup: Callable[[str], Any], *, text: bool = False) -> Any:
+    """``template`` with every ``{field}`` replaced by ``lookup(field)``. A string that
+    is exactly one field gives that field's value (unless ``text``); values are inserted
+    as they are, never parsed again (a canary's braces stay braces)."""
+    if isinstance(template, Mapping):
+        return {k: render(v, lookup, text=text) for k, v in template.items()}
+    if isinstance(template, list | tuple):
+        return [render(v, lookup, text=text) for v in template]
+    if not isinstance(template, str):
+        return template
+    parts = list(string.Formatter().parse(template))
+    if not text and len(parts) == 1 and parts[0][0] == "" and parts[0][1]:
+        return lookup(parts[0][1])
+    out = []
+    for literal, name, _, _ in parts:
+        out.append(literal)
+        if name:
+            out.append(_as_text(name, lookup(name)))
+    return "".join(out)
+
+
+class _CaseValues:
+    """The template fields of one case, each read when first used (a credential from
+    the vault, as a gateway reads it)."""
+
+    def __init__(self, case: Case) -> None:
+        self._case = case
+        self._cache: dict[str, Any] = {}
+
+    def __call__(self, name: str) -> Any:
+        if name not in self._cache:
+            self._cache[name] = self._value(name)
+        return self._cache[name]
+
+    def _credential(self, kind: str) -> str:
+        case = self._case
+        if kind in case.vault.kinds():
+            return case.vault.get(kind)
+        return case.check.secret(kind)  # not placed here: a fresh canary, still searched
+
+    def _value(self, name: str) -> Any:
+        case = self._case
+        if name in KINDS:
+            return self._credential(name)
+        if name == "upstream":
+            return case.upstream_url
+        if name == "auth_url":
+            return _with_userinfo(case.upstream_url, case.auth.userinfo, self._credential)
+        if name in ("auth_headers", "auth_query"):
+            pairs = case.auth.headers if name == "auth_headers" else case.auth.query
+            return {key: _fill(value, self._credential) for key, value in pairs}
+        if name == "ca_file":
+            return _ca_file(case.fault)
+        if name == "verify":
+            return case.verify
+        if name == "timeout":
+            return case.timeout
+        raise McpTemplateError(f"unknown template field {{{name}}}")
+
+
+def _fill(template: str, credential: Callable[[str], str]) -> str:
+    return "".join(
+        literal + (credential(name) if name else "")
+        for literal, name, _, _ in string.Formatter().parse(template)
+    )
+
+
+def _with_userinfo(
+    url: str, userinfo: tuple[str, str] | None, credential: Callable[[str], str]
+) -> str:
+    if userinfo is None:
+        return url
+    user, password = (quote(_fill(part, credential), safe="") for part in userinfo)
+    parts = urlsplit(url)
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{user}:{password}@{host}"))
+
+
+def _ca_file(fault: Any) -> str:
+    if isinstance(fault, TlsUpstream) and fault.scheme == "https":
+        ca_file = getattr(fault, "ca_file", "")
+        return ca_file if isinstance(ca_file, str) else ""
+    return ""
+
+
+def _placeholder(name: str) -> Any:
+    """Template values for listing the tools (no case yet): nothing real."""
+    if name in KINDS:
+        return f"{_PLACEHOLDER}-{name}"
+    return {
+        "upstream": UNREACHABLE_URL,
+        "auth_url": UNREACHABLE_URL,
+        "auth_headers": {},
+        "auth_query": {},
+        "ca_file": "",
+        "verify": True,
+        "timeout": 0.3,
+    }[name]
+
+
+# --- child processes and loopback faults -----------------------------------------------------
+
+
+def child_environment(fault: Any) -> dict[str, str]:
+    """What a fault asks a child process's environment to hold so that its stage is
+    forced and proven inside the child (``ChildProcessUpstream.child_environment()``:
+    the proof hook on ``PYTHONPATH``, the loopback CA for HTTPS); empty for a fault that
+    offers none."""
+    if isinstance(fault, ChildProcessUpstream):
+        return {str(k): str(v) for k, v in fault.child_environment().items()}
+    return {}
+
+
+# --- running the async client from a sync test ------------------------------------------------
+
+
+def _run(fn: Callable[[], Any]) -> Any:
+    """Run an async function to completion from sync code (in a worker thread when this
+    thread already runs an event loop)."""
+    try:
+        asyncio.get_running_loop()
+        running = True
+    except RuntimeError:
+        running = False
+    if not running:  # outside the except block: no "no running event loop" context
+        return anyio.run(fn)
+    box: dict[str, Any] = {}
+
+    def worker() -> None:
+        try:
+            box["value"] = anyio.run(fn)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=worker, name="leakcheck-mcp-call", daemon=True)
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+async def _call(session: ClientSession, tool: str, arguments: Any, timeout: float) -> Any:
+    """``tools/call``, and the result as the server sent it: ``ClientSession.call_tool``
+    would check it against the tool's output schema and raise instead (a host that does
+    not check hands the model what the server said, which is what is judged)."""
+    request = mcp_types.CallToolRequest(
+        params=mcp_types.CallToolRequestParams(name=tool, arguments=arguments)
+    )
+    return await session.send_request(
+        request, mcp_types.CallToolResult, request_read_timeout_seconds=timeout
+    )
+
+
+async def _settle() -> None:
+    """Let the client's notification callbacks (spawned as each notification arrived,
+    before the result did) run before the call is judged."""
+    for _ in range(8):
+        await anyio.lowlevel.checkpoint()
+
+
+# --- the target ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Tool:
+    name: str
+    required: tuple[str, ...]
+
+
+@dataclass
+class _Call:
+    result: Any
+    notifications: list[dict[str, Any]]
+
+
+def _operation_name(tool: str) -> str:
+    if _OPERATION_NAME.fullmatch(tool):
+        return tool
+    name = re.sub(r"[^a-z0-9_]+", "_", re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", tool).lower())
+    name = name.strip("_") or "tool"
+    if not name[0].isalpha():
+        name = "t_" + name
+    return name[:64]
+
+
+def _notification(params: Any) -> dict[str, Any]:
+    data = _wire(params)
+    if isinstance(data, Mapping):
+        return {k: data[k] for k in ("level", "logger", "data") if k in data}
+    return {"data": data}
+
+
+class McpTarget(Target):
+    """What both MCP targets share: tools as operations, templates, the contract. Use
+    ``InProcessMcpTarget`` or ``StdioMcpTarget``."""
+
+    #: the contract the matrix checks a result with ("MCP result")
+    contract = McpResultContract()
+    #: no protected record: ``record`` is not overridden
+    seams: frozenset[str] = frozenset()
+
+    def __init__(
+        self,
+        *,
+        env: Mapping[str, Any] | None = None,
+        repeatable: Iterable[str] = (),
+        arguments: Mapping[str, Mapping[str, Any]] | None = None,
+        tools: Sequence[str] | None = None,
+        seams: Iterable[str] = (),
+        stages: Sequence[str] | None = None,
+        placements: Sequence[str] | None = None,
+        expectations: Expectations = DEFAULT_EXPECTATIONS,
+        http_via: str | None = None,
+        timeout: float | None = None,
+        call_timeout: float = 10.0,
+    ) -> None:
+        self.env = dict(env or {})
+        _check_fields(self.env.values(), f"{type(self).__name__} env")
+        self.repeatable = frozenset(repeatable)
+        self.arguments = {name: dict(args) for name, args in (arguments or {}).items()}
+        self.tools = tuple(tools) if tools is not None else None
+        self.seams = frozenset(seams)
+        unknown = sorted(self.seams - set(SEAMS.values()))
+        if unknown:
+            known = ", ".join(sorted(set(SEAMS.values())))
+            raise ValueError(f"unknown seam(s) {unknown}; known: {known}")
+        #: None: every HTTP stage, and the gateway-side stages of the declared seams
+        self.stages = list(stages) if stages is not None else None
+        self.placements = list(placements) if placements is not None else None
+        self.expectations = expectations
+        if http_via is not None:
+            self.http_via = http_via
+        if timeout is not None:
+            self.timeout = timeout
+        self.call_timeout = call_timeout
+        self._operations: list[Operation] | None = None
+        self._tool_of: dict[str, str] = {}
+
+    # --- what the server offers ---------------------------------------------------------
+
+    async def _list_tools(self) -> list[_Tool]:
+        raise NotImplementedError
+
+    async def _call_tool(self, case: Case, values: _CaseValues, tool: str, args: Any) -> _Call:
+        raise NotImplementedError
+
+    @property
+    def operations(self) -> Sequence[Operation]:  # type: ignore[override]  # an attribute there
+        if self._operations is None:
+            self._operations = self._make_operations(_run(self._list_tools))
+        return self._operations
+
+    def _make_operations(self, listed: list[_Tool]) -> list[Operation]:
+        by_name = {tool.name: tool for tool in listed}
+        wanted = list(self.tools) if self.tools is not None else list(by_name)
+        named = set(wanted) | set(self.repeatable) | set(self.arguments)
+        missing = sorted(named - set(by_name))
+        if missing:
+            raise ValueError(
+                f"{type(self).__name__}: the server lists no tool named {', '.join(missing)}; "
+                f"it lists: {', '.join(by_name) or 'none'}"
+            )
+        operations = []
+        for name in wanted:
+            tool = by_name[name]
+            if name not in self.arguments and tool.required:
+                raise ValueError(
+                    f"{type(self).__name__}: give valid arguments for tool {name} "
+                    f"(it requires {', '.join(tool.required)}), or leave it out with tools="
+                )
+            op = _operation_name(name)
+            if op in self._tool_of:
+                raise ValueError(f"tools {self._tool_of[op]} and {name} make one operation name")
+            self._tool_of[op] = name
+            operations.append(
+                Operation(op, "http", repeatable=name in self.repeatable,
+                          input=self.arguments.get(name, {}))
+            )  # fmt: skip
+        return operations
+
+    # --- one case -------------------------------------------------------------------------
+
+    def call(self, case: Case) -> Any:
+        """Call the case's tool once; return the ``CallToolResult`` as its JSON. The log
+        notifications the server sent meanwhile are exposed as caller-visible."""
+        self.operations  # noqa: B018 - the tool names
+        tool = self._tool_of[case.operation.name]
+        # what the agent sent: dict.items, not the double's (the server reads it)
+        arguments = dict(dict.items(case.agent_input))
+        values = _CaseValues(case)
+        done: _Call = _run(lambda: self._call_tool(case, values, tool, arguments))
+        if done.notifications:
+            case.check.expose(done.notifications, "mcp log notification")
+        return _wire(done.result)
+
+
+def _required(schema: Any) -> tuple[str, ...]:
+    required = schema.get("required", ()) if isinstance(schema, Mapping) else ()
+    return tuple(str(name) for name in required) if isinstance(required, list) else ()
+
+
+class InProcessMcpTarget(McpTarget):
+    """An in-process fastmcp server, built per case by ``server(**kwargs)`` (``kwargs``
+    rendered from the case, ``env`` set in ``os.environ`` meanwhile), called through
+    ``fastmcp.Client(server)``."""
+
+    def __init__(
+        self,
+        server: Callable[..., Any],
+        *,
+        kwargs: Mapping[str, Any] | None = None,
+        **options: Any,
+    ) -> None:
+        super().__init__(**options)
+        if not callable(server):
+            raise TypeError("server: a callable returning a FastMCP server (per case)")
+        self.server = server
+        self.kwargs = dict(kwargs or {})
+        _check_fields(self.kwargs.values(), f"{type(self).__name__} kwargs")
+
+    @contextlib.contextmanager
+    def _environment(self, lookup: Callable[[str], Any]) -> Iterator[None]:
+        rendered = {k: render(v, lookup, text=True) for k, v in self.env.items()}
+        saved = {k: os.environ.get(k) for k in rendered}
+        os.environ.update(rendered)
+        try:
+            yield
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+
+    def _build(self, lookup: Callable[[str], Any]) -> Any:
+        return self.server(**render(self.kwargs, lookup))
+
+    async def _list_tools(self) -> list[_Tool]:
+        from fastmcp import Client
+
+        with self._environment(_placeholder):
+            server = self._build(_placeholder)
+            async with Client(server, timeout=self.call_timeout) as client:
+                listed = await client.list_tools()
+        return [_Tool(t.name, _required(t.input_schema)) for t in listed]
+
+    async def _call_tool(self, case: Case, values: _CaseValues, tool: str, args: Any) -> _Call:
+        from fastmcp import Client
+
+        notes: list[dict[str, Any]] = []
+
+        async def on_log(message: Any) -> None:
+            notes.append(_notification(message))
+
+        with self._environment(values):
+            server = self._build(values)
+            with anyio.fail_after(self.call_timeout):
+                async with Client(server, log_handler=on_log, timeout=self.call_timeout) as client:
+                    result = await _call(client.session, tool, args, self.call_timeout)
+                    await _settle()
+        return _Call(result, notes)
+
+
+class StdioMcpTarget(McpTarget):
+    """An MCP server started as ``command args`` over stdio by the official SDK client,
+    per case, with ``env`` rendered from the case (over the SDK's default inherited
+    environment) and the fault's ``child_environment()``. ``startup_timeout`` bounds the
+    server's start and handshake, ``call_timeout`` the tool call."""
+
+    http_via = "loopback"
+
+    def __init__(
+        self,
+        command: str,
+        args: Sequence[Any] = (),
+        *,
+        cwd: str | Path | None = None,
+        startup_timeout: float = 30.0,
+        **options: Any,
+    ) -> None:
+        super().__init__(**options)
+        self.command = command
+        self.args = list(args)
+        _check_fields(self.args, f"{type(self).__name__} args")
+        self.cwd = cwd
+        self.startup_timeout = startup_timeout
+
+    def _parameters(self, lookup: Callable[[str], Any], extra: Mapping[str, str]) -> Any:
+        env = {k: render(v, lookup, text=True) for k, v in self.env.items()}
+        return StdioServerParameters(
+            command=self.command,
+            args=[render(a, lookup, text=True) for a in self.args],
+            env=merge_environment(env, extra),
+            cwd=self.cwd,
+        )
+
+    async def _session(
+        self,
+        parameters: Any,
+        errlog: Any,
+        body: Callable[[ClientSession], Any],
+        on_log: LoggingFnT | None = None,
+    ) -> Any:
+        with anyio.fail_after(self.startup_timeout + self.call_timeout):
+            async with stdio_client(parameters, errlog=errlog) as (read, write):
+                async with ClientSession(
+                    read, write, read_timeout_seconds=self.startup_timeout, logging_callback=on_log
+                ) as session:
+                    await session.initialize()
+                    return await body(session)
+
+    async def _list_tools(self) -> list[_Tool]:
+        async def body(session: ClientSession) -> Any:
+            return (await session.list_tools()).tools
+
+        with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:
+            listed = await self._session(self._parameters(_placeholder, {}), errlog, body)
+        return [_Tool(t.name, _required(t.input_schema)) for t in listed]
+
+    def _stderr_sink(self, case: Case) -> McpServerStderrSink | None:
+        check = case.check
+        if McpServerStderrSink.name in check.skip_sinks:
+            return None
+        sink = next((s for s in check.sinks if isinstance(s, McpServerStderrSink)), None)
+        if sink is None:
+            sink = McpServerStderrSink()
+            check.sinks.append(sink)
+        return sink
+
+    async def _call_tool(self, case: Case, values: _CaseValues, tool: str, args: Any) -> _Call:
+        notes: list[dict[str, Any]] = []
+
+        async def on_log(params: Any) -> None:
+            notes.append(_notification(params))
+
+        async def body(session: ClientSession) -> Any:
+            with anyio.fail_after(self.call_timeout):
+                result = await _call(session, tool, args, self.call_timeout)
+                with contextlib.suppress(MCPError):
+                    await session.send_ping()  # a round trip: what came before is in
+                await _settle()
+            return result
+
+        parameters = self._parameters(values, child_environment(case.fault))
+        sink = self._stderr_sink(case)
+        with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:
+            try:
+                result = await self._session(parameters, errlog, body, on_log)
+            finally:
+                errlog.flush()
+                errlog.seek(0)
+                text = errlog.read()
+                if sink is not None and text:
+                    sink.add(f"{Path(self.command).name} stderr", text)
+        return _Call(result, notes)
