@@ -90,6 +90,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ASSERTIONS",
+    "DEFAULT_INVALID_INPUT",
     "SEAMS",
     "Case",
     "CaseSpec",
@@ -166,8 +167,8 @@ class Operation:
     ``invalid_input`` is what the ``invalid_input`` stage merges over ``input``: the fields
     your gateway must reject, as templates naming canary kinds like the placements do
     (``{"repo": "{bearer}"}``: an agent pasting its token into a field), so that a gateway
-    echoing a rejected value leaks a canary. None: ``default_invalid_input`` (the first
-    field of ``input`` given a value of the wrong type that holds the bearer token)."""
+    echoing a rejected value leaks a canary. None: ``DEFAULT_INVALID_INPUT`` (the bearer
+    token in ``replicas`` and, as a list, in ``repo``)."""
 
     name: str
     transport: Literal["http", "ssh"]
@@ -202,14 +203,18 @@ class Operation:
         return default_invalid_input(self)
 
 
+#: the invalid input of an operation that declares none: the agent pasted its bearer token
+#: where a count belongs (``replicas``) and, as a list, where a name belongs (``repo``);
+#: a gateway that knows neither field rejects them as unknown. Whichever field a gateway
+#: rejects first, echoing its value leaks the token.
+DEFAULT_INVALID_INPUT: Mapping[str, Any] = {"replicas": "{bearer}", "repo": ["{bearer}"]}
+
+
 def default_invalid_input(operation: Operation) -> dict[str, Any]:
-    """The invalid input of an operation that declares none: its first input field given
-    a value of the wrong type holding the bearer token (a string field gets a list, any
-    other a string), or, with no input, an unknown field ``token`` holding it."""
-    if not operation.input:
-        return {"token": "{bearer}"}
-    name, value = next(iter(operation.input.items()))
-    return {name: ["{bearer}"] if isinstance(value, str) else "{bearer}"}
+    """The invalid input of an operation that declares none (``DEFAULT_INVALID_INPUT``).
+    A gateway that ignores unknown fields accepts it for an operation without them:
+    declare ``Operation.invalid_input`` there."""
+    return dict(DEFAULT_INVALID_INPUT)
 
 
 def _template_kinds(value: Any) -> set[str]:

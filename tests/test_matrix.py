@@ -46,7 +46,7 @@ class Toy:
         data = case.agent_input
         bad = sorted(k for k in ("repo", "replicas") if k in data and not isinstance(data[k], str))
         if bad:
-            msg = f"bad input {dict(data)!r}" if "echo" in self.mistakes else "input is invalid"
+            msg = f"bad repo {data['repo']!r}" if "echo" in self.mistakes else "input is invalid"
             return fail("INVALID_INPUT", "repair_input", invalid_fields=bad, message=msg)
         states["validated"] = True
         try:

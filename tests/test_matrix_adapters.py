@@ -32,6 +32,7 @@ from leakcheck.contract import (
 )
 from leakcheck.harness import LeakCheck
 from leakcheck.matrix import (
+    DEFAULT_INVALID_INPUT,
     CaseSpec,
     MatrixFailure,
     Operation,
@@ -261,14 +262,11 @@ def test_an_echoed_rejected_value_leaks_the_planted_canary(mini: dict) -> None:
             assert _failed(careful[case_id]) == set(), case_id
 
 
-def test_the_default_invalid_input_is_the_wrong_type_holding_the_token() -> None:
-    assert default_invalid_input(Operation("a", "http", True, input={"repo": "web"})) == {
-        "repo": ["{bearer}"]
-    }
-    assert default_invalid_input(Operation("a", "ssh", False, input={"args": ["-n"]})) == {
-        "args": "{bearer}"
-    }
-    assert default_invalid_input(Operation("a", "http", True)) == {"token": "{bearer}"}
+def test_the_default_invalid_input_holds_the_token_in_each_rejected_field() -> None:
+    default = default_invalid_input(Operation("a", "http", True, input={"repo": "web"}))
+    assert default == dict(DEFAULT_INVALID_INPUT) == {"replicas": "{bearer}", "repo": ["{bearer}"]}
+    default["repo"] = 0  # a copy: the constant stays as it is
+    assert DEFAULT_INVALID_INPUT["repo"] == ["{bearer}"]
 
 
 @pytest.mark.parametrize(
