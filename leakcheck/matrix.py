@@ -510,8 +510,27 @@ def _check_codes(target: Target, contract: EnvelopeV1) -> None:
                 )
 
 
-def _validate_runnable(target: Target) -> None:
+def _validate_runnable(target: Target, specs: Sequence[CaseSpec]) -> None:
     name = type(target).__name__
+    operations = {op.name: op for op in target.operations}
+    vias = {
+        _via(target, operations[spec.operation], STAGES[spec.stage])
+        for spec in specs
+        if not STAGES[spec.stage].gateway_side
+    }
+    missing = sorted(vias - set(fault_factories())) if vias else []
+    if missing:
+        from .extensions import skipped_plugins
+
+        skipped = skipped_plugins()
+        why = "; ".join(
+            f"{via}: plugin skipped ({skipped[via]})" for via in missing if via in skipped
+        )
+        raise TargetError(
+            f"{name}: no fault transport {', '.join(map(repr, missing))} (http_via, ssh_via or "
+            f"Operation.via){'; ' + why if why else ''}; known: "
+            f"{', '.join(sorted(fault_factories())) or 'none installed'}"
+        )
     if type(target).call is Target.call:
         raise TargetError(f"{name}: implement call(self, case) (call the gateway once)")
     if target.has_record and type(target).record is Target.record:
@@ -527,7 +546,7 @@ def stage_matrix(target: Target, *, name: str = "test_stage_matrix") -> Callable
     import pytest
 
     specs = cases_for(target)
-    _validate_runnable(target)
+    _validate_runnable(target, specs)
 
     @pytest.mark.parametrize("leakcheck_case", specs, ids=[s.id for s in specs])
     def test(leakcheck: LeakCheck, leakcheck_case: CaseSpec, request: Any) -> None:

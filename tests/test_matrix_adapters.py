@@ -615,3 +615,10 @@ def test_end_to_end_not_checked_raised_and_no_ids(
     # nothing to check is not "ok"
     assert "request ids across 8 case(s): no ids returned" in out
     assert report["request_ids"] == []
+
+
+def test_a_fault_transport_that_does_not_exist_is_a_clear_error_at_collection() -> None:
+    typo = HttpMini(http_via="respxx")
+    with pytest.raises(TargetError, match=r"no fault transport 'respxx' \(http_via"):
+        stage_matrix(typo)
+    assert cases_for(typo)  # listing the cases needs no transport
