@@ -9,17 +9,19 @@ found through the ``leakcheck.plugins`` entry-point group (a module's ``SINKS``)
 
 from __future__ import annotations
 
+import copy
 import functools
 import logging
+import re
 import sys
 import threading
 import traceback
 import warnings
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol, runtime_checkable
 
-from .policy import SinkClass
+from .policy import Policy, SinkClass, level_name
 from .serialize import (
     BUDGET_CHARS,
     FIELD_BUDGET,
@@ -38,6 +40,8 @@ from .serialize import (
 
 __all__ = [
     "Captured",
+    "LogOrigin",
+    "resolve_latent",
     "Sink",
     "ExposedSink",
     "ExceptionSink",
@@ -52,12 +56,24 @@ __all__ = [
 
 
 @dataclass(frozen=True)
+class LogOrigin:
+    """The logger and level of the log record a ``Captured`` text belongs to: below the
+    production level declared for that logger (``Policy.log_levels``) the text is latent."""
+
+    logger: str
+    levelno: int
+    levelname: str
+
+
+@dataclass(frozen=True)
 class Captured:
     """One captured text. ``group`` ties the texts of one object together, and a
     ``fallback`` text (the whole JSON, the repr) is reported only for secrets that no
     field-level text of the same group already showed. ``uninspected`` says why this part
     of the sink could not be inspected (a generator, an object whose repr shows nothing of
-    it, what lay beyond the budget): reports list it as "could not inspect".
+    it, what lay beyond the budget): reports list it as "could not inspect". A text of
+    ``sink_class`` ``LATENT`` is held by the sink without being emitted (its ``note`` says
+    where it sits); ``origin`` names the log record a text comes from.
 
     Whatever a sink hands over, the fields hold plain ``str`` (``text``: ``str`` or
     ``bytes``), read through the base types: a ``str`` subclass whose ``encode`` or
@@ -71,6 +87,7 @@ class Captured:
     group: str = ""
     fallback: bool = False
     uninspected: str = ""
+    origin: LogOrigin | None = None
 
     def __post_init__(self) -> None:
         if (
@@ -80,8 +97,11 @@ class Captured:
             and type(self.note) is str
             and type(self.group) is str
             and type(self.uninspected) is str
+            and (self.origin is None or type(self.origin) is LogOrigin)
         ):
             return  # the common case, checked at once
+        if self.origin is not None and type(self.origin) is not LogOrigin:
+            object.__setattr__(self, "origin", None)
         for name in ("sink", "path", "note", "group", "uninspected"):
             value = getattr(self, name)
             if type(value) is not str:
@@ -288,12 +308,37 @@ class LoggingSink:
     see what they would have seen. Each capture notes whether it would have been emitted,
     judged when the record is made; its message, args and ``extra`` are rendered then too, as a
     handler would have rendered them (the app may mutate or redact its objects later).
+
+    **Emitted or latent.** A record is judged as the app's handlers render it, the
+    handlers on its way up the logger tree when it is made (pytest's own capture handlers
+    and ``NullHandler`` are not the app's):
+
+    * a handler whose formatter is a plain ``logging.Formatter`` renders the message, the
+      traceback and ``stack_info`` (and ``args`` when its format names them): these fields
+      are emitted. With no handler of the app at all, the record is judged as a plain
+      formatter renders it: that is what Python's ``logging.lastResort`` prints (WARNING
+      and up, on stderr) and what pytest shows of the record on a failure.
+    * a handler with its own formatter (a JSON formatter, a redacting one) or its own
+      ``format()`` is run on a copy of the record, then and there: what it renders is
+      emitted (``<logger> <LEVEL> formatted by <Formatter>``). When only such handlers
+      exist, the raw message and ``stack_info`` are latent.
+    * always emitted, whatever the formatter, as a JSON formatter or sentry-sdk's logging
+      integration serializes them: every ``extra`` field and the logged exception's
+      type, message and frames (``exc_info.traceback``, chained exceptions included).
+    * latent: the logged exception's ``args`` and attributes (``.request``, ``.doc``,
+      ``__context__.url``...) and the ``repr`` of the record's ``args``, which no handler
+      renders. Reported, with where they sit, and failing only under ``strict_latent``.
+
+    A latent text is a fallback of its record: it is reported only for a secret that no
+    emitted text of the same record shows. Handler levels and filters are not applied:
+    levels are judged by the declared production levels (``Policy.log_levels``), and a
+    handler's filter protects that handler only.
     """
 
     name = "log record"
 
     def __init__(self) -> None:
-        self._records: list[tuple[logging.LogRecord, str, list[tuple[str, str | bytes]]]] = []
+        self._records: list[tuple[logging.LogRecord, str, list[_Text], bool]] = []
         self._saved: tuple[Any, Any] | None = None
 
     def start(self) -> None:
@@ -322,7 +367,8 @@ class LoggingSink:
                 note = "" if would_emit else _not_emitted_note(self, record)
             except Exception:  # noqa: BLE001 - a record with hostile level attributes
                 note = "not emitted in production"
-            records.append((record, note, _record_texts(record)))
+            texts, plain = _record_texts(record, self)
+            records.append((record, note, texts, plain))
             if would_emit:
                 self.callHandlers(record)
             return None
@@ -342,64 +388,195 @@ class LoggingSink:
                 logger._cache.clear()  # type: ignore[attr-defined]  # isEnabledFor's private cache
 
     def collect(self) -> Iterator[Captured]:
-        for n, (record, note, texts) in enumerate(self._records):
+        for n, (record, note, texts, plain) in enumerate(self._records):
             where = f"{safe_str(record.name)} {safe_str(record.levelname)}"
             group = f"{self.name}#{n}"
-
-            def item(
-                field: str,
-                text: str | bytes,
-                *,
-                group: str = group,
-                where: str = where,
-                note: str = note,
-            ) -> Captured:
-                return Captured(
-                    self.name, SinkClass.OPERATOR, f"{where} {field}", text, note=note, group=group
-                )
-
-            for field, text in texts:
-                yield item(field, text)
+            levelno = record.levelno if type(record.levelno) is int else 0
+            origin = LogOrigin(safe_str(record.name), levelno, safe_str(record.levelname))
+            every = list(texts)
             exc_info = record.exc_info
             if isinstance(exc_info, tuple) and len(exc_info) > 1:
                 exc = exc_info[1]
             else:
                 exc = None
             if issubclass(type(exc), BaseException):
+                kind = type_name(exc)
                 for field, text in exception_texts(exc):  # type: ignore[arg-type]  # not None
-                    yield item(f"exc_info.{field}", text)
+                    if field == "traceback":
+                        every.append(_Text(f"exc_info.{field}", text))
+                    else:
+                        every.append(_Text(f"exc_info.{field}", text, _exception_note(field, kind)))
             elif record.exc_text:
-                yield item("exc_text", record.exc_text)
+                every.append(_Text("exc_text", record.exc_text))
             if record.stack_info:
-                yield item("stack_info", record.stack_info)
+                every.append(_Text("stack_info", record.stack_info, "" if plain else _RAW_NOTE))
+            # emitted texts first, then what the app's own formatters rendered, then the
+            # latent ones: a fallback is reported only for a secret not shown before it
+            every.sort(key=_Text.rank)
+            for t in every:
+                yield Captured(
+                    self.name,
+                    SinkClass.LATENT if t.latent else SinkClass.OPERATOR,
+                    f"{where} {t.field}",
+                    t.text,
+                    note="; ".join(x for x in (t.latent, note) if x),
+                    group=group,
+                    fallback=bool(t.latent) or t.rendered,
+                    origin=origin,
+                )
 
 
-def _record_texts(record: logging.LogRecord) -> list[tuple[str, str | bytes]]:
-    """``(field, text)`` of a record's message, args and ``extra``, rendered now. Never
-    raises (it runs inside the app's logging call): a message whose ``__str__`` raises is
-    captured by its repr, a ``str`` subclass by its characters too, whatever it says."""
-    texts: list[tuple[str, str | bytes]] = []
+@dataclass(frozen=True)
+class _Text:
+    """One text of a log record: ``latent`` says where it sits when no handler emits it;
+    ``rendered`` marks what one of the app's own formatters produced."""
+
+    field: str
+    text: str | bytes
+    latent: str = ""
+    rendered: bool = False
+
+    def rank(self) -> int:
+        return 2 if self.latent else 1 if self.rendered else 0
+
+
+_ARGS_NOTE = (
+    "latent: the repr of the record's args, which no handler renders (the message shows "
+    "each argument as its format spells it)"
+)
+_RAW_NOTE = (
+    "latent: as the record holds it; the app's handlers render the record with their own "
+    "formatters, judged as they render it"
+)
+
+
+def _exception_note(field: str, kind: str) -> str:
+    return (
+        f"latent: {field} of the logged {kind}, which no handler renders (the traceback shows "
+        "each exception's type, message and frames)"
+    )
+
+
+#: A format that names the record's ``args`` (``%(args)s``, ``{args}``, ``$args``).
+_ARGS_FIELD = re.compile(r"%\(args\)|\{args[}!:.\[]|\$\{?args\b")
+
+
+def _app_handlers(logger: logging.Logger) -> list[logging.Handler]:
+    """The handlers a record of ``logger`` reaches on its way up (as ``callHandlers``
+    walks), pytest's own capture handlers and ``NullHandler`` left out: they are not what
+    the app emits."""
+    found: list[logging.Handler] = []
+    current: logging.Logger | None = logger
+    while current is not None:
+        for handler in current.handlers:
+            if type(handler) is logging.NullHandler:
+                continue
+            if (type(handler).__module__ or "").partition(".")[0] == "_pytest":
+                continue
+            if all(handler is not seen for seen in found):
+                found.append(handler)
+        if not current.propagate:
+            break
+        current = current.parent
+    return found
+
+
+def _plain(handler: logging.Handler) -> logging.Formatter | None:
+    """The handler's formatter when what it renders is the record's standard fields: a
+    plain ``logging.Formatter`` through ``Handler.format``. structlog's
+    ``ProcessorFormatter`` counts as plain here: the structlog sink judges its output."""
+    if type(handler).format is not logging.Handler.format:
+        return None
+    formatter = handler.formatter or logging._defaultFormatter  # type: ignore[attr-defined]  # what Handler.format uses
+    if type(formatter) is logging.Formatter:
+        return formatter
+    if (type(formatter).__module__ or "").startswith("structlog"):
+        return formatter
+    return None
+
+
+def _renderer_name(handler: logging.Handler) -> str:
+    if type(handler).format is not logging.Handler.format:
+        return f"{type_name(handler)}.format"
+    return type_name(handler.formatter)
+
+
+def _rendered(record: logging.LogRecord, logger: logging.Logger) -> tuple[bool, bool, list[_Text]]:
+    """How the app's handlers render ``record``, now: ``(plain, args shown, renderings)``.
+    ``plain``: some handler (or, with none of the app's, the default) renders the standard
+    fields as they are; ``renderings``: what each handler with a formatter of its own
+    produced, run on a copy of the record. A formatter that raises cannot be judged by its
+    output: the record is then judged as a plain formatter renders it."""
+    handlers = _app_handlers(logger)
+    if not handlers:
+        return True, False, []
+    plain = args = False
+    rendered: list[_Text] = []
+    seen: list[object] = []
+    for handler in handlers:
+        formatter = _plain(handler)
+        if formatter is not None:
+            plain = True
+            style = getattr(formatter, "_style", None)
+            args = args or bool(_ARGS_FIELD.search(safe_str(getattr(style, "_fmt", ""))))
+            continue
+        key = handler.formatter if type(handler).format is logging.Handler.format else handler
+        if any(key is other for other in seen):
+            continue
+        seen.append(key)
+        name = _renderer_name(handler)
+        try:
+            text = handler.format(copy.copy(record))
+        except Exception:  # noqa: BLE001 - the app's formatter; its bug is not a verdict
+            plain = True
+            continue
+        if type(text) is not str and type(text) is not bytes:
+            text = text_of(text) if isinstance(text, str) else safe_str(text)
+        rendered.append(_Text(f"formatted by {name}", text, rendered=True))
+    return plain, args, rendered
+
+
+def _record_texts(record: logging.LogRecord, logger: logging.Logger) -> tuple[list[_Text], bool]:
+    """The texts of a record's message, args and ``extra``, and what the app's own
+    formatters render of it, now; and whether a plain formatter renders it. Never raises
+    (it runs inside the app's logging call): a message whose ``__str__`` raises is captured
+    by its repr, a ``str`` subclass by its characters too, whatever it says."""
+    texts: list[_Text] = []
+    plain = True
     try:
+        try:
+            plain, args_shown, rendered = _rendered(record, logger)
+        except Exception:  # noqa: BLE001 - hostile handlers: judge the fields as they are
+            plain, args_shown, rendered = True, True, []
+        raw = "" if plain else _RAW_NOTE
         # structlog's ProcessorFormatter hands logging the event dict *before* the
         # formatter's own processors (a redactor among them) run: the structlog sink
         # captures what they render, and this raw dict would be a false leak.
         prerendered = _is_structlog_event(record)
         if not prerendered:
             try:
-                texts.append(("message", record.getMessage()))
+                texts.append(_Text("message", record.getMessage(), raw))
             except Exception:  # noqa: BLE001 - a bad format string is the app's bug, not ours
-                texts.append(("msg", safe_repr(record.msg)))
+                # every handler fails to format it, and Handler.handleError prints the
+                # record's msg and args on stderr ("Message: ...", "Arguments: ...")
+                texts.append(_Text("msg", safe_repr(record.msg)))
+                args_shown = True
             if type(record.msg) is not str and isinstance(record.msg, str):
                 # its own __str__ may say anything; a JSON formatter writes its characters
-                texts.append(("msg", text_of(record.msg)))
+                texts.append(_Text("msg", text_of(record.msg), raw))
             if record.args:
-                texts.append(("args", safe_repr(record.args)))
+                texts.append(
+                    _Text("args", safe_repr(record.args), "" if args_shown else _ARGS_NOTE)
+                )
+            texts.extend(rendered)
         for key, value in list(vars(record).items()):
             if key not in _RECORD_ATTRIBUTES and not (prerendered and key in _STRUCTLOG_EXTRAS):
-                texts.append((f"extra.{safe_str(key)}", repr_and_str(value)))
+                texts.append(_Text(f"extra.{safe_str(key)}", repr_and_str(value)))
     except Exception as exc:  # noqa: BLE001 - never break the app's logging call
-        texts.append(("record", f"<{type_name(record)}: could not be read ({type_name(exc)})>"))
-    return texts
+        texts.append(
+            _Text("record", f"<{type_name(record)}: could not be read ({type_name(exc)})>")
+        )
+    return texts, plain
 
 
 _STRUCTLOG_EXTRAS = frozenset({"_logger", "_name", "_from_structlog"})
@@ -421,6 +598,63 @@ def _not_emitted_note(logger: logging.Logger, record: logging.LogRecord) -> str:
     return (
         f"not emitted in production: {record.levelname} is below the logger's effective "
         f"level {logging.getLevelName(logger.getEffectiveLevel())}"
+    )
+
+
+#: Below this level a failing log record says how to declare a production level.
+HINT_BELOW = logging.WARNING
+_LADDER = (logging.DEBUG, logging.INFO, logging.WARNING)
+
+
+def resolve_latent(items: Iterable[Captured], policy: Policy) -> list[Captured]:
+    """``items`` as ``policy`` sees them: a log record's text below the production level
+    declared for its logger (``policy.log_levels``, the closest declared ancestor first)
+    becomes latent, noted "emitted only when DEBUG is enabled"; one that is not, in a
+    record below WARNING with no level declared for its logger, says how to declare one
+    (it is emitted only if production enables that level: the strict default counts it).
+    Under ``policy.strict_latent`` a latent text is judged as emitted, as a text of its own
+    (not a fallback of its record), and its note says so."""
+    out: list[Captured] = []
+    for item in items:
+        origin = item.origin
+        if origin is not None:
+            declared = policy.production_level(origin.logger)
+            if declared is not None and origin.levelno < declared[1]:
+                name, level = declared
+                why = (
+                    f"emitted only when {origin.levelname} is enabled (production level "
+                    f"{level_name(level)} declared for {name})"
+                )
+                if item.sink_class is SinkClass.LATENT:
+                    note = _joined(item.note, why)
+                else:
+                    note = _joined(f"latent: {why}", item.note)
+                item = replace(item, sink_class=SinkClass.LATENT, note=note)
+            elif (
+                declared is None
+                and item.sink_class is SinkClass.OPERATOR
+                and origin.levelno < HINT_BELOW
+            ):
+                item = replace(item, note=_joined(item.note, _declare_hint(origin)))
+        if item.sink_class is SinkClass.LATENT and policy.strict_latent:
+            # judged as before latent material was told apart: a finding of its own
+            item = replace(
+                item, note=_joined(item.note, "strict_latent: judged as emitted"), fallback=False
+            )
+        out.append(item)
+    return out
+
+
+def _joined(*notes: str) -> str:
+    return "; ".join(note for note in notes if note)
+
+
+def _declare_hint(origin: LogOrigin) -> str:
+    level = level_name(next((n for n in _LADDER if n > origin.levelno), logging.WARNING))
+    return (
+        f"latent if production runs {origin.logger} at {level}: declare it with "
+        f"leakcheck_log_levels = {origin.logger}={level} (ini) or "
+        f"@pytest.mark.leakcheck(log_levels={{{origin.logger!r}: {level!r}}})"
     )
 
 

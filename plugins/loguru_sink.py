@@ -1,4 +1,5 @@
-"""Sink plugin for loguru: every message at every level, and tracebacks with their locals.
+"""Sink plugin for loguru: every message at every level, and tracebacks as the app's own
+handlers render them.
 
 While active, the sink adds its own loguru handler at level 0, so every record is captured
 whatever level the app's handlers use, with ``diagnose=True`` and ``backtrace=True``: loguru's
@@ -9,9 +10,15 @@ and every ``extra`` value (``bind``, ``contextualize``, ``configure(extra=...)``
 ``serialize=True`` or ``{extra}`` handler emits. Paths: ``<module> <LEVEL> message``,
 ``<module> <LEVEL> traceback``, ``<module> <LEVEL> extra.<key>``.
 
-A note says when none of the app's handlers would have emitted the record at its level,
-and when the app's handlers that would emit it format tracebacks with ``diagnose=False``
-(locals are then shown only because this sink renders with ``diagnose=True``).
+**The app's settings.** A traceback is judged as the app's handlers that emit the record
+render it: with each one's ``diagnose`` and ``backtrace`` (the handlers that exist when
+its level is below all of theirs; loguru's defaults, both on, when the app has none).
+What only ``diagnose=True, backtrace=True`` shows beyond that (variable values, the frames
+above the one that caught the exception) is *latent*, as
+``<module> <LEVEL> traceback (diagnose=True, backtrace=True)``: reported, failing only
+under ``strict_latent``. A handler with ``diagnose=True`` is judged with its locals.
+
+A note says when none of the app's handlers would have emitted the record at its level.
 
 An app that reconfigures loguru during the test (``logger.remove()``, ``logger.configure``)
 would remove this handler too: ``Logger.remove`` is wrapped while the sink is active so
@@ -20,14 +27,15 @@ restored, leaving the app's handlers exactly as they are.
 
 Limitations: records of modules turned off with ``logger.disable(...)`` are dropped by
 loguru before any handler and are not captured; a filter on the app's handlers is not
-evaluated for the note (only levels are). With ``backtrace=True`` a traceback also shows the
-frames above the one that caught the exception, the test function's among them: a secret
-held in a variable named on the test's calling line (``Gateway(token).call()``) is
-reported. Create the object on a line of its own, as production code would.
+evaluated (only levels are). Under an app handler with ``backtrace=True`` a traceback also
+shows the frames above the one that caught the exception, the test function's among them:
+a secret held in a variable named on the test's calling line (``Gateway(token).call()``)
+is reported. Create the object on a line of its own, as production code would.
 """
 
 from __future__ import annotations
 
+import copy
 import sys
 import threading
 from collections.abc import Iterator
@@ -37,7 +45,7 @@ import loguru._better_exceptions
 import loguru._logger
 from loguru import logger
 
-from leakcheck.capture import Captured
+from leakcheck.capture import Captured, LogOrigin
 from leakcheck.policy import SinkClass
 from leakcheck.serialize import safe_repr
 
@@ -70,9 +78,15 @@ class LoguruSink:
     name = "loguru"
 
     def __init__(self) -> None:
-        # (record, formatted traceback, note, traceback note)
-        self._records: list[tuple[dict[str, Any], str, str, str]] = []
+        # (record, note, emitted tracebacks as (path, text), latent traceback as (path,
+        # text, note) or None, formatted traceback)
+        self._records: list[
+            tuple[dict[str, Any], str, list[tuple[str, str]], tuple[str, str, str] | None, str]
+        ] = []
         self._handler_id: int | None = None
+        self._formatter: Any = None  # our handler's exception formatter
+        self._from_decorator = False  # as loguru passed it for the record being written
+        self._variants: dict[tuple[bool, bool], Any] = {}
 
     # --- lifecycle --------------------------------------------------------------------------
 
@@ -119,6 +133,21 @@ class LoguruSink:
             enqueue=False,
             catch=True,
         )
+        # our handler's traceback formatter, told how loguru called it (``from_decorator``):
+        # the app's settings are rendered with copies of it
+        formatter = getattr(_handlers().get(self._handler_id), "_exception_formatter", None)
+        if formatter is None:  # pragma: no cover - loguru internals changed
+            return
+        original = formatter.format_exception
+        sink = self
+
+        def format_exception(type_: Any, value: Any, tb: Any, *, from_decorator: bool = False):
+            sink._from_decorator = from_decorator
+            return original(type_, value, tb, from_decorator=from_decorator)
+
+        formatter.format_exception = format_exception  # on our own formatter object only
+        self._formatter = formatter
+        self._variants = {}
 
     def _ensure_handler(self) -> None:
         """Put our handler back if the app removed every handler."""
@@ -129,59 +158,136 @@ class LoguruSink:
 
     def _write(self, message: Any) -> None:
         record = message.record
+        full = str(message)
         try:
-            note, traceback_note = self._notes(record)
-        except Exception:  # noqa: BLE001 - loguru internals changed: capture without notes
-            note = traceback_note = ""
-        self._records.append((record, str(message), note, traceback_note))
+            note, settings = self._judge(record)
+        except Exception:  # noqa: BLE001 - loguru internals changed: judge as rendered
+            note, settings = "", {_FULL}
+        emitted: list[tuple[str, str]] = []
+        latent: tuple[str, str, str] | None = None
+        # a setting that shows less than another one of the app's adds nothing to judge
+        shown = {
+            (d, b)
+            for d, b in settings
+            if not any((d2, b2) != (d, b) and d2 >= d and b2 >= b for d2, b2 in settings)
+        }
+        if record["exception"] and full.strip() and _FULL not in shown:
+            try:
+                emitted = [
+                    (_traceback_path(setting, len(shown)), self._render(record, setting))
+                    for setting in sorted(shown, reverse=True)
+                ]
+            except Exception:  # noqa: BLE001 - cannot render the app's way: judge ours
+                emitted = []
+            else:
+                latent = (_traceback_path(_FULL, 0), full, _latent_note(settings))
+        self._records.append((record, note, emitted, latent, full))
 
-    def _notes(self, record: Any) -> tuple[str, str]:
+    def _judge(self, record: Any) -> tuple[str, set[tuple[bool, bool]]]:
+        """The note on the record's level, and the ``(diagnose, backtrace)`` settings of
+        the app's handlers that render it."""
         ours = {sink._handler_id for sink in list(_ACTIVE)} | {self._handler_id}
         others = [h for hid, h in _handlers().items() if hid not in ours]
         level = record["level"]
         if not others:
-            return "not emitted in production: loguru has no other handler", ""
+            return "not emitted in production: loguru has no other handler", {_FULL}
         emitting = [h for h in others if getattr(h, "_levelno", 0) <= level.no]
+        note = ""
         if not emitting:
             lowest = min(getattr(h, "_levelno", 0) for h in others)
-            return (
+            note = (
                 f"not emitted in production: {level.name} ({level.no}) is below the level of "
-                f"every other loguru handler (lowest {lowest})",
-                "",
+                f"every other loguru handler (lowest {lowest})"
             )
-        diagnosing = [
-            h
-            for h in emitting
-            if getattr(getattr(h, "_exception_formatter", None), "_diagnose", True)
-        ]
-        if not diagnosing:
-            return "", (
-                "the app's loguru handlers use diagnose=False: variable values appear here "
-                "only because leakcheck renders with diagnose=True"
-            )
-        return "", ""
+            emitting = others  # judged at every level: as the handlers there would render it
+        return note, {_setting(h) for h in emitting}
+
+    def _render(self, record: Any, setting: tuple[bool, bool]) -> str:
+        """The record's traceback as a handler with ``setting`` renders it (no colours)."""
+        formatter = self._variants.get(setting)
+        if formatter is None:
+            formatter = copy.copy(self._formatter)
+            vars(formatter).pop("format_exception", None)  # the class's own method
+            formatter._diagnose, formatter._backtrace = setting
+            self._variants[setting] = formatter
+        type_, value, tb = record["exception"]
+        lines = formatter.format_exception(type_, value, tb, from_decorator=self._from_decorator)
+        return "".join(lines)
 
     def collect(self) -> Iterator[Captured]:
-        for n, (record, traceback_text, note, traceback_note) in enumerate(self._records):
-            where = f"{record['name'] or '<unknown>'} {record['level'].name}"
+        for n, (record, note, emitted, latent, full) in enumerate(self._records):
+            level = record["level"]
+            where = f"{record['name'] or '<unknown>'} {level.name}"
             group = f"{self.name}#{n}"
+            origin = LogOrigin(str(record["name"] or ""), int(level.no), str(level.name))
 
             def item(
-                field: str, text: str, note: str = note, where: str = where, group: str = group
+                field: str,
+                text: str,
+                note: str = note,
+                where: str = where,
+                group: str = group,
+                origin: LogOrigin = origin,
+                latent: bool = False,
             ) -> Captured:
                 return Captured(
-                    self.name, SinkClass.OPERATOR, f"{where} {field}", text, note=note, group=group
+                    self.name,
+                    SinkClass.LATENT if latent else SinkClass.OPERATOR,
+                    f"{where} {field}",
+                    text,
+                    note=note,
+                    group=group,
+                    fallback=latent,
+                    origin=origin,
                 )
 
             message = record["message"]
             yield item("message", message)
-            if traceback_text.strip() and traceback_text != message:
-                yield item(
-                    "traceback", traceback_text, "; ".join(x for x in (note, traceback_note) if x)
-                )
+            if full.strip() and full != message:
+                for path, text in emitted or [("traceback", full)]:
+                    yield item(path, text)
             for key, value in record["extra"].items():
                 text = value if isinstance(value, str) else safe_repr(value) + "\n" + _str(value)
                 yield item(f"extra.{key}", text)
+            if latent is not None and full.strip() and full != message:
+                path, text, why = latent
+                yield item(path, text, "; ".join(x for x in (why, note) if x), latent=True)
+
+
+#: loguru's defaults: what this sink's own handler renders
+_FULL = (True, True)
+
+
+def _setting(handler: Any) -> tuple[bool, bool]:
+    formatter = getattr(handler, "_exception_formatter", None)
+    return (
+        bool(getattr(formatter, "_diagnose", True)),
+        bool(getattr(formatter, "_backtrace", True)),
+    )
+
+
+def _traceback_path(setting: tuple[bool, bool], settings: int) -> str:
+    if settings == 1:
+        return "traceback"
+    diagnose, backtrace = setting
+    return f"traceback (diagnose={diagnose}, backtrace={backtrace})"
+
+
+def _latent_note(settings: set[tuple[bool, bool]]) -> str:
+    off = []
+    if not any(diagnose for diagnose, _ in settings):
+        off.append("diagnose=False")
+    if not any(backtrace for _, backtrace in settings):
+        off.append("backtrace=False")
+    shows = {
+        "diagnose=False": "variable values",
+        "backtrace=False": "the frames above the one that caught the exception",
+    }
+    what = " and ".join(shows[x] for x in off) or "what no handler of the app renders"
+    return (
+        f"latent: {what}, which loguru prints only with diagnose=True, backtrace=True; the "
+        f"app's handlers use {', '.join(off) or 'other settings'}"
+    )
 
 
 def _str(value: object) -> str:

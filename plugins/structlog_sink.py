@@ -23,6 +23,10 @@ Paths: ``event <logger name> <method>`` (``structlog event gateway.http warning`
 logger name when the wrapped logger has one (stdlib loggers) and otherwise the ``logger``
 key of the event; ``formatter <record name> <LEVEL>`` for ``ProcessorFormatter`` output.
 
+Each text names its logger and level (``Captured.origin``): a production level declared
+for the logger (``leakcheck_log_levels``) makes an event below it latent, as for the
+``log record`` sink.
+
 Limitations: structlog filters by level before rendering (``make_filtering_bound_logger``,
 ``filter_by_level``), so an event below the app's configured level is never rendered and
 is not captured; a wrapper class that overrides ``_process_event`` without calling the base
@@ -40,7 +44,7 @@ import structlog
 import structlog.stdlib
 from structlog._base import BoundLoggerBase
 
-from leakcheck.capture import Captured
+from leakcheck.capture import Captured, LogOrigin
 from leakcheck.policy import SinkClass
 from leakcheck.serialize import leaves, safe_repr, to_jsonable
 
@@ -63,8 +67,8 @@ class StructlogSink:
     name = "structlog"
 
     def __init__(self) -> None:
-        # (path, rendered output, note)
-        self._events: list[tuple[str, Any, str]] = []
+        # (path, rendered output, note, logger and level)
+        self._events: list[tuple[str, Any, str, LogOrigin | None]] = []
         self._started = False
 
     def start(self) -> None:
@@ -86,16 +90,32 @@ class StructlogSink:
                 _uninstall()
         self._started = False
 
-    def _record(self, path: str, output: Any, note: str) -> None:
-        self._events.append((path, output, note))
+    def _record(self, path: str, output: Any, note: str, origin: LogOrigin | None = None) -> None:
+        self._events.append((path, output, note, origin))
 
     def collect(self) -> Iterator[Captured]:
-        for n, (path, output, note) in enumerate(self._events):
+        for n, (path, output, note, origin) in enumerate(self._events):
             group = f"{self.name}#{n}"
             for field, text in _texts(output):
                 yield Captured(
-                    self.name, SinkClass.OPERATOR, f"{path}{field}", text, note=note, group=group
+                    self.name,
+                    SinkClass.OPERATOR,
+                    f"{path}{field}",
+                    text,
+                    note=note,
+                    group=group,
+                    origin=origin,
                 )
+
+
+def _origin(name: str, method_name: str) -> LogOrigin | None:
+    """The logger and level of an event by its method (``exception`` logs at ERROR); None
+    for a method that names no level (``msg``)."""
+    level_name = "ERROR" if method_name == "exception" else method_name.upper()
+    level = logging.getLevelName(level_name)
+    if not isinstance(level, int):
+        return None
+    return LogOrigin(name or "root", level, level_name)
 
 
 def _texts(output: Any) -> Iterator[tuple[str, str | bytes]]:
@@ -182,16 +202,18 @@ def _install() -> None:
                     else (tuple(args), dict(kwargs))
                 )
                 note = _not_emitted_note(self, method_name)
+                origin = _origin(name, method_name)
                 for sink in list(_ACTIVE):
-                    sink._record(path, output, note)
+                    sink._record(path, output, note, origin)
         except Exception:  # noqa: BLE001 - observing must never break the app's logging
             pass
         return result
 
     def format(self: Any, record: logging.LogRecord) -> str:
         text = original_format(self, record)
+        origin = LogOrigin(str(record.name), int(record.levelno), str(record.levelname))
         for sink in list(_ACTIVE):
-            sink._record(f"formatter {record.name} {record.levelname}", text, "")
+            sink._record(f"formatter {record.name} {record.levelname}", text, "", origin)
         return text
 
     _process_event.__wrapped__ = original_process  # type: ignore[attr-defined]  # on a function

@@ -6,6 +6,10 @@ traceback whose ``diagnose`` locals hold the Authorization header both fail the 
 naming ``loguru <module> <LEVEL> message|traceback``; a gateway whose values are safe
 passes. The app's handlers are left exactly as they were, even when the app reconfigures
 loguru during the test, and every inner run's output is scanned for every secret.
+
+Tracebacks are judged with the app's own handler settings: under ``diagnose=False`` the
+locals are latent (reported, not failed; failed under ``strict_latent``), under
+``diagnose=True`` they fail, and an exception message holding the token fails either way.
 """
 
 from __future__ import annotations
@@ -173,10 +177,16 @@ def test_leaky_message_and_traceback_fail(pytester: pytest.Pytester, loguru_stat
     # diagnose: the value of `headers` on the line that raised
     assert "[LEAK] operator: loguru test_loguru_leaky ERROR traceback  form raw" in out
     assert "'Authorization': 'Bearer «canary:bearer:raw»'" in out
-    # the app's handler after reconfiguring has diagnose=False: said so in the note
-    assert "the app's loguru handlers use diagnose=False" in out
+    # the app's handler after reconfiguring has diagnose=False: its locals are latent, said
+    # so where they sit (listed in the failure the DEBUG message makes)
+    assert (
+        "[allowed] latent: loguru test_loguru_leaky ERROR traceback "
+        "(diagnose=True, backtrace=True)  form raw" in out
+    )
+    assert "the app's handlers use diagnose=False" in out
     leak_lines = [line for line in result.outlines if "[LEAK]" in line]
     assert all(" loguru " in line for line in leak_lines)
+    assert not any("(diagnose=True, backtrace=True)" in line for line in leak_lines)
     # the message of the exception record is clean: only its traceback is reported
     assert "ERROR message" not in out
 
@@ -230,3 +240,107 @@ def test_nested_sinks_and_stop_twice(loguru_state) -> None:
 def test_sinks_entry() -> None:
     assert loguru_sink.SINKS == [LoguruSink]
     assert LoguruSink.name == "loguru"
+
+
+# --- the app's own handler settings ------------------------------------------------------
+
+
+def _send(headers: dict[str, str]) -> None:
+    raise ConnectionError("upstream refused the connection")
+
+
+def _call(token: str, message: str = "upstream refused the connection") -> None:
+    headers = {"Authorization": f"Bearer {token}"}  # a local: diagnose prints its value
+    try:
+        if message != "upstream refused the connection":
+            raise ConnectionError(message)
+        _send(headers)
+    except ConnectionError:
+        logger.exception("upstream call failed")
+
+
+def _judged(
+    diagnose: bool, *, strict: bool = False, in_message: bool = False, also_diagnosing: bool = False
+) -> LeakCheck:
+    """A call whose locals hold the token, logged to an app handler with ``diagnose``
+    (and, ``also_diagnosing``, to a second one with ``diagnose=True``)."""
+    written: list[str] = []
+    handler_ids = [logger.add(written.append, level="WARNING", format="{message}",
+                              diagnose=diagnose)]  # fmt: skip
+    if also_diagnosing:
+        handler_ids.append(logger.add(written.append, level="ERROR", diagnose=True))
+    policy = LeakCheck().policy.with_latent(strict=strict)
+    namespace = f"diagnose-{diagnose}-{strict}-{in_message}-{also_diagnosing}"
+    try:
+        with LeakCheck(seed=SEED, namespace=namespace, sinks=[LoguruSink()], policy=policy) as lc:
+            token = lc.secret("bearer")
+            _call(token, f"refused {token}" if in_message else "upstream refused the connection")
+            del token
+    finally:
+        for handler_id in handler_ids:
+            logger.remove(handler_id)
+    # what the app's handlers wrote holds the token exactly when an emitted text leaks
+    app_wrote_it = bool(lc.scanner.scan("".join(written)))
+    del written
+    emitted_leak = any(leak.sink_class.value == "operator" for leak in lc.violations())
+    assert app_wrote_it is emitted_leak
+    return lc
+
+
+def test_diagnose_false_locals_are_latent(loguru_state) -> None:
+    """The clean twin: failed before (the sink rendered diagnose=True), passes now."""
+    lc = _judged(diagnose=False)
+    assert lc.violations() == []
+    found = lc.findings()
+    assert {leak.path for leak in found} == {
+        f"{__name__} ERROR traceback (diagnose=True, backtrace=True)"
+    }
+    latent = found[0]
+    assert latent.sink_class.value == "latent" and latent.allowed
+    assert "variable values" in latent.note and "diagnose=False" in latent.note
+    assert "[allowed] latent: loguru" in lc.report()
+
+
+def test_diagnose_true_locals_still_fail(loguru_state) -> None:
+    lc = _judged(diagnose=True)
+    paths = {(leak.path, leak.sink_class.value) for leak in lc.violations()}
+    assert paths == {(f"{__name__} ERROR traceback", "operator")}
+
+
+def test_diagnose_false_still_fails_on_what_it_prints(loguru_state) -> None:
+    """The exception's message is in every rendering: emitted under diagnose=False too."""
+    lc = _judged(diagnose=False, in_message=True)
+    assert {leak.path for leak in lc.violations()} == {f"{__name__} ERROR traceback"}
+    assert all(leak.sink_class.value == "operator" for leak in lc.violations())
+
+
+def test_diagnose_false_locals_fail_under_strict_latent(loguru_state) -> None:
+    lc = _judged(diagnose=False, strict=True)
+    leaks = lc.violations()
+    assert {leak.path for leak in leaks} == {
+        f"{__name__} ERROR traceback (diagnose=True, backtrace=True)"
+    }
+    assert all("strict_latent: judged as emitted" in leak.note for leak in leaks)
+
+
+def test_one_diagnosing_handler_is_enough(loguru_state) -> None:
+    """Two app handlers: one with diagnose=True renders the locals, so they are emitted."""
+    lc = _judged(diagnose=False, also_diagnosing=True)
+    assert {leak.path for leak in lc.violations()} == {f"{__name__} ERROR traceback"}
+
+
+def test_declared_level_makes_a_loguru_record_latent(loguru_state) -> None:
+    handler_id = logger.add(lambda message: None, level="DEBUG")
+    policy = LeakCheck().policy.with_latent(log_levels={__name__: "INFO"})
+    try:
+        with LeakCheck(seed=SEED, sinks=[LoguruSink()], policy=policy) as lc:
+            logger.debug("token {}", lc.secret("bearer"))
+        with LeakCheck(seed=SEED, sinks=[LoguruSink()]) as strict_default:
+            logger.debug("token {}", strict_default.secret("bearer"))
+    finally:
+        logger.remove(handler_id)
+    assert lc.violations() == []
+    (latent,) = lc.findings()
+    assert "emitted only when DEBUG is enabled" in latent.note
+    (leak,) = strict_default.violations()
+    assert f"leakcheck_log_levels = {__name__}=INFO" in leak.note

@@ -2,7 +2,8 @@
 
 Unit tests of ``leakcheck.policy`` and, through the plugin, the default verdicts, the ini
 options ``leakcheck_allow``/``leakcheck_forbid``, the marker's ``allow``/``forbid`` and the
-usage errors for values written wrong.
+usage errors for values written wrong. Latent material (``SinkClass.LATENT``): allowed by
+default, judged as an operator sink under ``strict_latent``; declared production levels.
 """
 
 from __future__ import annotations
@@ -11,20 +12,20 @@ import pytest
 from conftest import inner_outcomes, run_with_report
 
 from leakcheck import SecretClass
-from leakcheck.policy import DEFAULT_POLICY, Policy, PolicyError, SinkClass
+from leakcheck.policy import DEFAULT_POLICY, Policy, PolicyError, SinkClass, parse_log_levels
 
 pytest_plugins = ["pytester"]
 
 
 D, C, P = SecretClass.DIRECT, SecretClass.CONTEXT, SecretClass.PROSE
-CALLER, OPERATOR = SinkClass.CALLER, SinkClass.OPERATOR
+CALLER, OPERATOR, LATENT = SinkClass.CALLER, SinkClass.OPERATOR, SinkClass.LATENT
 
 # --- unit -----------------------------------------------------------------------------------
 
 
 def test_default_policy_matches_the_design() -> None:
     assert DEFAULT_POLICY.allowed == frozenset({(C, OPERATOR), (P, OPERATOR)})
-    for sink in SinkClass:
+    for sink in (CALLER, OPERATOR):
         assert not DEFAULT_POLICY.allows(D, sink)
     assert not DEFAULT_POLICY.allows(C, CALLER)
     assert not DEFAULT_POLICY.allows(P, CALLER)
@@ -82,6 +83,7 @@ def test_no_rules_is_the_same_policy() -> None:
         (["context caller"], "expected 'SECRET_CLASS: SINK_CLASS"),
         (["contxt: caller"], "unknown secret class 'contxt'; use direct, context, prose"),
         (["context: agent"], "unknown sink class 'agent'; use caller, operator"),
+        (["direct: latent"], "unknown sink class 'latent'; use caller, operator (latent is"),
         (["context:"], "no sink class for 'context'"),
         ({"contxt": ["caller"]}, "unknown secret class 'contxt'"),
         ({"context": ["caller", "agent"]}, "unknown sink class 'agent'"),
@@ -102,6 +104,102 @@ def test_bad_rules_are_policy_errors(rules: object, message: str, what: str) -> 
 
 def test_policy_error_is_a_value_error() -> None:
     assert issubclass(PolicyError, ValueError)
+
+
+# --- latent material ------------------------------------------------------------------------
+
+
+def test_latent_is_reported_not_failed_by_default() -> None:
+    """Default, and why: latent material is on an object no handler renders; failing on it
+    is what made teams switch the log sink off (issue 13). Every secret class passes."""
+    assert not DEFAULT_POLICY.strict_latent
+    for secret in SecretClass:
+        assert DEFAULT_POLICY.allows(secret, LATENT)
+        assert DEFAULT_POLICY.allows(secret.value, "latent")
+
+
+def test_strict_latent_judges_it_as_an_operator_sink() -> None:
+    strict = DEFAULT_POLICY.with_latent(strict=True)
+    assert strict.strict_latent
+    assert not strict.allows(D, LATENT)  # a direct secret fails, as in any operator sink
+    assert strict.allows(C, LATENT) and strict.allows(P, LATENT)
+    # and follows the operator rules the policy has
+    assert not strict.with_rules(forbid=["context: operator"]).allows(C, LATENT)
+    assert strict.with_rules(allow=["direct: operator"]).allows(D, LATENT)
+    # None keeps what the policy has; False turns it off again
+    assert strict.with_latent().strict_latent
+    assert not strict.with_latent(strict=False).strict_latent
+    # rules keep it, and it keeps the rules
+    assert strict.with_rules(allow=["context: caller"]).strict_latent
+    assert (
+        DEFAULT_POLICY.with_rules(allow=["context: caller"])
+        .with_latent(strict=True)
+        .allows(C, CALLER)
+    )
+
+
+def test_no_declared_level_means_every_level_counts() -> None:
+    """Default, and why: tokens logged at DEBUG were fixed as security bugs
+    (requests-oauthlib, wlc): a DEBUG record fails unless its level is declared."""
+    assert DEFAULT_POLICY.log_levels == ()
+    assert DEFAULT_POLICY.production_level("httpcore.http11") is None
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"httpcore": "INFO", "root": "WARNING"},
+        {"httpcore": 20, "root": "warning"},
+        ["httpcore=INFO", "root=WARNING"],
+        ["httpcore=INFO root=WARNING"],
+        "httpcore=INFO root=WARNING",
+        "httpcore=info, root=30",
+    ],
+)
+def test_log_levels_in_every_spelling(spec: object) -> None:
+    assert parse_log_levels(spec) == {"httpcore": 20, "root": 30}  # type: ignore[arg-type]
+
+
+def test_declared_levels_follow_the_logger_tree() -> None:
+    policy = DEFAULT_POLICY.with_latent(
+        log_levels={"httpcore": "INFO", "httpcore.http2": "DEBUG", "root": "WARNING"}
+    )
+    assert policy.production_level("httpcore") == ("httpcore", 20)
+    assert policy.production_level("httpcore.http11") == ("httpcore", 20)
+    assert policy.production_level("httpcore.http2.frames") == ("httpcore.http2", 10)
+    assert policy.production_level("httpcorex") == ("root", 30)  # a prefix is no parent
+    assert policy.production_level("gateway") == ("root", 30)
+    assert policy.production_level("root") == ("root", 30)
+    only = DEFAULT_POLICY.with_latent(log_levels="httpcore=INFO")
+    assert only.production_level("gateway") is None  # no root declared: every level counts
+    # declared again: the new level for that logger, the others kept
+    again = policy.with_latent(log_levels={"httpcore": "ERROR"})
+    assert dict(again.log_levels) == {"httpcore": 40, "httpcore.http2": 10, "root": 30}
+
+
+def test_loguru_level_names_and_notset() -> None:
+    assert parse_log_levels("a=TRACE b=SUCCESS c=NOTSET") == {"a": 5, "b": 25, "c": 0}
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("httpcore", "'httpcore' has no level; write LOGGER=LEVEL (e.g. httpcore=INFO"),
+        ("INFO", "'INFO' has no level; write LOGGER=LEVEL (e.g. root=INFO"),
+        ("httpcore=VERBOSE", "unknown level 'VERBOSE' for 'httpcore'; use DEBUG, INFO"),
+        ({"httpcore": True}, "unknown level True for 'httpcore'"),
+        ({"httpcore": -1}, "unknown level -1 for 'httpcore'"),
+        ({"": "INFO"}, "a logger name must be a non-empty string"),
+        ({5: "INFO"}, "a logger name must be a non-empty string"),
+        (5, "expected {'LOGGER': 'LEVEL'}"),
+        ([5], "expected {'LOGGER': 'LEVEL'}"),
+    ],
+)
+def test_bad_log_levels_are_policy_errors(spec: object, message: str) -> None:
+    with pytest.raises(PolicyError) as info:
+        DEFAULT_POLICY.with_latent(log_levels=spec)  # type: ignore[arg-type]
+    assert str(info.value).startswith("log_levels: ")
+    assert message in str(info.value)
 
 
 # --- through the plugin ----------------------------------------------------------------------

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..harness import LeakCheck
-from . import reports, snapshots
+from . import options, reports, snapshots
 from .judge import CHECK, judge_report
 from .options import LeakcheckOptions, options_for
 from .session import SESSION, PluginSession, register_session_secret
@@ -72,16 +72,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "in everything pytest prints from the first line, searched in every test",
     )
     snapshots.addoption(parser)
+    options.addoption(parser)  # the latent options: strict switch, production log levels
 
 
 @pytest.hookimpl(trylast=True)  # after the terminal reporter exists: its writer is masked
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers",
-        "leakcheck(allow=None, forbid=None, skip_sinks=None, decode=True): per-test leak "
-        "policy; skip_sinks maps a sink name to the reason it is opted out",
-    )
+    config.addinivalue_line("markers", options.MARKER_HELP)
     state = PluginSession(config)
+    options.configure(config)  # an ini value written wrong stops the session here
     config.stash[SESSION] = state
     config.pluginmanager.register(state, "leakcheck-state")
     state.mask_terminal()
