@@ -434,3 +434,164 @@ def test_inactive_sinks_are_reported_not_taken_as_clean(pytester: pytest.Pyteste
     result.stdout.fnmatch_lines(["*sink inactive in 1 test(s): sentry event (no active*"])
     report = json.loads((pytester.path / "report.json").read_text())
     assert "sentry event" in report["tests"][0]["inactive_sinks"]
+
+
+# --- latent material: strict_latent and declared production levels --------------------------
+
+LATENT_SUITE = """
+import logging
+import pytest
+
+
+class ConnectError(Exception):
+    def __init__(self, message, request):
+        super().__init__(message)
+        self.request = request
+
+
+def latent(leakcheck):
+    token = leakcheck.secret("bearer")
+    try:
+        raise ConnectError("connection refused", {"url": f"https://api.example/?t={token}"})
+    except ConnectError:
+        logging.getLogger("gateway.http").exception("upstream call failed")
+
+
+def debug_trace(leakcheck):
+    token = leakcheck.secret("bearer")
+    logging.getLogger("httpcore.http11").debug("send headers Bearer %s", token)
+
+
+def test_latent(leakcheck):
+    latent(leakcheck)
+
+
+@pytest.mark.leakcheck(strict_latent=False)
+def test_latent_marker_off(leakcheck):
+    latent(leakcheck)
+
+
+@pytest.mark.leakcheck(strict_latent=True)
+def test_latent_marker_on(leakcheck):
+    latent(leakcheck)
+
+
+def test_debug_trace(leakcheck):
+    debug_trace(leakcheck)
+
+
+@pytest.mark.leakcheck(log_levels={"httpcore": "INFO"})
+def test_debug_trace_marker_info(leakcheck):
+    debug_trace(leakcheck)
+
+
+@pytest.mark.leakcheck(log_levels="httpcore=DEBUG")
+def test_debug_trace_marker_debug(leakcheck):
+    debug_trace(leakcheck)
+"""
+
+#: the default verdicts: latent material passes, a DEBUG record fails (every level counts)
+LATENT_DEFAULT = {
+    "test_latent": "PASSED",
+    "test_latent_marker_off": "PASSED",
+    "test_latent_marker_on": "FAILED",
+    "test_debug_trace": "FAILED",
+    "test_debug_trace_marker_info": "PASSED",
+    "test_debug_trace_marker_debug": "FAILED",
+}
+
+
+def run_latent(
+    pytester: pytest.Pytester, *args: str
+) -> tuple[pytest.RunResult, dict[str, str], dict[str, Any]]:
+    """The latent suite's outcomes and JSON report records, by test name."""
+    pytester.makepyfile(test_latent_suite=LATENT_SUITE)
+    report = pytester.path / "latent.json"
+    result = pytester.runpytest("-p", "no:randomly", *BASE, "-rA", f"--leakcheck-report={report}",
+                                *args)  # fmt: skip
+    assert "INTERNALERROR" not in "\n".join(result.outlines + result.errlines)
+    data = json.loads(report.read_text(encoding="utf-8"))
+    return result, inner_outcomes(result), {r["test"].split("::")[-1]: r for r in data["tests"]}
+
+
+def test_latent_defaults(pytester: pytest.Pytester) -> None:
+    """Both defaults, and the marker turning each the other way for its own test."""
+    result, got, records = run_latent(pytester)
+    assert got == LATENT_DEFAULT, got
+    # what passes is still reported: latent, allowed, with where it sits
+    for name in ("test_latent", "test_debug_trace_marker_info"):
+        findings = records[name]["findings"]
+        assert findings and all(f["sink_class"] == "latent" for f in findings), name
+        assert all(f["allowed"] for f in findings), name
+    out = result.stdout.str()
+    # the DEBUG record's failure says how to declare the level: the logger and the option
+    assert (
+        "latent if production runs httpcore.http11 at INFO: declare it with "
+        "leakcheck_log_levels = httpcore.http11=INFO (ini) or "
+        "@pytest.mark.leakcheck(log_levels={'httpcore.http11': 'INFO'})" in out
+    )
+    assert "[LEAK] latent: log record gateway.http ERROR exc_info.request" in out
+
+
+@pytest.mark.parametrize("config", ["pytest.ini", "pyproject.toml", "-o", "command line"])
+def test_strict_latent_from_the_session(pytester: pytest.Pytester, config: str) -> None:
+    args: tuple[str, ...] = ()
+    if config == "pytest.ini":
+        pytester.makeini("[pytest]\nleakcheck_strict_latent = true\n")
+    elif config == "pyproject.toml":
+        pytester.makepyprojecttoml("[tool.pytest.ini_options]\nleakcheck_strict_latent = true\n")
+    elif config == "-o":
+        args = ("-o", "leakcheck_strict_latent=true")
+    else:
+        args = ("--leakcheck-strict-latent",)
+    _, got, _ = run_latent(pytester, *args)
+    # strict for every test (latent below a declared level too); the marker still turns it
+    # off for its own
+    assert got == {
+        **LATENT_DEFAULT,
+        "test_latent": "FAILED",
+        "test_debug_trace_marker_info": "FAILED",
+    }, got
+
+
+@pytest.mark.parametrize("config", ["pytest.ini", "pyproject.toml", "-o"])
+def test_log_levels_from_the_session(pytester: pytest.Pytester, config: str) -> None:
+    args: tuple[str, ...] = ()
+    if config == "pytest.ini":
+        pytester.makeini("[pytest]\nleakcheck_log_levels = httpcore=INFO root=WARNING\n")
+    elif config == "pyproject.toml":
+        pytester.makepyprojecttoml(
+            '[tool.pytest.ini_options]\nleakcheck_log_levels = ["httpcore=INFO", "root=WARNING"]\n'
+        )
+    else:
+        args = ("-o", "leakcheck_log_levels=httpcore=INFO root=WARNING")
+    _, got, records = run_latent(pytester, *args)
+    # latent under the declared level; a marker's level for the same logger wins
+    assert got == {**LATENT_DEFAULT, "test_debug_trace": "PASSED"}, got
+    notes = {f["note"] for f in records["test_debug_trace"]["findings"]}
+    assert notes and all(
+        note.startswith(
+            "latent: emitted only when DEBUG is enabled (production level INFO declared for "
+            "httpcore)"
+        )
+        for note in notes
+    ), notes
+
+
+@pytest.mark.parametrize(
+    ("ini", "message"),
+    [
+        ("leakcheck_log_levels = httpcore", "leakcheck_log_levels: 'httpcore' has no level"),
+        ("leakcheck_log_levels = httpcore=LOUD", "unknown level 'LOUD' for 'httpcore'"),
+        ("leakcheck_strict_latent = maybe", "leakcheck_strict_latent: invalid truth value"),
+    ],
+)
+def test_bad_latent_ini_is_a_usage_error(pytester: pytest.Pytester, ini: str, message: str) -> None:
+    pytester.makeini(f"[pytest]\n{ini}\n")
+    pytester.makepyfile(test_one="def test_one(leakcheck):\n    pass\n")
+    result = pytester.runpytest("-p", "no:randomly", "-p", "no:hypothesispytest")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.ret
+    assert any(line.startswith("ERROR: ") and message in line for line in result.errlines), (
+        result.errlines
+    )
+    assert "Traceback" not in "\n".join(result.outlines + result.errlines)

@@ -334,6 +334,9 @@ BAD_MARKERS = [
     ('skip_sinks=["log record"]', "takes {sink name: reason}"),
     ('skip_sinks={"log records": "typo"}', "unknown sink(s) 'log records'; known: crash hook"),
     ('decode="no"', "decode=...) takes True or False, not str"),
+    ('strict_latent="yes"', "strict_latent=...) takes True or False, not str"),
+    ('log_levels={"httpcore": "LOUD"}', "log_levels: unknown level 'LOUD' for 'httpcore'"),
+    ('log_levels="httpcore"', "log_levels: 'httpcore' has no level; write LOGGER=LEVEL"),
 ]
 
 

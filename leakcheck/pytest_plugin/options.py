@@ -77,12 +77,13 @@ def _session_latent(config: pytest.Config) -> tuple[bool, dict[str, int]]:
         return found
     try:
         strict = bool(config.getini("leakcheck_strict_latent"))
-        levels = config.getini("leakcheck_log_levels")
-        strict = strict or bool(config.getoption("--leakcheck-strict-latent", False))
-    except (ValueError, KeyError):  # the options were never added (a foreign config)
-        strict, levels = False, []
+    except (ValueError, pytest.UsageError) as exc:  # "invalid truth value": say which option
+        raise pytest.UsageError(
+            f"leakcheck ini: leakcheck_strict_latent: {exc} (write true or false)"
+        ) from None
+    strict = strict or bool(config.getoption("--leakcheck-strict-latent"))
     try:
-        parsed = parse_log_levels(levels, "leakcheck_log_levels")
+        parsed = parse_log_levels(config.getini("leakcheck_log_levels"), "leakcheck_log_levels")
     except PolicyError as exc:
         raise pytest.UsageError(f"leakcheck ini: {exc}") from None
     found = config.stash[_SESSION_LATENT] = (strict, parsed)
