@@ -12,7 +12,14 @@ fastmcp's defaults and one debugging aid. Its mistakes, each marked ``# MISTAKE`
    ``Authorization`` header and query included ("to make connection problems easy to
    debug"), and so does the error log notification it sends the client;
 4. a 2xx answer that is not JSON (a broken body, an HTML login page) is returned as the
-   tool's successful result, the page as its text: fastmcp's default.
+   tool's successful result, the page as its text: fastmcp's default;
+5. the operator's side is left as the libraries set it up: the credential is a default
+   header and query parameter of the HTTP client (so httpx2's INFO line ``HTTP Request:
+   POST https://...?api_key=...`` and ``exc.request`` carry it), fastmcp logs each call's
+   arguments at DEBUG, httpcore2 traces response headers (``Set-Cookie``, a signed
+   ``Location``) at DEBUG, fastmcp's OpenTelemetry span records the exception whose text
+   holds the upstream's body, and a credential read with a trailing newline is sent as
+   it is (h11 refuses the header, quoting it: ``Illegal header value b'Bearer ...\\n'``).
 
 Run it in-process (``build_server(...)``, ``from_env()``) or as a stdio server:
 ``python -m examples.mcp_leaky_server`` with ``API_URL``, ``API_TOKEN``... set.

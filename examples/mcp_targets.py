@@ -14,15 +14,16 @@ One matrix per test module (error-text snapshots are kept per module):
 =====================================  =================================================
 ``test_mcp_matrix.py``                 careful, in process: every stage and placement
 ``test_mcp_leaky_matrix.py``           leaky, in process: fails where its mistakes are
-``test_mcp_stdio_matrix.py``           careful over stdio: every stage, base credential
+``test_mcp_stdio_matrix.py``           careful over stdio: every stage of create_deployment,
+                                       the base and the malformed credentials
 ``test_mcp_leaky_stdio_matrix.py``     leaky over stdio: the same cases
 =====================================  =================================================
 
 The HTTP stages are served by the loopback HTTP(S) server (real sockets, real httpx2
 texts): in process by choice, over stdio by necessity (a child's client cannot be mocked;
 the fault's ``child_environment()`` makes DNS, refused and TLS stages provable there).
-Over stdio each case starts a server process (about two seconds), hence the base
-credential only (``authorization-header``).
+Over stdio each case starts a server process (about two seconds), hence one tool, the base
+credential (``authorization-header``) and the malformed ones (a trailing newline).
 
 ``python -m examples.mcp_targets`` (``make demo``) runs the four matrices under ``-n 2`` and
 prints their grids.
@@ -69,16 +70,27 @@ ENV = {
 }
 
 
+#: over stdio: the base credential, and one read with a trailing newline (or CRLF), as a
+#: mounted secret or an ``.env`` line gives it (those fit two stages)
+STDIO_PLACEMENTS = [
+    "authorization-header",
+    "credential-trailing-newline",
+    "credential-trailing-crlf",
+]
+
+
 def in_process(module: Any, **options: Any) -> InProcessMcpTarget:
-    """A server module's ``build_server``, in process, HTTP stages on loopback sockets."""
-    return InProcessMcpTarget(
-        module.build_server, kwargs=KWARGS, http_via="loopback", **TOOLS, **options
-    )
+    """A server module's ``build_server``, in process, HTTP stages on loopback sockets
+    (unless ``http_via`` says otherwise)."""
+    options.setdefault("http_via", "loopback")
+    return InProcessMcpTarget(module.build_server, kwargs=KWARGS, **TOOLS, **options)
 
 
 def over_stdio(module: Any, **options: Any) -> StdioMcpTarget:
-    """``python -m <module>`` over stdio, the base credential only."""
-    options.setdefault("placements", ["authorization-header"])
+    """``python -m <module>`` over stdio: one tool, the base credential (a server process
+    per case)."""
+    options.setdefault("placements", STDIO_PLACEMENTS)
+    options.setdefault("tools", ["create_deployment"])
     return StdioMcpTarget(
         sys.executable, ["-m", module.__name__], cwd=ROOT, env=ENV, **TOOLS, **options
     )
