@@ -1,5 +1,6 @@
 """The example gateways under the whole stage matrix (3 operations x every stage x every
-placement that can show there: 423 cases each), run as a user runs them.
+placement that can show there: 429 cases each over respx, 415 over loopback, which cannot
+chain an injected cause), run as a user runs them.
 
 The careful gateway passes every case. The leaky one fails exactly the cases that carry
 one of its mistakes, each located where it shows (assertion, sink), and no other: the
@@ -25,7 +26,9 @@ from conftest import self_scan
 from leakcheck.stages import HTTP_RAISED
 
 ROOT = Path(__file__).resolve().parent.parent
-CASES = 423
+CASES = 429
+#: the loopback transport cannot chain a cause under a real failure: no exception-chain cases
+LOOPBACK_CASES = 415
 SEED = "examples-1"
 
 URL_CREDENTIALS = {"query-api-key", "url-userinfo"}  # what an httpx URL carries
@@ -84,11 +87,12 @@ def test_careful_gateway_passes_every_case(module: str, tmp_reports: str) -> Non
     # respx, then real sockets (loopback HTTP(S) server): real library texts and log records
     code, out, report = _run(module, tmp_reports)
     cases = _by_case(report)
-    assert len(cases) == CASES
+    expected = LOOPBACK_CASES if "loopback" in module else CASES
+    assert len(cases) == expected
     failing = sorted("-".join(k) for k, r in cases.items() if r["matrix"]["failed"])
     assert failing == [], failing[:10]
     assert code == 0, out[-2000:]
-    assert f"{CASES} passed" in out
+    assert f"{expected} passed" in out
     assert report["request_ids"] == []
 
 
@@ -165,7 +169,8 @@ MISTAKES = [
     Mistake(
         "echoed agent input in INVALID_INPUT",
         frozenset({"leaks", "response"}),
-        lambda op, stage, p: stage == "invalid_input" and p.startswith("agent-input"),
+        # the stage plants a canary in the rejected value itself: every placement shows it
+        lambda op, stage, p: stage == "invalid_input",
     ),
     Mistake(
         "token tail on 401 ('credential ending in ...')",
@@ -191,6 +196,13 @@ MISTAKES = [
             (op == "create_deployment" and stage in ("timeout_after_send", "reset_after_send"))
             or stage == "ssh_hang_after_command"
         ),
+    ),
+    Mistake(
+        "a token read with its trailing newline sent as it is: the client refuses the header "
+        "and its error (quoting the token) is returned; the stage is never reached, so its "
+        "code and the record's boundary states are wrong too",
+        frozenset({"leaks", "response", "contract", "record"}),
+        lambda op, stage, p: not _ssh(op) and p.startswith("credential-trailing-"),
     ),
     Mistake(
         "approval denial mapped to AUTH_FAILED",
@@ -245,7 +257,7 @@ def test_leaky_gateway_fails_exactly_where_its_mistakes_are(tmp_reports: str) ->
     # sequential ids are a matrix-level mistake: reported once, at the end of the session
     rules = {p["rule"] for p in report["request_ids"]}
     assert {"request-id-sequential", "request-id-entropy"} <= rules
-    assert "request ids across 423 case(s): FAILED" in out
+    assert f"request ids across {CASES} case(s): FAILED" in out
     _assert_reads_like_a_bug_report(out)
     planted = (Path(tmp_reports) / "test_leaky_matrix.planted").read_text().split()
     _assert_no_canary_in(out, report, planted)
