@@ -25,6 +25,7 @@ from loguru import logger
 
 from leakcheck import CanaryFactory, Secret
 from leakcheck.harness import LeakCheck
+from leakcheck.policy import DEFAULT_POLICY
 
 pytest_plugins = ["pytester"]
 
@@ -269,7 +270,7 @@ def _judged(
                               diagnose=diagnose)]  # fmt: skip
     if also_diagnosing:
         handler_ids.append(logger.add(written.append, level="ERROR", diagnose=True))
-    policy = LeakCheck().policy.with_latent(strict=strict)
+    policy = DEFAULT_POLICY.with_latent(strict=strict)
     namespace = f"diagnose-{diagnose}-{strict}-{in_message}-{also_diagnosing}"
     try:
         with LeakCheck(seed=SEED, namespace=namespace, sinks=[LoguruSink()], policy=policy) as lc:
@@ -331,7 +332,7 @@ def test_one_diagnosing_handler_is_enough(loguru_state) -> None:
 
 def test_declared_level_makes_a_loguru_record_latent(loguru_state) -> None:
     handler_id = logger.add(lambda message: None, level="DEBUG")
-    policy = LeakCheck().policy.with_latent(log_levels={__name__: "INFO"})
+    policy = DEFAULT_POLICY.with_latent(log_levels={__name__: "INFO"})
     try:
         with LeakCheck(seed=SEED, sinks=[LoguruSink()], policy=policy) as lc:
             logger.debug("token {}", lc.secret("bearer"))
