@@ -70,6 +70,10 @@ ENV = {
 }
 
 
+#: the client timeout the servers are given: the longest a test may wait, so that a loaded
+#: machine still sends the request (and its fault fires) before a timeout stage's timeout
+TIMEOUT = 0.5
+
 #: over stdio: the base credential, and one read with a trailing newline (or CRLF), as a
 #: mounted secret or an ``.env`` line gives it (those fit two stages)
 STDIO_PLACEMENTS = [
@@ -83,6 +87,7 @@ def in_process(module: Any, **options: Any) -> InProcessMcpTarget:
     """A server module's ``build_server``, in process, HTTP stages on loopback sockets
     (unless ``http_via`` says otherwise)."""
     options.setdefault("http_via", "loopback")
+    options.setdefault("timeout", TIMEOUT)
     return InProcessMcpTarget(module.build_server, kwargs=KWARGS, **TOOLS, **options)
 
 
@@ -91,6 +96,7 @@ def over_stdio(module: Any, **options: Any) -> StdioMcpTarget:
     per case)."""
     options.setdefault("placements", STDIO_PLACEMENTS)
     options.setdefault("tools", ["create_deployment"])
+    options.setdefault("timeout", TIMEOUT)
     return StdioMcpTarget(
         sys.executable, ["-m", module.__name__], cwd=ROOT, env=ENV, **TOOLS, **options
     )

@@ -81,6 +81,7 @@ import anyio
 import anyio.lowlevel
 import mcp  # noqa: F401 - the plugin is active only when the official SDK imports
 import mcp.types as mcp_types
+from leakcheck.plugins.process_sink import provisioning
 from mcp.client.session import ClientSession, LoggingFnT
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
@@ -660,7 +661,9 @@ class StdioMcpTarget(McpTarget):
         body: Callable[[ClientSession], Any],
         on_log: LoggingFnT | None = None,
     ) -> Any:
-        with anyio.fail_after(self.startup_timeout + self.call_timeout):
+        # the harness starting the server under test, configured as an operator would: its
+        # environment is not a leak (its command line still is)
+        with provisioning(), anyio.fail_after(self.startup_timeout + self.call_timeout):
             async with stdio_client(parameters, errlog=errlog) as (read, write):
                 async with ClientSession(
                     read, write, read_timeout_seconds=self.startup_timeout, logging_callback=on_log

@@ -1,0 +1,610 @@
+"""MCP servers as stage-matrix targets (``leakcheck.plugins.mcp_target``).
+
+The example servers (``examples/mcp_*``: ``FastMCP.from_openapi`` over the deployments API)
+under the matrix, run as a user runs them (an inner pytest, its JSON report): the careful
+one passes every case, in process and over stdio; the leaky one fails exactly the cases
+that carry one of its mistakes, each where it shows (assertion, sink), and no other. The
+mocked transport (respx, which intercepts httpx2) and real loopback sockets find the same
+caller-visible leaks for each stage and placement. Then the target's parts: the "MCP result"
+contract, templates, tool listing, log notifications and stderr as sinks, the environment.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import self_scan
+
+from leakcheck.harness import LeakCheck
+from leakcheck.matrix import CaseSpec, MatrixFailure, build_case, cases_for, run_case
+from leakcheck.policy import SinkClass
+from leakcheck.stages import HTTP_RAISED, STAGES
+
+mcp_target = pytest.importorskip("leakcheck.plugins.mcp_target")
+fastmcp = pytest.importorskip("fastmcp")
+
+ROOT = Path(__file__).resolve().parent.parent
+SEED = "mcp-examples-1"
+HTTP_STAGES = [name for name, stage in STAGES.items() if stage.transport == "http"]
+#: placements whose credential an httpx2 URL carries (the INFO request line shows it)
+URL_CREDENTIALS = {"query-api-key", "url-userinfo"}
+MALFORMED = {"credential-trailing-newline", "credential-trailing-crlf"}
+#: stages where the request got no answer (a transport error): a cut body is one too
+UNANSWERED = HTTP_RAISED | {"truncated_body"}
+#: stages answered with headers (httpcore2 traces them)
+ANSWERED = {name for name in HTTP_STAGES if STAGES[name].response_received}
+
+
+@cache
+def _run(module: str, tmp: str) -> tuple[int, str, dict[str, Any]]:
+    report = Path(tmp) / f"{module}.json"
+    done = subprocess.run(
+        [
+            sys.executable, "-m", "pytest", f"examples/{module}.py", "-q",
+            "-p", "no:randomly", "-p", "no:xdist", "-p", "no:cacheprovider",
+            f"--leakcheck-seed={SEED}", f"--leakcheck-report={report}",
+        ],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+        # fastmcp's rich tracebacks take half a second each to render (same texts)
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1",
+             "FASTMCP_ENABLE_RICH_TRACEBACKS": "false"},
+    )  # fmt: skip
+    return done.returncode, done.stdout + done.stderr, json.loads(report.read_text())
+
+
+@pytest.fixture(scope="module")
+def tmp_reports(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return str(tmp_path_factory.mktemp("mcp-reports"))
+
+
+def _by_case(report: dict[str, Any]) -> dict[tuple[str, str, str], dict[str, Any]]:
+    return {
+        (r["matrix"]["operation"], r["matrix"]["stage"], r["matrix"]["placement"]): r
+        for r in report["tests"]
+    }
+
+
+def _observed(record: dict[str, Any]) -> set[str]:
+    """The failed assertions and where each forbidden hit was: ``response`` (the tool
+    result), ``notification`` (a log notification to the client), ``log:LOGGER``, or
+    another sink's name."""
+    shows = set(record["matrix"]["failed"])
+    for leak in record["findings"]:
+        if leak["allowed"]:
+            continue
+        if leak["sink"] == "tool response":
+            notification = leak["path"].startswith("mcp log notification")
+            shows.add("notification" if notification else "response")
+        elif leak["sink"] == "log record":
+            shows.add("log:" + leak["path"].split(" ")[0])
+        else:
+            shows.add(leak["sink"])
+    return shows
+
+
+# --- the careful server: every case passes ---------------------------------------------------
+
+
+@pytest.mark.parametrize("module, cases", [("test_mcp_matrix", 296), ("test_mcp_stdio_matrix", 18)])
+def test_careful_server_passes_every_case(module: str, cases: int, tmp_reports: str) -> None:
+    code, out, report = _run(module, tmp_reports)
+    by_case = _by_case(report)
+    assert len(by_case) == cases
+    failing = sorted("-".join(k) for k, r in by_case.items() if r["outcome"] != "passed")
+    assert failing == [], failing[:10]
+    assert code == 0, out[-2000:]
+    # only HTTP stages (no gateway-side seam), every one of them; the record is off
+    assert {stage for _, stage, _ in by_case} == set(HTTP_STAGES)
+    assert all(r["matrix"].get("unchecked") == ["record"] for r in by_case.values())
+    assert f"not checked: record in {cases} of {cases} case(s)" in out
+    assert "request ids across" in out and "no ids returned" in out
+
+
+# --- the leaky server: one predicate per mistake -----------------------------------------------
+
+
+@dataclass(frozen=True)
+class Mistake:
+    name: str
+    #: failed assertions and leak sinks in process ("response", "log:NAME", ...)
+    shows_as: frozenset[str]
+    applies: Callable[[str, str], bool]  # (stage, placement)
+    #: what shows of it over stdio (the child's logs and telemetry are not the test's)
+    over_stdio: frozenset[str] | None = None
+
+    def shows(self, stdio: bool) -> frozenset[str]:
+        if not stdio:
+            return self.shows_as
+        if self.over_stdio is not None:
+            return self.over_stdio
+        return self.shows_as & {"contract", "hygiene", "leaks", "response", "notification"}
+
+
+STATUS_ERRORS = {"http_401", "http_403", "http_5xx"}
+NOT_JSON = {"malformed_json", "html_login_page"}
+
+MISTAKES = [
+    Mistake(
+        "1. the upstream's error body in the tool error (fastmcp's default)",
+        frozenset({"hygiene"}),
+        lambda stage, p: stage in STATUS_ERRORS and p not in MALFORMED,
+    ),
+    Mistake(
+        "1. ... so a reflected request or remote instructions reach the model",
+        frozenset({"hygiene", "leaks", "response"}),
+        lambda stage, p: (
+            stage in STATUS_ERRORS | NOT_JSON
+            and p in ("upstream-reflects-request", "upstream-prose")
+        ),
+    ),
+    Mistake(
+        "1. ... and the exception holding the body is recorded on fastmcp's span",
+        frozenset({"leaks", "opentelemetry"}),
+        lambda stage, p: stage in STATUS_ERRORS | {"http_429"} and p == "upstream-reflects-request",
+    ),
+    Mistake(
+        "2. the redirect's Location (a signed URL) in the tool error",
+        frozenset({"hygiene", "leaks", "response", "opentelemetry"}),
+        lambda stage, p: stage == "redirect_signed_url",
+    ),
+    Mistake(
+        "3. a request without an answer: its headers and URL in the error and the log notification",
+        frozenset(
+            {"hygiene", "leaks", "response", "notification", "log:fastmcp.server.context.to_client"}
+        ),
+        lambda stage, p: stage in UNANSWERED or p in MALFORMED,
+    ),  # fmt: skip
+    Mistake(
+        "4. a 2xx answer that is not JSON returned as the tool's success",
+        frozenset({"contract"}),
+        lambda stage, p: stage in NOT_JSON,
+    ),
+    Mistake(
+        "4. ... the login page's text as the result",
+        frozenset({"hygiene"}),
+        lambda stage, p: stage == "html_login_page",
+    ),
+    Mistake(
+        "5. the credential on the client: httpx2's INFO request line shows the URL",
+        frozenset({"leaks", "log:httpx2"}),
+        lambda stage, p: stage in ANSWERED and p in URL_CREDENTIALS,
+    ),
+    Mistake(
+        "5. fastmcp's DEBUG records of the tool arguments",
+        frozenset(
+            {
+                "leaks",
+                "log:fastmcp.server.mixins.mcp_operations",
+                "log:fastmcp.utilities.openapi.director",
+            }
+        ),
+        lambda stage, p: p.startswith("agent-input"),
+    ),  # fmt: skip
+    Mistake(
+        "5. httpcore2's DEBUG traces of response headers (Set-Cookie, a signed Location)",
+        frozenset({"leaks", "log:httpcore2.http11"}),
+        lambda stage, p: (
+            stage in ANSWERED
+            and (
+                stage == "redirect_signed_url"
+                or p in ("upstream-set-cookie", "upstream-signed-location")
+            )
+        ),
+    ),
+    Mistake(
+        "5. a credential with a trailing newline sent as it is: h11's error quotes it",
+        frozenset(
+            {
+                "leaks",
+                "log:fastmcp.server.server",
+                "log:httpcore2.http11",
+                "opentelemetry",
+                "stderr",
+            }
+        ),
+        lambda stage, p: p in MALFORMED,
+        over_stdio=frozenset({"leaks", "mcp server stderr"}),
+    ),  # fmt: skip
+]
+
+
+def _expected(stage: str, placement: str, *, stdio: bool) -> set[str]:
+    expected: set[str] = set()
+    for mistake in MISTAKES:
+        if mistake.applies(stage, placement):
+            expected |= mistake.shows(stdio)
+    return expected
+
+
+@pytest.mark.parametrize(
+    "module, cases, stdio",
+    [("test_mcp_leaky_matrix", 296, False), ("test_mcp_leaky_stdio_matrix", 18, True)],
+)
+def test_leaky_server_fails_exactly_where_its_mistakes_are(
+    module: str, cases: int, stdio: bool, tmp_reports: str
+) -> None:
+    code, out, report = _run(module, tmp_reports)
+    by_case = _by_case(report)
+    assert len(by_case) == cases
+    wrong = []
+    for (op, stage, placement), record in sorted(by_case.items()):
+        expected = _expected(stage, placement, stdio=stdio)
+        observed = _observed(record)
+        if observed != expected:
+            wrong.append(
+                f"{op}-{stage}-{placement}: missing {sorted(expected - observed)}, "
+                f"unexpected {sorted(observed - expected)}"
+            )
+        assert (record["outcome"] == "failed") == bool(expected), (op, stage, placement)
+    assert wrong == [], "\n".join(wrong[:20])
+    shown = {m.name for m in MISTAKES if any(m.applies(s, p) for _, s, p in by_case)}
+    if stdio:  # one tool, the base and the malformed credentials: no upstream placement
+        visible = {m.name for m in MISTAKES if m.shows(stdio) and m.name in shown}
+        wanted = {m.name for m in MISTAKES if m.name.startswith(("2.", "3.", "4."))}
+        wanted |= {MISTAKES[0].name, MISTAKES[-1].name}  # the error body; the newline
+        assert visible == wanted
+    else:
+        assert shown == {m.name for m in MISTAKES}  # every mistake shows somewhere
+    assert any(r["outcome"] == "passed" for r in by_case.values())  # some carry none
+    assert code == 1
+    # a failure reads like a bug report, and names the contract it broke
+    assert "leakcheck matrix: operation create_deployment, stage malformed_json" in out
+    assert "mcp-is-error at /isError" in out
+    assert f"--leakcheck-seed={SEED}" in out
+    # the run's own output and report hold none of its canaries, in any form
+    from leakcheck.cli import canaries_from_report
+
+    secrets, registered, lost = canaries_from_report(report)
+    assert (registered, lost) == (0, 0) and secrets
+    self_scan(out, secrets, f"{module} output")
+    self_scan(json.dumps(report), secrets, f"{module} report")
+
+
+# --- the mocked transport finds what real sockets find --------------------------------------------
+
+
+def _caller_leaks(target: Any, spec: CaseSpec) -> tuple[str, set[tuple[str, str, str, str]]]:
+    """The harness errors of one case, and each caller-visible hit: (kind, sink, path,
+    form). Same seed for both transports: the same canaries."""
+    with LeakCheck(seed=SEED, namespace=spec.id) as check:
+        try:
+            run_case(check, target, spec)
+        except MatrixFailure:
+            pass
+        harness = check.harness_errors()
+        leaks = {
+            (leak.finding.kind, leak.sink, leak.path, leak.finding.form)
+            for leak in check.findings()
+            if leak.sink_class == SinkClass.CALLER and not leak.allowed
+        }
+    return harness, leaks
+
+
+@pytest.mark.parametrize("stage", HTTP_STAGES)
+def test_mocked_and_loopback_transports_find_the_same_leaks(stage: str) -> None:
+    """fastmcp 4 (httpx2) ``from_openapi``, in process: under respx every HTTP stage
+    fires, and the caller-visible leaks are exactly those real loopback sockets give."""
+    from examples import mcp_leaky_server
+    from examples.mcp_targets import in_process
+
+    mocked = in_process(mcp_leaky_server, http_via="respx", stages=[stage])
+    real = in_process(mcp_leaky_server, stages=[stage])
+    specs = [s for s in cases_for(mocked) if s.operation == "create_deployment"]
+    on_sockets = {s for s in cases_for(real) if s.operation == "create_deployment"}
+    # the one placement real sockets cannot have: a cause the mock chains under its error
+    assert {s.placement for s in specs if s not in on_sockets} <= {"exception-chain"}
+    assert on_sockets <= set(specs)
+    differ, seen = [], 0
+    for spec in specs:
+        harness, by_respx = _caller_leaks(mocked, spec)
+        assert harness == "", f"{spec.id} via respx: {harness}"
+        if spec not in on_sockets:
+            continue
+        harness, by_loopback = _caller_leaks(real, spec)
+        assert harness == "", f"{spec.id} via loopback: {harness}"
+        seen += bool(by_respx)
+        if by_respx != by_loopback:
+            differ.append(
+                f"{spec.placement}: respx only {sorted(by_respx - by_loopback)}, "
+                f"loopback only {sorted(by_loopback - by_respx)}"
+            )
+    assert differ == [], "\n".join(differ)
+    compared = len(on_sockets)
+    if stage in UNANSWERED | {"redirect_signed_url"}:
+        assert seen == compared  # the leaky server leaks at every placement there
+    else:
+        assert seen < compared
+
+
+# --- the contract: "MCP result" -------------------------------------------------------------------
+
+
+def _result(is_error: bool, *texts: str, **extra: Any) -> dict[str, Any]:
+    content = [{"type": "text", "text": t} for t in texts]
+    return {"content": content, "isError": is_error, **extra}
+
+
+def test_mcp_result_contract() -> None:
+    contract = mcp_target.McpResultContract()
+    check = lambda result: contract.check(  # noqa: E731
+        result, stage=STAGES["http_401"], operation="get_item", repeatable=True,
+        expectations=None, agent_input={},
+    )  # fmt: skip
+    assert contract.name == "MCP result"
+    assert check(_result(True, "The API rejected the credential.")) == []
+    # a success for a failure stage: the model is told the call worked
+    assert [v.rule for v in check(_result(False, "<html>Sign in</html>"))] == ["mcp-is-error"]
+    assert [v.rule for v in check(_result(True, "  "))] == ["mcp-error-text"]
+    assert [v.rule for v in check({"content": [{"type": "image"}], "isError": True})] == [
+        "mcp-error-text"
+    ]
+    assert [v.rule for v in check("an envelope")] == ["mcp-result"]
+    assert [v.rule for v in check({"isError": True})] == ["mcp-result"]
+
+
+def test_mcp_result_contract_reads_the_sdk_type_and_never_quotes_a_value(
+    canaries: Any,
+) -> None:
+    import mcp.types as types
+
+    token = canaries.secret("bearer")
+    result = types.CallToolResult(
+        content=[types.TextContent(type="text", text=f"bad token {token.value}")], is_error=False
+    )
+    found = mcp_target.McpResultContract().check(
+        result, stage="http_401", operation="get_item", repeatable=False,
+        expectations=None, agent_input={},
+    )  # fmt: skip
+    assert [v.rule for v in found] == ["mcp-is-error"]
+    self_scan(" ".join(f"{v.field} {v.message}" for v in found), [token], "violations")
+
+
+def test_the_target_declares_no_seam_and_no_record() -> None:
+    from leakcheck.contract import ContractCheck
+    from leakcheck.matrix import keeps_record
+
+    target = mcp_target.InProcessMcpTarget(
+        _tiny_server, kwargs={"token": "{bearer}"}, arguments={"fetch": {"item": "a"}}
+    )
+    assert isinstance(target.contract, ContractCheck)
+    assert target.seams == frozenset() and not keeps_record(target)
+    stages = {spec.stage for spec in cases_for(target)}
+    assert stages == set(HTTP_STAGES)  # no gateway-side stage without a seam
+    validating = mcp_target.InProcessMcpTarget(
+        _tiny_server, kwargs={"token": "{bearer}"}, arguments={"fetch": {"item": "a"}},
+        seams={"validation"},
+    )  # fmt: skip
+    assert {spec.stage for spec in cases_for(validating)} == stages | {"invalid_input"}
+    with pytest.raises(ValueError, match="unknown seam"):
+        mcp_target.InProcessMcpTarget(_tiny_server, seams={"vaults"})
+
+
+# --- tools as operations -------------------------------------------------------------------------
+
+
+def _tiny_server(token: str = "", url: str = "", **_: Any) -> Any:
+    """A fastmcp server with two tools: ``fetch`` tells the client (a log notification)
+    which token it holds, then fails; ``listThings`` needs nothing."""
+    from fastmcp.exceptions import ToolError
+
+    server = fastmcp.FastMCP("tiny")
+
+    @server.tool
+    async def fetch(item: str, ctx: fastmcp.Context) -> str:
+        await ctx.log(f"fetching {item} with token {token}", level="info")
+        raise ToolError("could not fetch the item")
+
+    @server.tool(name="listThings")
+    def list_things() -> list[str]:
+        return []
+
+    return server
+
+
+def test_operations_are_the_listed_tools() -> None:
+    target = mcp_target.InProcessMcpTarget(
+        _tiny_server, kwargs={"token": "{bearer}"},
+        arguments={"fetch": {"item": "a"}}, repeatable={"listThings"},
+    )  # fmt: skip
+    ops = {op.name: op for op in target.operations}
+    assert set(ops) == {"fetch", "list_things"}  # a camelCase tool, as an operation name
+    assert ops["list_things"].repeatable and not ops["fetch"].repeatable
+    assert dict(ops["fetch"].input) == {"item": "a"} and dict(ops["list_things"].input) == {}
+    assert all(op.transport == "http" for op in ops.values())
+    only = mcp_target.InProcessMcpTarget(
+        _tiny_server, arguments={"fetch": {"item": "a"}}, tools=["fetch"]
+    )
+    assert [op.name for op in only.operations] == ["fetch"]
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({}, "give valid arguments for tool fetch"),
+        ({"arguments": {"fetch": {"item": "a"}}, "repeatable": {"fetsh"}}, "no tool named fetsh"),
+        ({"arguments": {"fetch": {"item": "a"}}, "tools": ["nope"]}, "no tool named nope"),
+    ],
+)
+def test_tool_marks_that_do_not_fit_the_server_are_errors(
+    options: dict[str, Any], message: str
+) -> None:
+    target = mcp_target.InProcessMcpTarget(_tiny_server, **options)
+    with pytest.raises(ValueError, match=message):
+        target.operations  # noqa: B018 - listed on first use
+
+
+def test_unknown_template_fields_are_refused_when_the_target_is_made() -> None:
+    with pytest.raises(mcp_target.McpTemplateError, match="unknown template field.*upstrem"):
+        mcp_target.InProcessMcpTarget(_tiny_server, kwargs={"url": "{upstrem}"})
+    with pytest.raises(mcp_target.McpTemplateError, match="beare"):
+        mcp_target.StdioMcpTarget(sys.executable, env={"TOKEN": "{beare}"})
+
+
+# --- one case: templates, what is exposed, the environment ----------------------------------------
+
+
+def _case(check: LeakCheck, target: Any, stage: str, placement: str) -> Any:
+    target.operations  # noqa: B018
+    return build_case(check, target, CaseSpec(target.operations[0].name, stage, placement))
+
+
+def test_templates_render_the_case(canaries: Any) -> None:
+    seen: dict[str, Any] = {}
+
+    def factory(**kwargs: Any) -> Any:
+        seen.update(kwargs)
+        return _tiny_server()
+
+    target = mcp_target.InProcessMcpTarget(
+        factory,
+        kwargs={
+            "url": "{auth_url}", "headers": "{auth_headers}", "query": "{auth_query}",
+            "verify": "{verify}", "timeout": "{timeout}", "line": "key={api_key};t={timeout}",
+            "both": ["{upstream}", {"h": "{auth_headers}"}],
+        },
+        arguments={"fetch": {"item": "a"}}, tools=["fetch"], http_via="loopback",
+    )  # fmt: skip
+    with LeakCheck(seed=SEED, namespace="templates") as check:
+        case = _case(check, target, "http_401", "odd-case-headers")
+        seen.clear()
+        values = mcp_target._CaseValues(case)
+        rendered = mcp_target.render(target.kwargs, values)
+        header_key, bearer = case.vault.get("header_key"), case.vault.get("bearer")
+        assert rendered["url"] == case.upstream_url
+        assert rendered["headers"] == {
+            "Authorization": f"Bearer {bearer}", "x-Api-KEY": header_key,
+            "X-API-Key": header_key,
+        }  # fmt: skip
+        assert rendered["query"] == {} and rendered["verify"] is True
+        assert rendered["timeout"] == case.timeout
+        # inserted as it is, never parsed again; a kind this placement does not plant
+        # (api_key) is a fresh canary of the case, searched like the others
+        api_key = values("api_key")
+        assert rendered["line"] == f"key={api_key};t={case.timeout}"
+        assert api_key in {secret.value for secret in check.secrets}
+        assert rendered["both"] == [case.upstream_url, {"h": rendered["headers"]}]
+        assert (
+            json.loads(mcp_target.render("{auth_headers}", values, text=True))
+            == (rendered["headers"])
+        )
+
+        userinfo = _case(check, target, "http_401", "url-userinfo")
+        url = mcp_target._CaseValues(userinfo)("auth_url")
+        user, password = userinfo.vault.get("user_name"), userinfo.vault.get("password")
+        from urllib.parse import unquote, urlsplit
+
+        parts = urlsplit(url)
+        assert (unquote(parts.username or ""), unquote(parts.password or "")) == (user, password)
+        assert parts.hostname == urlsplit(userinfo.upstream_url).hostname
+
+        query = _case(check, target, "http_401", "query-api-key")
+        assert mcp_target._CaseValues(query)("auth_query") == {
+            "api_key": query.vault.get("api_key")
+        }
+        before = len(check.secrets)
+        cookie = mcp_target._CaseValues(query)("cookie")
+        assert len(check.secrets) == before + 1 and check.secrets[-1].value == cookie
+
+
+def test_log_notifications_are_caller_visible() -> None:
+    target = mcp_target.InProcessMcpTarget(
+        _tiny_server, kwargs={"token": "{bearer}", "url": "{upstream}"},
+        arguments={"fetch": {"item": "a"}}, tools=["fetch"], http_via="loopback",
+    )  # fmt: skip
+    with LeakCheck(seed=SEED, namespace="notifications") as check:
+        case = _case(check, target, "http_401", "authorization-header")
+        result = target.call(case)
+        assert result["isError"] is True
+        assert result["content"] == [{"type": "text", "text": "could not fetch the item"}]
+        found = [leak for leak in check.findings() if not leak.allowed]
+    where = {(leak.sink, leak.sink_class, leak.path.split(" $")[0]) for leak in found}
+    assert ("tool response", SinkClass.CALLER, "mcp log notification") in where
+    assert {leak.finding.kind for leak in found} == {"bearer"}
+
+
+def test_env_is_set_for_the_case_and_restored(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TINY_URL", raising=False)
+    monkeypatch.setenv("TINY_KEEP", "before")
+    seen = {}
+
+    def factory() -> Any:
+        seen["url"], seen["keep"] = os.environ.get("TINY_URL"), os.environ.get("TINY_KEEP")
+        return _tiny_server()
+
+    target = mcp_target.InProcessMcpTarget(
+        factory, env={"TINY_URL": "{upstream}", "TINY_KEEP": "during"},
+        arguments={"fetch": {"item": "a"}}, tools=["fetch"], http_via="loopback",
+    )  # fmt: skip
+    with LeakCheck(seed=SEED, namespace="env") as check:
+        case = _case(check, target, "http_401", "authorization-header")
+        seen.clear()
+        target.call(case)
+        assert seen == {"url": case.upstream_url, "keep": "during"}
+    assert "TINY_URL" not in os.environ and os.environ["TINY_KEEP"] == "before"
+
+
+# --- over stdio: the child's environment and stderr -----------------------------------------------
+
+
+class _ChildFault:
+    def child_environment(self) -> dict[str, str]:
+        return {"PYTHONPATH": "/hook", "SSL_CERT_FILE": "/ca.pem"}
+
+
+def test_child_environment_comes_from_the_fault_and_joins_the_path() -> None:
+    assert mcp_target.child_environment(_ChildFault()) == {
+        "PYTHONPATH": "/hook", "SSL_CERT_FILE": "/ca.pem"
+    }  # fmt: skip
+    assert mcp_target.child_environment(object()) == {}
+    target = mcp_target.StdioMcpTarget(
+        sys.executable, ["-m", "{api_key}"], env={"PYTHONPATH": "/mine", "TOKEN": "{bearer}"}
+    )
+    params = target._parameters(lambda name: f"<{name}>", _ChildFault().child_environment())
+    assert params.env["PYTHONPATH"] == os.pathsep.join(["/hook", "/mine"])
+    assert params.env["TOKEN"] == "<bearer>" and params.env["SSL_CERT_FILE"] == "/ca.pem"
+    assert params.args == ["-m", "<api_key>"]
+
+
+TINY_STDIO_SERVER = """
+import os, sys
+from fastmcp import FastMCP
+from fastmcp.exceptions import ToolError
+
+server = FastMCP("tiny-stdio")
+
+@server.tool
+def fetch(item: str) -> str:
+    print("fetching with", os.environ["TINY_TOKEN"], file=sys.stderr, flush=True)
+    raise ToolError("could not fetch the item")
+
+server.run(transport="stdio", show_banner=False)
+"""
+
+
+def test_a_stdio_servers_stderr_is_an_operator_sink(tmp_path: Path) -> None:
+    script = tmp_path / "tiny_server.py"
+    script.write_text(textwrap.dedent(TINY_STDIO_SERVER))
+    target = mcp_target.StdioMcpTarget(
+        sys.executable, [str(script)], env={"TINY_TOKEN": "{bearer}"},
+        arguments={"fetch": {"item": "a"}}, startup_timeout=60,
+    )  # fmt: skip
+    assert [op.name for op in target.operations] == ["fetch"]
+    with LeakCheck(seed=SEED, namespace="stderr") as check:
+        case = _case(check, target, "http_401", "authorization-header")
+        result = target.call(case)
+        assert result["isError"] is True
+        found = [leak for leak in check.findings() if not leak.allowed]
+    assert {(leak.sink, leak.sink_class) for leak in found} == {
+        ("mcp server stderr", SinkClass.OPERATOR)
+    }
+    assert {leak.finding.kind for leak in found} == {"bearer"}
