@@ -18,8 +18,10 @@ How: while the sink runs, a processor of ours is added to the global provider's 
 when it stops, the rest of the list left exactly as it is then. Each span is read when it
 ends (``export()`` at that moment, as the exporters read it), each trace when it starts;
 a span started during the test and not ended when it stops is read then, noted as such.
-When the app had not used tracing yet, the provider is created as the SDK creates it on
-first use; if the test made no trace with it, the SDK's globals are put back as they were.
+When the app has not traced yet (no provider), the sink sets the provider the SDK would
+create on first use, its default processor (the OpenAI exporter) made only when a trace
+reaches it: if the test traced nothing, the global is put back unset; if it traced, the
+provider stays with the real default processor, as the SDK would have left it.
 
 Active when openai-agents is installed; it is never imported for this (its import takes
 seconds): a test can only trace once the app imported it, so the sink hooks it when it is
@@ -42,7 +44,6 @@ judged by the OpenTelemetry sink), the exporter's own truncation of fields past 
 
 from __future__ import annotations
 
-import atexit
 import importlib.metadata
 import importlib.util
 import json
@@ -171,29 +172,72 @@ class _Processor:
         return None
 
 
-class _Saved:
-    """The SDK globals a sink that created the provider puts back when unused."""
+class _LazyDefault:
+    """The SDK's default processor (``processors.default_processor()``, the OpenAI
+    exporter), made on first use, as the SDK makes it when the app first traces: standing
+    in for it in a provider the sink created, so that a test that traces nothing costs
+    nothing (making it builds the exporter's HTTP client) and changes nothing."""
 
-    def __init__(self, setup: Any, processors: Any) -> None:
-        self.setup, self.processors = setup, processors
-        # every name restore() uses, read now: another SDK layout raises AttributeError here
-        self.lock, self.global_lock = setup._GLOBAL_TRACE_PROVIDER_LOCK, processors._global_lock
-        self.shutdown = setup._shutdown_global_trace_provider
-        self.shutdown_registered = setup._SHUTDOWN_HANDLER_REGISTERED
-        self.exporter = processors._global_exporter
-        self.processor = processors._global_processor
+    def __init__(self, processors: Any) -> None:
+        self._make = processors.default_processor
+        self.target: Any = None
 
-    def restore(self, provider: Any) -> None:
+    def _target(self) -> Any:
+        if self.target is None:
+            self.target = self._make()
+        return self.target
+
+    def on_trace_start(self, trace: Any) -> None:
+        self._target().on_trace_start(trace)
+
+    def on_trace_end(self, trace: Any) -> None:
+        self._target().on_trace_end(trace)
+
+    def on_span_start(self, span: Any) -> None:
+        self._target().on_span_start(span)
+
+    def on_span_end(self, span: Any) -> None:
+        self._target().on_span_end(span)
+
+    def shutdown(self) -> None:
+        if self.target is not None:
+            self.target.shutdown()
+
+    def force_flush(self) -> None:
+        if self.target is not None:
+            self.target.force_flush()
+
+
+class _Created:
+    """The provider a sink set because the app had not traced yet, and how to undo it."""
+
+    def __init__(self, setup: Any, provider_module: Any, processors: Any) -> None:
+        self.setup = setup
+        self.lock = setup._GLOBAL_TRACE_PROVIDER_LOCK  # AttributeError: another SDK layout
+        self.stand_in = _LazyDefault(processors)
+        self.provider = provider_module.DefaultTraceProvider()
+        self.provider.set_processors([self.stand_in])
+
+    def install(self) -> bool:
         with self.lock:
-            if self.setup.GLOBAL_TRACE_PROVIDER is not provider:
-                return  # the app set its own meanwhile
-            self.setup.GLOBAL_TRACE_PROVIDER = None
-            if not self.shutdown_registered and self.setup._SHUTDOWN_HANDLER_REGISTERED:
-                atexit.unregister(self.shutdown)
-                self.setup._SHUTDOWN_HANDLER_REGISTERED = False
-        with self.global_lock:
-            self.processors._global_exporter = self.exporter
-            self.processors._global_processor = self.processor
+            if self.setup.GLOBAL_TRACE_PROVIDER is not None:
+                return False  # set meanwhile: that one is joined
+            self.setup.GLOBAL_TRACE_PROVIDER = self.provider
+            return True
+
+    def settle(self) -> None:
+        """At stop: unused, the SDK's global is put back (``None``); used, the provider
+        stays, holding the real default processor, as the SDK would have made it."""
+        multi = self.provider._multi_processor
+        with self.lock, multi._lock:
+            untouched = multi._processors == (self.stand_in,) and self.stand_in.target is None
+            if untouched and self.setup.GLOBAL_TRACE_PROVIDER is self.provider:
+                self.setup.GLOBAL_TRACE_PROVIDER = None
+                return
+            real = self.stand_in._target()
+            multi._processors = tuple(real if p is self.stand_in else p for p in multi._processors)
+        if self.setup.GLOBAL_TRACE_PROVIDER is self.provider:
+            self.setup.set_trace_provider(self.provider)  # registers the SDK's atexit shutdown
 
 
 def _disabled(provider: Any) -> str:
@@ -220,7 +264,7 @@ class AgentsTracingSink:
         self._started = False
         self._processor: _Processor | None = None
         self._provider: Any = None  # the provider our processor joined
-        self._saved: _Saved | None = None
+        self._created: _Created | None = None
         self._imported = True
         self._disabled = ""
         self._read: list[_Read] = []
@@ -237,12 +281,14 @@ class AgentsTracingSink:
         if setup is None or provider_module is None:
             return  # no trace can be made before the app imports the SDK (see stop)
         processors = sys.modules.get("agents.tracing.processors")
-        saved = None
+        created = None
         if getattr(setup, "GLOBAL_TRACE_PROVIDER", None) is None and processors is not None:
             try:
-                saved = _Saved(setup, processors)
-            except AttributeError:  # another SDK layout: the created provider stays
-                saved = None
+                created = _Created(setup, provider_module, processors)
+            except AttributeError:  # another SDK layout: the SDK creates it, and it stays
+                created = None
+            if created is not None and not created.install():
+                created = None
         provider = setup.get_trace_provider()
         multi = getattr(provider, "_multi_processor", None)
         if (
@@ -254,12 +300,14 @@ class AgentsTracingSink:
                 f"the trace provider is a {type_name(provider)}, not the SDK's "
                 "DefaultTraceProvider: its processors cannot be joined and left"
             )
+            if created is not None:
+                created.settle()
             self._finish_reasons()
             return
         processor = _Processor()
         with multi._lock:  # read and replaced under the SDK's own lock
             multi._processors = (*multi._processors, processor)
-        self._processor, self._provider, self._saved = processor, provider, saved
+        self._processor, self._provider, self._created = processor, provider, created
         self._disabled = _disabled(provider)
 
     def stop(self) -> None:
@@ -299,9 +347,9 @@ class AgentsTracingSink:
                 f"tracing is disabled ({self._disabled}): no span was made, so none was "
                 "read; with tracing on, production exports what this test did not see"
             )
-        saved, self._saved = self._saved, None
-        if saved is not None and not processor.seen and _only_default(multi, saved):
-            saved.restore(provider)
+        created, self._created = self._created, None
+        if created is not None:
+            created.settle()
         self._finish_reasons()
 
     def _finish_reasons(self) -> None:
@@ -321,13 +369,6 @@ class AgentsTracingSink:
             for path, why in read.uninspected:
                 yield Captured(self.name, SinkClass.OPERATOR, f"{read.label} {path}", "",
                                group=group, uninspected=why)  # fmt: skip
-
-
-def _only_default(multi: Any, saved: _Saved) -> bool:
-    """Whether the provider we created still holds just the SDK's default processor."""
-    processors = saved.processors
-    default = processors._global_processor
-    return multi._processors == ((default,) if default is not None else ())
 
 
 SINKS = [AgentsTracingSink]

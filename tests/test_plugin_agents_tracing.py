@@ -258,21 +258,34 @@ def test_processor_list_restored_exactly(provider: DefaultTraceProvider) -> None
     assert sink.inactive_reason == ""
 
 
-def test_a_provider_created_by_the_sink_is_put_back(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_provider_the_sink_set_is_put_back_unless_used(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setattr(setup, "GLOBAL_TRACE_PROVIDER", None)
-    monkeypatch.setattr(sdk_processors, "_global_processor", None)
-    monkeypatch.setattr(sdk_processors, "_global_exporter", None)
-    registered = setup._SHUTDOWN_HANDLER_REGISTERED
+    monkeypatch.setattr(setup, "_SHUTDOWN_HANDLER_REGISTERED", True)  # no atexit from here
+    exporter = AppProcessor()  # stands for the SDK's default (OpenAI) processor
+    made: list[AppProcessor] = []
+    monkeypatch.setattr(
+        sdk_processors, "default_processor", lambda: made.append(exporter) or exporter
+    )
+
     sink = AgentsTracingSink()
     sink.start()
     created = setup.GLOBAL_TRACE_PROVIDER
     assert isinstance(created, DefaultTraceProvider)  # as the SDK creates it on first use
     assert len(created._multi_processor._processors) == 2  # its default one, and ours
-    sink.stop()  # no trace made: the SDK's globals as they were
-    assert setup.GLOBAL_TRACE_PROVIDER is None
-    assert sdk_processors._global_processor is None
-    assert sdk_processors._global_exporter is None
-    assert setup._SHUTDOWN_HANDLER_REGISTERED == registered
+    sink.stop()  # no trace made: unset again, and the default processor never made
+    assert setup.GLOBAL_TRACE_PROVIDER is None and made == []
+
+    sink = AgentsTracingSink()
+    sink.start()
+    with trace("t"), custom_span("s"):
+        pass
+    provider = setup.GLOBAL_TRACE_PROVIDER
+    sink.stop()  # traced: the provider stays, as the SDK would have left it
+    assert setup.GLOBAL_TRACE_PROVIDER is provider
+    assert provider._multi_processor._processors == (exporter,)
+    assert [s.span_data.name for s in exporter.spans] == ["s"] and made == [exporter]
 
 
 def test_nested_sinks_see_their_own_window() -> None:
