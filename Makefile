@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 demo: $(STAMP)
-	@$(BIN)/python scripts/demo.py
+	@$(BIN)/python scripts/demo.py && $(BIN)/python -m examples.mcp_targets
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -n 2 $(PYTEST_ARGS)

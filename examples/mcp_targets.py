@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -119,6 +120,23 @@ MATRICES = {
 }
 
 
+def sample_failure(output: str, limit: int = 16) -> str:
+    """One case failure of a pytest output (masked by leakcheck already), as pytest
+    printed it, without the captured-output parts: the first where the model was handed
+    a secret, else the first; at most ``limit`` lines before its ``rerun:`` line."""
+    failures = output.split("= FAILURES =", 1)[-1]
+    sections = re.split(r"\n_+ \S.* _+\n", failures)[1:]  # one per test
+    for section in sorted(sections, key=lambda text: "[LEAK] caller" not in text):
+        lines = section.split("\n-----", 1)[0].splitlines()
+        lines = [line for line in lines if line.startswith(("leakcheck", " ", "rerun:"))]
+        rerun = [line for line in lines if line.startswith("rerun:")]
+        body = [line for line in lines if not line.startswith("rerun:")]
+        if len(body) > limit:
+            body = [*body[:limit], "  ..."]
+        return "sample failure:\n" + "\n".join("  " + line for line in [*body, *rerun])
+    return ""
+
+
 def demo() -> int:
     """Each MCP matrix under ``-n 2``, its grid, and whether it came out as expected
     (careful passes, leaky fails); pytest output and JSON reports in build/demo/."""
@@ -146,6 +164,8 @@ def demo() -> int:
         print(f"=== MCP server, {module}: {len(records)} cases, {failed} failed: {verdict} ===")
         if records:
             print(format_grid(records))
+        if not should_pass:
+            print(sample_failure(done.stdout))
         if (done.returncode == 0) != should_pass or not records:
             unexpected += 1
             print(f"unexpected: {module} should {'pass' if should_pass else 'fail'}")
