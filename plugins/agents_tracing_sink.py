@@ -275,6 +275,7 @@ class AgentsTracingSink:
             return
         self._started = True
         self._reasons, self._read = [], []
+        self.inactive_reason = ""
         setup = sys.modules.get("agents.tracing.setup")
         provider_module = sys.modules.get("agents.tracing.provider")
         self._imported = setup is not None and provider_module is not None
