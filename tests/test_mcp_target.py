@@ -127,7 +127,10 @@ class Mistake:
             return self.shows_as
         if self.over_stdio is not None:
             return self.over_stdio
-        return self.shows_as & {"contract", "hygiene", "leaks", "response", "notification"}
+        shows = self.shows_as & {"contract", "hygiene", "leaks", "response", "notification"}
+        if not shows & {"response", "notification"}:
+            shows -= {"leaks"}  # its sinks are the child's own (its logs, its telemetry)
+        return shows
 
 
 STATUS_ERRORS = {"http_401", "http_403", "http_5xx"}
