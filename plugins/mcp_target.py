@@ -91,8 +91,9 @@ from leakcheck.capture import Captured
 from leakcheck.contract import DEFAULT as DEFAULT_EXPECTATIONS
 from leakcheck.contract import Expectations, Violation
 from leakcheck.faults import ChildProcessUpstream, TlsUpstream
-from leakcheck.matrix import SEAMS, UNREACHABLE_URL, Case, Operation, Target
+from leakcheck.matrix import SEAMS, UNREACHABLE_URL, Case, Operation, Target, TargetError
 from leakcheck.netwatch import merge_environment
+from leakcheck.placements import PLACEMENTS
 from leakcheck.policy import SinkClass
 from leakcheck.stages import Stage, get_stage
 
@@ -104,6 +105,8 @@ __all__ = [
     "McpTarget",
     "McpTemplateError",
     "StdioMcpTarget",
+    "carried",
+    "child_environment",
     "render",
     "template_fields",
 ]
@@ -357,6 +360,31 @@ def _placeholder(name: str) -> Any:
     }[name]
 
 
+def carried(fields: Iterable[str]) -> list[str]:
+    """The placements whose credentials reach a server configured with templates naming
+    ``fields``: every placement that is not a credential (agent input, upstream answers,
+    an exception), and each credential placement whose credentials the templates carry
+    (its kinds, or ``auth_headers``, ``auth_query``, ``auth_url`` for its headers, query
+    and userinfo; the base bearer token as ``{bearer}`` or in ``auth_headers``). A
+    placement whose credential the server is never given would pass without testing
+    anything: it is not generated."""
+    fields = set(fields)
+    out = []
+    for name, placement in PLACEMENTS.items():
+        if placement.where != "credential":
+            out.append(name)
+            continue
+        spec = placement.spec
+        needs = [(["{bearer}"], "auth_headers")]  # the base credential
+        for key, whole in (("request_headers", "auth_headers"), ("query", "auth_query"),
+                           ("userinfo", "auth_url")):  # fmt: skip
+            if spec.get(key):
+                needs.append((spec[key], whole))
+        if all(whole in fields or template_fields(t) <= fields for t, whole in needs):
+            out.append(name)
+    return out
+
+
 # --- child processes and loopback faults -----------------------------------------------------
 
 
@@ -483,10 +511,12 @@ class McpTarget(Target):
         unknown = sorted(self.seams - set(SEAMS.values()))
         if unknown:
             known = ", ".join(sorted(set(SEAMS.values())))
-            raise ValueError(f"unknown seam(s) {unknown}; known: {known}")
+            raise TargetError(f"unknown seam(s) {unknown}; known: {known}")
         #: None: every HTTP stage, and the gateway-side stages of the declared seams
         self.stages = list(stages) if stages is not None else None
+        #: None: the placements whose credentials the templates carry (``carried``)
         self.placements = list(placements) if placements is not None else None
+        self._placements_given = placements is not None
         self.expectations = expectations
         if http_via is not None:
             self.http_via = http_via
@@ -495,6 +525,11 @@ class McpTarget(Target):
         self.call_timeout = call_timeout
         self._operations: list[Operation] | None = None
         self._tool_of: dict[str, str] = {}
+
+    def _choose_placements(self, templates: Iterable[Any]) -> None:
+        if not self._placements_given:
+            fields = set().union(*(template_fields(t) for t in templates), set())
+            self.placements = carried(fields)
 
     # --- what the server offers ---------------------------------------------------------
 
@@ -511,12 +546,13 @@ class McpTarget(Target):
         return self._operations
 
     def _make_operations(self, listed: list[_Tool]) -> list[Operation]:
+        self._tool_of = {}
         by_name = {tool.name: tool for tool in listed}
         wanted = list(self.tools) if self.tools is not None else list(by_name)
         named = set(wanted) | set(self.repeatable) | set(self.arguments)
         missing = sorted(named - set(by_name))
         if missing:
-            raise ValueError(
+            raise TargetError(
                 f"{type(self).__name__}: the server lists no tool named {', '.join(missing)}; "
                 f"it lists: {', '.join(by_name) or 'none'}"
             )
@@ -524,13 +560,13 @@ class McpTarget(Target):
         for name in wanted:
             tool = by_name[name]
             if name not in self.arguments and tool.required:
-                raise ValueError(
+                raise TargetError(
                     f"{type(self).__name__}: give valid arguments for tool {name} "
                     f"(it requires {', '.join(tool.required)}), or leave it out with tools="
                 )
             op = _operation_name(name)
             if op in self._tool_of:
-                raise ValueError(f"tools {self._tool_of[op]} and {name} make one operation name")
+                raise TargetError(f"tools {self._tool_of[op]} and {name} make one operation name")
             self._tool_of[op] = name
             operations.append(
                 Operation(op, "http", repeatable=name in self.repeatable,
@@ -577,6 +613,7 @@ class InProcessMcpTarget(McpTarget):
         self.server = server
         self.kwargs = dict(kwargs or {})
         _check_fields(self.kwargs.values(), f"{type(self).__name__} kwargs")
+        self._choose_placements([*self.env.values(), *self.kwargs.values()])
 
     @contextlib.contextmanager
     def _environment(self, lookup: Callable[[str], Any]) -> Iterator[None]:
@@ -642,6 +679,7 @@ class StdioMcpTarget(McpTarget):
         self.command = command
         self.args = list(args)
         _check_fields(self.args, f"{type(self).__name__} args")
+        self._choose_placements([*self.env.values(), *self.args])
         self.cwd = cwd
         self.startup_timeout = startup_timeout
 
@@ -676,8 +714,20 @@ class StdioMcpTarget(McpTarget):
             return (await session.list_tools()).tools
 
         with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:
-            listed = await self._session(self._parameters(_placeholder, {}), errlog, body)
-        return [_Tool(t.name, _required(t.input_schema)) for t in listed]
+            try:
+                listed = await self._session(self._parameters(_placeholder, {}), errlog, body)
+            except Exception as exc:  # noqa: BLE001 - said once, as the user's mistake
+                failure = type(exc).__name__
+            else:
+                return [_Tool(t.name, _required(t.input_schema)) for t in listed]
+            errlog.seek(0)
+            said = errlog.read()[-2000:].strip()  # placeholders only: no case yet
+        command = " ".join([self.command, *map(str, self.args)])
+        raise TargetError(
+            f"{type(self).__name__}: could not list the tools of {command!r} (placeholder "
+            f"credentials, upstream {UNREACHABLE_URL}): {failure}"
+            + (f"; its stderr ends:\n{said}" if said else "; it wrote nothing to stderr")
+        )
 
     def _stderr_sink(self, case: Case) -> McpServerStderrSink | None:
         check = case.check

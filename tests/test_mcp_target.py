@@ -611,3 +611,41 @@ def test_a_stdio_servers_stderr_is_an_operator_sink(tmp_path: Path) -> None:
         ("mcp server stderr", SinkClass.OPERATOR)
     }
     assert {leak.finding.kind for leak in found} == {"bearer"}
+
+
+def test_a_server_that_does_not_start_is_one_clear_error() -> None:
+    from leakcheck.matrix import TargetError
+
+    target = mcp_target.StdioMcpTarget(
+        sys.executable, ["-c", "import sys; sys.exit('no MCP server here')"],
+        arguments={"fetch": {"item": "a"}}, startup_timeout=60,
+    )  # fmt: skip
+    with pytest.raises(TargetError, match="could not list the tools of") as caught:
+        target.operations  # noqa: B018
+    assert "no MCP server here" in str(caught.value)  # what the server said on stderr
+
+
+# --- placements: only those whose credentials the server is given ------------------------
+
+
+def test_placements_are_those_the_templates_carry() -> None:
+    from leakcheck.placements import PLACEMENTS
+
+    credential = {n for n, p in PLACEMENTS.items() if p.where == "credential"}
+    others = [n for n in PLACEMENTS if n not in credential]
+    token_only = mcp_target.carried({"bearer", "upstream"})
+    assert set(token_only) - set(others) == {
+        "authorization-header", "credential-trailing-newline", "credential-trailing-crlf"
+    }  # fmt: skip
+    assert set(mcp_target.carried({"auth_headers", "auth_query", "auth_url"})) >= credential
+    assert set(mcp_target.carried({"upstream"})) == set(others)  # no credential at all
+    with_key = mcp_target.carried({"bearer", "api_key", "header_key"})
+    assert {"query-api-key", "odd-case-headers"} <= set(with_key)
+    assert "cookie" not in with_key and "url-userinfo" not in with_key
+
+    target = mcp_target.StdioMcpTarget(
+        sys.executable, env={"API_TOKEN": "{bearer}", "API_URL": "{upstream}"}
+    )
+    assert target.placements == token_only
+    given = mcp_target.StdioMcpTarget(sys.executable, env={}, placements=["cookie"])
+    assert given.placements == ["cookie"]  # as given
