@@ -14,8 +14,8 @@ text away from the model:
 * the credential is added below the HTTP client (``CredentialTransport``): the request
   that httpx2 logs at INFO and attaches to its exceptions carries none;
 * the records that would write tool arguments or response headers to the operator's log
-  (fastmcp's DEBUG ``Handler called: call_tool ... with {arguments}``, httpcore2's header
-  traces) are dropped at their loggers.
+  (fastmcp's DEBUG ``Handler called: call_tool ... with {arguments}``, the OpenAPI
+  director's, httpcore2's header traces) are dropped at their loggers while it runs.
 
 Run it in-process (``build_server(...)``, ``from_env()``) or as a stdio server:
 ``python -m examples.mcp_careful_server`` with ``API_URL``, ``API_TOKEN``... set
@@ -28,7 +28,8 @@ import base64
 import logging
 import ssl
 import sys
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 from urllib.parse import unquote
 
@@ -268,15 +269,41 @@ def _no_arguments_or_headers(record: logging.LogRecord) -> bool:
     return not any(marker in message for marker in _ARGUMENT_MARKERS)
 
 
-def quiet_loggers() -> None:
-    """Drop the records that would write arguments or headers (filters are not inherited
-    by child loggers: one per logger that writes them). Idempotent."""
-    names = ["fastmcp.server.mixins.mcp_operations", "fastmcp.utilities.openapi.director"]
-    names += [f"httpcore2.{m}" for m in ("http11", "http2", "connection", "connection_pool")]
-    for name in names:
+_QUIET = ["fastmcp.server.mixins.mcp_operations", "fastmcp.utilities.openapi.director"]
+_QUIET += [f"httpcore2.{m}" for m in ("http11", "http2", "connection", "connection_pool")]
+_quiet_servers = 0
+
+
+@contextmanager
+def quiet_loggers() -> Iterator[None]:
+    """While a careful server runs, drop the records that would write arguments or
+    headers, at their loggers (filters are not inherited by child loggers: one per logger
+    that writes them); removed when the last one stops."""
+    global _quiet_servers
+    _quiet_servers += 1
+    for name in _QUIET:
         logger = logging.getLogger(name)
         if _no_arguments_or_headers not in logger.filters:
             logger.addFilter(_no_arguments_or_headers)
+    try:
+        yield
+    finally:
+        _quiet_servers -= 1
+        if not _quiet_servers:
+            for name in _QUIET:
+                logging.getLogger(name).removeFilter(_no_arguments_or_headers)
+
+
+def _lifespan(client: httpx2.AsyncClient) -> Any:
+    closing = closes(client)
+
+    @asynccontextmanager
+    async def lifespan(server: Any) -> AsyncIterator[dict[str, Any]]:
+        with quiet_loggers():
+            async with closing(server) as state:
+                yield state
+
+    return lifespan
 
 
 def build_server(
@@ -293,14 +320,13 @@ def build_server(
         if url is None:
             raise TypeError("build_server needs url= or settings=")
         settings = ApiSettings(url=url, **options)
-    quiet_loggers()
     client = http_client(settings, transport)
     server = FastMCP.from_openapi(
         spec(),
         client=client,
         name="deployments (careful)",
         mask_error_details=True,
-        lifespan=closes(client),
+        lifespan=_lifespan(client),
     )
     server.add_middleware(SafeErrors())
     return server
