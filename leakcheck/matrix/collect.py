@@ -1,0 +1,173 @@
+"""Collection: the cases of a target (``cases_for``: which stage fits which placement and
+transport), the checks that make a mistaken ``Target`` one clear error when the module is
+collected, and ``stage_matrix``, the parametrized test function."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..contract import ContractCheck, EnvelopeV1, Expectations
+from ..faults import fault_factories
+from ..placements import PLACEMENTS, Placement, placements_for
+from ..stages import HTTP_RAISED, STAGES, Stage, stages_for
+from .model import SEAMS, CaseSpec, Operation, Target, TargetError, contract_of, seams_of
+from .run import run_case
+
+if TYPE_CHECKING:
+    from ..harness import LeakCheck
+
+#: fault transports whose transport-raised exceptions carry the ``exception-chain``
+#: placement's cause (a transport declares it with a class attribute ``injects_cause``)
+_CAUSE_TRANSPORTS = frozenset({"respx", "responses"})
+
+
+def _via(target: Target, operation: Operation, stage: Stage) -> str:
+    """The fault transport of a transport stage of ``operation``."""
+    return operation.via or (target.http_via if stage.transport == "http" else target.ssh_via)
+
+
+def _injects_cause(via: str) -> bool:
+    """Whether transport ``via`` chains the ``exception-chain`` cause under the exception
+    it raises (a transport on real sockets cannot: the client library raises)."""
+    declared = getattr(fault_factories().get(via), "injects_cause", None)
+    if isinstance(declared, bool):
+        return declared
+    return via in _CAUSE_TRANSPORTS
+
+
+def _fits(stage: Stage, placement: Placement, via: str | None = None) -> bool:
+    """Whether a placement can show at a stage (an upstream header needs an answer; an
+    injected cause, an exception that can carry it)."""
+    if placement.stages is not None and stage.name not in placement.stages:
+        return False
+    if placement.where == "upstream":
+        return stage.response_received is True and stage.transport == "http"
+    if placement.where == "exception":
+        if stage.name == "gateway_exception":
+            return True  # fault.boom carries it, whatever the transport
+        return stage.name in HTTP_RAISED and (via is None or _injects_cause(via))
+    return True
+
+
+def cases_for(target: Target) -> list[CaseSpec]:
+    """Every (operation, stage, placement) of ``target``, in a stable order. A gateway-side
+    stage whose seam the target lacks (``Target.seams``) is not generated, nor an
+    ``exception-chain`` case whose transport cannot chain the cause."""
+    _validate_target(target)
+    seams = seams_of(target)
+    specs = []
+    for operation in target.operations:
+        placements = [
+            p
+            for p in placements_for(operation.transport)
+            if target.placements is None or p.name in target.placements
+        ]
+        for stage in stages_for(operation.transport):
+            if target.stages is not None and stage.name not in target.stages:
+                continue
+            if stage.gateway_side and SEAMS[stage.name] not in seams:
+                continue  # the gateway has no such seam: the stage cannot be reached
+            via = None if stage.gateway_side else _via(target, operation, stage)
+            for placement in placements:
+                if _fits(stage, placement, via):
+                    specs.append(CaseSpec(operation.name, stage.name, placement.name))
+    return specs
+
+
+def _validate_target(target: Target) -> None:
+    name = type(target).__name__
+    if not target.operations:
+        raise ValueError(f"{name}.operations is empty: declare at least one Operation")
+    if not all(isinstance(op, Operation) for op in target.operations):
+        raise ValueError(f"{name}.operations: each one an Operation(name, transport, ...)")
+    names = [op.name for op in target.operations]
+    if len(set(names)) != len(names):
+        raise ValueError(f"{name}.operations: operation names must be unique")
+    for attr, known in (("stages", STAGES), ("placements", PLACEMENTS)):
+        chosen = getattr(target, attr)
+        if isinstance(chosen, str):
+            raise ValueError(f"{name}.{attr}: a list of names, not one string")
+        unknown = sorted(set(chosen or ()) - set(known))
+        if unknown:
+            raise ValueError(f"{name}.{attr}: unknown {attr} {unknown}; known: {', '.join(known)}")
+    if not isinstance(target.expectations, Expectations):
+        raise TargetError(f"{name}.expectations: an Expectations object")
+    contract = contract_of(target)
+    if not isinstance(contract, ContractCheck):
+        raise TargetError(
+            f"{name}.contract: a contract check (EnvelopeV1(), ErrorAdapter(to_error), "
+            f"NOT_CHECKED or an object with name and check()), not {type(contract).__name__}"
+        )
+    if isinstance(contract, EnvelopeV1):
+        _check_codes(target, contract)
+
+
+def _check_codes(target: Target, contract: EnvelopeV1) -> None:
+    """Every code the expectations ask for is one the schema allows (else every case of
+    the stage would fail for the harness's reason, not the gateway's)."""
+    allowed = contract.codes_allowed()
+    if allowed is None:
+        return
+    for operation in target.operations:
+        for stage in stages_for(operation.transport):
+            if target.stages is not None and stage.name not in target.stages:
+                continue
+            try:
+                expected = target.expectations.expected(
+                    stage, operation=operation.name, repeatable=operation.repeatable
+                )
+            except ValueError as exc:
+                raise TargetError(f"{type(target).__name__}.expectations: {exc}") from None
+            if expected.code not in allowed:
+                raise TargetError(
+                    f"{type(target).__name__}: the expectation for stage {stage.name} of "
+                    f"{operation.name} is code {expected.code}, which the schema's code "
+                    "enum does not allow"
+                )
+
+
+def _validate_runnable(target: Target, specs: Sequence[CaseSpec]) -> None:
+    name = type(target).__name__
+    operations = {op.name: op for op in target.operations}
+    vias = {
+        _via(target, operations[spec.operation], STAGES[spec.stage])
+        for spec in specs
+        if not STAGES[spec.stage].gateway_side
+    }
+    missing = sorted(vias - set(fault_factories())) if vias else []
+    if missing:
+        from ..extensions import skipped_plugins
+
+        skipped = skipped_plugins()
+        why = "; ".join(
+            f"{via}: plugin skipped ({skipped[via]})" for via in missing if via in skipped
+        )
+        raise TargetError(
+            f"{name}: no fault transport {', '.join(map(repr, missing))} (http_via, ssh_via or "
+            f"Operation.via){'; ' + why if why else ''}; known: "
+            f"{', '.join(sorted(fault_factories())) or 'none installed'}"
+        )
+    if type(target).call is Target.call:
+        raise TargetError(f"{name}: implement call(self, case) (call the gateway once)")
+    if target.has_record and type(target).record is Target.record:
+        raise TargetError(
+            f"{name}.has_record is true but record(self, case, request_id) is not "
+            "implemented: implement it, or leave has_record unset"
+        )
+
+
+def stage_matrix(target: Target, *, name: str = "test_stage_matrix") -> Callable[..., None]:
+    """A pytest test function with one parametrized case per operation x stage x placement.
+    Assign it to a ``test_*`` name in a test module."""
+    import pytest
+
+    specs = cases_for(target)
+    _validate_runnable(target, specs)
+
+    @pytest.mark.parametrize("leakcheck_case", specs, ids=[s.id for s in specs])
+    def test(leakcheck: LeakCheck, leakcheck_case: CaseSpec, request: Any) -> None:
+        run_case(leakcheck, target, leakcheck_case, nodeid=request.node.nodeid)
+
+    test.__name__ = test.__qualname__ = name
+    return test
