@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 import pytest
 from conftest import self_scan
@@ -483,40 +484,50 @@ def test_templates_render_the_case(canaries: Any) -> None:
         values = mcp_target._CaseValues(case)
         rendered = mcp_target.render(target.kwargs, values)
         header_key, bearer = case.vault.get("header_key"), case.vault.get("bearer")
-        assert rendered["url"] == case.upstream_url
-        assert rendered["headers"] == {
-            "Authorization": f"Bearer {bearer}", "x-Api-KEY": header_key,
-            "X-API-Key": header_key,
-        }  # fmt: skip
-        assert rendered["query"] == {} and rendered["verify"] is True
-        assert rendered["timeout"] == case.timeout
+        _same(rendered["url"], case.upstream_url, "url")
+        _same(
+            rendered["headers"],
+            {"Authorization": f"Bearer {bearer}", "x-Api-KEY": header_key,
+             "X-API-Key": header_key},
+            "auth_headers (a dict, as the whole value)",
+        )  # fmt: skip
+        _same(rendered["query"], {}, "auth_query")
+        assert rendered["verify"] is True and rendered["timeout"] == case.timeout
         # inserted as it is, never parsed again; a kind this placement does not plant
         # (api_key) is a fresh canary of the case, searched like the others
         api_key = values("api_key")
-        assert rendered["line"] == f"key={api_key};t={case.timeout}"
-        assert api_key in {secret.value for secret in check.secrets}
-        assert rendered["both"] == [case.upstream_url, {"h": rendered["headers"]}]
-        assert (
-            json.loads(mcp_target.render("{auth_headers}", values, text=True))
-            == (rendered["headers"])
-        )
+        _same(rendered["line"], f"key={api_key};t={case.timeout}", "a template in a string")
+        assert any(secret.value == api_key for secret in check.secrets), "not registered"
+        _same(rendered["both"], [case.upstream_url, {"h": rendered["headers"]}], "nested")
+        as_text = json.loads(mcp_target.render("{auth_headers}", values, text=True))
+        _same(as_text, rendered["headers"], "auth_headers as text (JSON)")
 
         userinfo = _case(check, target, "http_401", "url-userinfo")
-        url = mcp_target._CaseValues(userinfo)("auth_url")
-        user, password = userinfo.vault.get("user_name"), userinfo.vault.get("password")
-        from urllib.parse import unquote, urlsplit
-
-        parts = urlsplit(url)
-        assert (unquote(parts.username or ""), unquote(parts.password or "")) == (user, password)
+        parts = urlsplit(mcp_target._CaseValues(userinfo)("auth_url"))
+        _same(
+            (unquote(parts.username or ""), unquote(parts.password or "")),
+            (userinfo.vault.get("user_name"), userinfo.vault.get("password")),
+            "auth_url's userinfo (percent-encoded in full)",
+        )
         assert parts.hostname == urlsplit(userinfo.upstream_url).hostname
 
         query = _case(check, target, "http_401", "query-api-key")
-        assert mcp_target._CaseValues(query)("auth_query") == {
-            "api_key": query.vault.get("api_key")
-        }
+        _same(
+            mcp_target._CaseValues(query)("auth_query"),
+            {"api_key": query.vault.get("api_key")},
+            "auth_query",
+        )
         before = len(check.secrets)
         cookie = mcp_target._CaseValues(query)("cookie")
-        assert len(check.secrets) == before + 1 and check.secrets[-1].value == cookie
+        assert len(check.secrets) == before + 1, "a fresh canary is registered"
+        _same(check.secrets[-1].value, cookie, "the fresh canary")
+
+
+def _same(got: Any, want: Any, what: str) -> None:
+    """``got == want``, failing with ``what`` only: the values are canaries."""
+    __tracebackhide__ = True
+    if got != want:
+        pytest.fail(f"{what}: not the expected value (values not shown)", pytrace=False)
 
 
 def test_log_notifications_are_caller_visible() -> None:
