@@ -11,9 +11,11 @@ case (credentials from the case's vault, the upstream URL pointing at the armed 
 * over stdio (``StdioMcpTarget``): ``command`` and ``args`` started by the official
   ``mcp`` SDK client (``mcp.client.stdio.stdio_client``, ``ClientSession``) with ``env``
   rendered from the case, as an MCP client's ``mcpServers`` entry would start it. The
-  child cannot be reached by a mocked transport: ``http_via`` is ``"loopback"``, and a
-  loopback fault's ``child_environment()`` (DNS, refused, TLS proof inside the child; the
-  loopback CA) is merged into the child's environment when the fault offers it.
+  child cannot be reached by a mocked transport: ``http_via`` is ``"loopback"``, and the
+  fault's ``child_environment()`` (``faults.ChildProcessUpstream``: DNS, refused, TLS proof
+  inside the child; the loopback CA) is merged into the child's environment. The start is
+  ``process_sink.provisioning()``: the environment the harness configures the server with
+  is not judged as a leak (its command line still is).
 
 ::
 
@@ -36,16 +38,19 @@ query parameters, rendered: JSON objects inside a string), ``{ca_file}`` (the lo
 CA's PEM file for an HTTPS fault, else empty), ``{verify}`` (``case.verify``) and
 ``{timeout}``. A value that is exactly one field is that field's value (a dict, an
 ``ssl.SSLContext``, a float) for ``kwargs``; inside a longer string, or in ``env`` and
-``args``, it is text.
+``args``, it is text. The placements default to those whose credentials the templates
+carry (``carried``): a server given only ``{bearer}`` gets no ``cookie`` case, which
+would pass without testing anything.
 
 Operations are the server's tools, listed from it once (at collection; a stdio server is
 started once for that, with placeholder credentials); the user marks which are
 repeatable and gives each one valid arguments (a tool with no required argument may go
 without). What the model sees of a call, and what the checks read:
 
-* the ``CallToolResult`` as the client received it (its JSON: ``content`` with the text
-  blocks, ``structuredContent``, ``isError``): returned by ``call`` (the matrix exposes
-  it as caller-visible and checks it);
+* the ``CallToolResult`` as the server sent it (its JSON: ``content`` with the text
+  blocks, ``structuredContent``, ``isError``; not checked against the tool's output
+  schema, as a host that does not check hands it over): returned by ``call`` (the matrix
+  exposes it as caller-visible and checks it);
 * the server's log notifications to the client during the call (caller-visible: clients
   show them to the model or the user), exposed as ``mcp log notification``;
 * the stdio server's stderr: an operator sink, ``mcp server stderr``
