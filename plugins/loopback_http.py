@@ -42,18 +42,8 @@ is ``http(s)://api-upstream.invalid:PORT``). ``scheme`` defaults to ``https`` fo
 stages and ``http`` otherwise. ``fault.ssl_context()`` trusts ``fault.ca_file`` (a PEM file
 in a temporary directory removed at stop); requests takes ``verify=fault.ca_file``.
 
-The full accept queue, as measured on Linux 6.18 (x86_64): ``listen(0)`` admits one
-completed connection (the queue is full when its length *exceeds* the backlog; with
-``listen(n)``, n + 1); every later SYN is dropped: a non-blocking connect is ``SYN_SENT``
-when ``connect_ex`` returns and still is 50 ms later; a connect with a 1.5 s timeout adds 2
-to ``ListenOverflows`` (its SYN and the retransmission after the 1 s initial RTO) and times
-out; with 0.3 s it raises ``TimeoutError`` after 0.30 s, every run, also with six test
-processes on two CPUs. So any client timeout below a second is a connect timeout.
-``start()`` does not assume the count: it adds fillers until the listener's ``TCP_INFO``
-reports its queue full (``tcpi_unacked`` > ``tcpi_sacked``), and the proof checks, in
-/proc/net/tcp, that the kernel holds no connection to the port but the fillers' (a client
-that got in did not time out). Without ``TCP_INFO`` on a listener (not Linux), fillers are
-added until one stays unconnected for 50 ms.
+The full accept queue (how many connections fill it, as measured, and how the proof checks
+that no client got in): ``loopback_backlog``.
 
 A client in a Python child process (an MCP server over stdio, a gateway run as a
 command) is forced and proven the same way: start it with ``fault.child_environment()``
@@ -80,14 +70,16 @@ query, counts, TLS alert names.
 The clients leakcheck drives against it and the corpus of the real exception text each one
 produces at each stage (``corpora/exceptions/http.json``) are test and corpus tooling, not
 shipped: ``recorders/http.py`` in the repository.
+
+The fault and its server are here; their parts are sibling modules: ``loopback_wire`` (the
+request reader, the response head), ``loopback_backlog`` (the full accept queue, checked
+in /proc/net/tcp), ``loopback_tls`` (the CA and each stage's certificate),
+``loopback_child`` (the proof hook of a Python child process).
 """
 
 from __future__ import annotations
 
 import contextlib
-import http
-import os
-import select
 import selectors
 import shutil
 import socket
@@ -100,16 +92,17 @@ import time
 import urllib.parse
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from leakcheck.faults import Fault, HarnessError, Reply, UnknownTransportError, reply_for
 from leakcheck.netwatch import ChildEvents, ChildProof, Watcher, failing_dns, watch
 from leakcheck.placements import Placed
 from leakcheck.stages import HTTP_ANSWERED, TLS_STAGES, Stage
 
-if TYPE_CHECKING:
-    pass
+from .loopback_backlog import accept_queue, fill_accept_queue, intruders
+from .loopback_child import TRUST_VARIABLES, child_note, child_proof
+from .loopback_tls import MISMATCH_HOSTNAME, LoopbackCA
+from .loopback_wire import Closed, Request, read_request, response_head
 
 __all__ = [
     "DNS_FAILURE_HOST",
@@ -124,8 +117,6 @@ LOOPBACK = "127.0.0.1"
 #: RFC 6761 reserves ``.invalid``: no resolver may answer it, and ``failing_dns`` makes
 #: sure none is asked.
 DNS_FAILURE_HOST = "api-upstream.invalid"
-#: the only name the ``tls_hostname_mismatch`` certificate carries
-MISMATCH_HOSTNAME = "upstream.other-host.example"
 
 Truncation = Literal["content-length", "chunked"]
 Disconnect = Literal["reset", "close_without_response"]
@@ -146,8 +137,6 @@ SUPPORTED = SERVED | {"timeout_before_send", "connection_refused", "dns_failure"
 #: stages where a strict client connects, then refuses to send a malformed request
 _REFUSABLE = SERVED - TLS_STAGES
 
-_MAX_HEAD = 64 * 1024
-_MAX_BODY = 16 * 1024 * 1024
 #: a socket operation of the server that takes this long means stop() was never called
 _IO_SAFETY = 30.0
 #: stop() waits this long, in all, for the server's threads
@@ -155,7 +144,6 @@ _JOIN_TIMEOUT = 2.0
 #: how long ``fired`` waits for TLS handshakes in flight to finish (the client sends its
 #: alert before it raises, so the server has it within microseconds)
 _SETTLE_TIMEOUT = 0.5
-_TCP_LISTEN = 10
 _EVIDENCE_CAP = 20
 
 
@@ -163,157 +151,8 @@ class LoopbackOptionError(UnknownTransportError):
     """An option the loopback transport does not take for this stage."""
 
 
-@dataclass(frozen=True)
-class _Request:
-    method: str
-    target: str = field(repr=False)
-    headers: list[tuple[str, str]] = field(repr=False)
-    body_length: int
-
-    @property
-    def what(self) -> str:
-        """``POST /v1/deployments``: no query, no header (they may carry secrets)."""
-        path = self.target.split("?", 1)[0].split("#", 1)[0]
-        if "://" in path:  # absolute-form (a proxy request): keep the path only
-            path = "/" + path.split("://", 1)[1].partition("/")[2]
-        path = "".join(c if c.isprintable() else "?" for c in path)
-        if len(path) > 80:
-            path = path[:77] + "..."
-        method = "".join(c for c in self.method if c.isalpha())[:16] or "?"
-        return f"{method} {path}"
-
-
-class _Closed(Exception):
-    """The peer closed (or stop() shut) the connection; ``silent``: before sending a byte."""
-
-    def __init__(self, silent: bool = False) -> None:
-        super().__init__()
-        self.silent = silent
-
-
-class _Reader:
-    """Buffered reads from a (TLS or plain) socket."""
-
-    def __init__(self, sock: socket.socket) -> None:
-        self.sock = sock
-        self.buf = b""
-        self.received = 0
-
-    def _fill(self) -> None:
-        data = self.sock.recv(65536)
-        if not data:
-            raise _Closed(silent=self.received == 0)
-        self.received += len(data)
-        self.buf += data
-
-    def until(self, sep: bytes, limit: int) -> bytes:
-        while sep not in self.buf:
-            if len(self.buf) > limit:
-                raise _Closed
-            self._fill()
-        data, _, self.buf = self.buf.partition(sep)
-        return data
-
-    def exactly(self, n: int) -> bytes:
-        while len(self.buf) < n:
-            self._fill()
-        data, self.buf = self.buf[:n], self.buf[n:]
-        return data
-
-
-def _decode(raw: bytes) -> str:
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return raw.decode("latin-1")
-
-
-def _read_request(sock: socket.socket) -> _Request:
-    """One HTTP/1.x request, body included (``Content-Length`` or chunked)."""
-    reader = _Reader(sock)
-    head = _decode(reader.until(b"\r\n\r\n", _MAX_HEAD))
-    lines = head.split("\r\n")
-    parts = lines[0].split(" ")
-    if len(parts) != 3:
-        raise _Closed
-    headers = []
-    for line in lines[1:]:
-        name, sep, value = line.partition(":")
-        if sep:
-            headers.append((name.strip(), value.strip()))
-    lowered = {k.lower(): v for k, v in headers}
-    length = 0
-    if "chunked" in lowered.get("transfer-encoding", "").lower():
-        while True:
-            size = int(reader.until(b"\r\n", 1024).split(b";")[0].strip() or b"0", 16)
-            if size == 0:
-                while reader.until(b"\r\n", _MAX_HEAD):  # trailer fields, up to a blank line
-                    pass
-                break
-            reader.exactly(size + 2)
-            length += size
-            if length > _MAX_BODY:
-                raise _Closed
-    elif lowered.get("content-length", "").strip().isdigit():
-        length = int(lowered["content-length"])
-        if length > _MAX_BODY:
-            raise _Closed
-        reader.exactly(length)
-    return _Request(parts[0], parts[1], headers, length)
-
-
-def _header_bytes(name: str, value: str) -> bytes:
-    line = f"{name}: {value}\r\n"
-    try:
-        return line.encode("latin-1")
-    except UnicodeEncodeError:
-        return line.encode("utf-8")
-
-
-def _response_head(status: int, headers: tuple[tuple[str, str], ...], extra: list[str]) -> bytes:
-    try:
-        phrase = http.HTTPStatus(status).phrase
-    except ValueError:
-        phrase = "Unknown"
-    out = [f"HTTP/1.1 {status} {phrase}\r\n".encode("ascii")]
-    out += [_header_bytes(k, v) for k, v in headers]
-    out += [_header_bytes(*h.split(": ", 1)) for h in extra]
-    return b"".join(out) + b"\r\n"
-
-
-def _accept_queue(listener: socket.socket) -> tuple[int, int] | None:
-    """(connections waiting in the accept queue, backlog) of a Linux listener, else None."""
-    tcp_info = getattr(socket, "TCP_INFO", None)
-    if tcp_info is None:
-        return None
-    try:
-        info = listener.getsockopt(socket.IPPROTO_TCP, tcp_info, 32)
-    except OSError:
-        return None
-    if len(info) < 32 or info[0] != _TCP_LISTEN:
-        return None
-    # struct tcp_info: 8 one-byte fields, then u32 rto, ato, snd_mss, rcv_mss, unacked,
-    # sacked; for a listener the kernel puts the queue length and the backlog there
-    unacked, sacked = struct.unpack_from("II", info, 24)
-    return unacked, sacked
-
-
-def _established_peers(port: int) -> set[int] | None:
-    """Remote ports of every connection to 127.0.0.1:``port`` the kernel holds (queued,
-    accepted or closing), from /proc/net/tcp; None where there is no such file."""
-    local = {f"0100007F:{port:04X}", f"7F000001:{port:04X}"}  # host byte order
-    try:
-        with open("/proc/net/tcp", encoding="ascii") as table:
-            rows = [line.split() for line in table.readlines()[1:]]
-    except OSError:
-        return None
-    # columns: sl, local address, remote address, state (0A: listening) ...
-    return {int(row[2].rsplit(":", 1)[1], 16) for row in rows if row[1] in local and row[3] != "0A"}
-
-
-def _is_established(sock: socket.socket, wait: float) -> bool:
-    _, writable, _ = select.select([], [sock], [], wait)
-    return bool(writable) and sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == 0
+#: ``loopback_backlog.accept_queue`` under its old name (tests/test_faults_loopback.py reads it)
+_accept_queue = accept_queue
 
 
 def _check_choice(name: str, value: Any, allowed: tuple[str, ...]) -> None:
@@ -397,8 +236,7 @@ class LoopbackFault(Fault):
         self._stack = ExitStack()
         self._tmpdir: str | None = None
         self._child: ChildProof | None = None
-        self._ca: Any = None
-        self._ca_file: str | None = None
+        self._ca = LoopbackCA(LOOPBACK, self._ensure_tmpdir)
         self._listener: socket.socket | None = None
         self._fillers: list[socket.socket] = []
         self._closed_port: socket.socket | None = None
@@ -444,8 +282,8 @@ class LoopbackFault(Fault):
         """PEM path of the CA clients should trust (created on first use for http)."""
         with self._lock:
             self._ensure_ca()
-            assert self._ca_file is not None
-            return self._ca_file
+            assert self._ca.file is not None
+            return self._ca.file
 
     def ssl_context(self) -> ssl.SSLContext:
         """A client context that trusts ``ca_file`` (and nothing else)."""
@@ -454,20 +292,11 @@ class LoopbackFault(Fault):
         return ssl.create_default_context(cafile=self.ca_file)
 
     def _ensure_ca(self) -> None:
-        if self._ca is not None:
+        if self._ca.made:
             return
         if self._stopped:  # a directory made now would never be removed
             raise HarnessError(f"{self.describe()} is stopped: its CA file is gone")
-        try:
-            import trustme
-        except ImportError as exc:
-            raise HarnessError(
-                "the loopback transport needs trustme for HTTPS (pip install trustme)"
-            ) from exc
-        tmpdir = self._ensure_tmpdir()
-        self._ca = trustme.CA(organization_name="leakcheck loopback CA")
-        self._ca_file = os.path.join(tmpdir, "ca.pem")
-        self._ca.cert_pem.write_to_path(self._ca_file)
+        self._ca.make()
 
     def _ensure_tmpdir(self) -> str:
         if self._tmpdir is None:
@@ -498,38 +327,19 @@ class LoopbackFault(Fault):
         name = self.stage.name
         with self._lock:
             if self._child is None:
-                watched = name in ("connection_refused", "timeout_before_send")
-                self._child = ChildProof(
-                    os.path.join(self._ensure_tmpdir(), "child"),
-                    connect=(LOOPBACK, self.port) if watched else None,
-                    fail_suffixes=[".invalid"] if name == "dns_failure" else [],
-                    fail_names=self._locations(),
+                self._child = child_proof(
+                    self._ensure_tmpdir(), name, (LOOPBACK, self.port), self._locations()
                 )
             env = self._child.environment()
         if self.scheme == "https":
             ca_file = self.ca_file
-            for variable in ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS"):
+            for variable in TRUST_VARIABLES:
                 env[variable] = ca_file
         return env
 
     def child_events(self) -> ChildEvents:
         """What the hooks of child processes given ``child_environment()`` wrote so far."""
         return self._child.read() if self._child is not None else ChildEvents()
-
-    def _server_context(self) -> ssl.SSLContext:
-        import trustme
-
-        self._ensure_ca()
-        name = self.stage.name
-        if name == "tls_untrusted_ca":
-            cert = trustme.CA(organization_name="leakcheck untrusted CA").issue_cert(LOOPBACK)
-        elif name == "tls_hostname_mismatch":
-            cert = self._ca.issue_cert(MISMATCH_HOSTNAME)
-        else:
-            cert = self._ca.issue_cert(LOOPBACK)
-        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        cert.configure_cert(context)
-        return context
 
     # --- lifecycle -----------------------------------------------------------------------
 
@@ -566,13 +376,13 @@ class LoopbackFault(Fault):
         self.port = listener.getsockname()[1]
         if name == "timeout_before_send":
             listener.listen(0)
-            self._fill_accept_queue(listener)
+            fill_accept_queue(listener, self._fillers)
             self._watcher = self._stack.enter_context(watch(LOOPBACK, self.port))
             return
         listener.listen(16)
         # connects of this process, so a refusal's close is waited for (see _settle)
         self._served_watcher = self._stack.enter_context(watch(LOOPBACK, self.port))
-        self._tls = self._server_context() if self.scheme == "https" else None
+        self._tls = self._ca.server_context(name) if self.scheme == "https" else None
         for location in self._locations():
             # a client that follows the redirect must not ask a real resolver for the
             # canary host name (that would send it off the machine)
@@ -593,26 +403,6 @@ class LoopbackFault(Fault):
                 if host and host not in (LOOPBACK, "localhost"):
                     hosts.append(host.lower())
         return hosts
-
-    def _fill_accept_queue(self, listener: socket.socket) -> None:
-        for _ in range(256):
-            queue = _accept_queue(listener)
-            if queue is not None and queue[0] > queue[1]:
-                return
-            filler = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            self._fillers.append(filler)
-            filler.setblocking(False)
-            filler.connect_ex((LOOPBACK, self.port))
-            if queue is not None:
-                # Linux: the queue has room, so this filler completes; wait for it
-                if not _is_established(filler, 1.0):
-                    break
-            elif not _is_established(filler, 0.05):
-                return  # dropped: the queue is full (the measurement, where no TCP_INFO)
-        raise HarnessError(
-            "loopback: could not fill the accept queue of a listening socket on this "
-            "kernel, so timeout_before_send cannot be forced (connects kept completing)"
-        )
 
     def stop(self) -> None:
         if self._stopped:
@@ -707,8 +497,8 @@ class LoopbackFault(Fault):
                 if wrapped is None:
                     return
                 sock = wrapped
-            self._answer(sock, _read_request(sock))
-        except _Closed as closed:
+            self._answer(sock, read_request(sock))
+        except Closed as closed:
             if closed.silent and not self._stopping.is_set():
                 self._closed_silently()
         except (OSError, ValueError):
@@ -771,7 +561,7 @@ class LoopbackFault(Fault):
                 self._handshaking -= 1
                 self._settled.notify_all()
 
-    def _answer(self, sock: socket.socket, request: _Request) -> None:
+    def _answer(self, sock: socket.socket, request: Request) -> None:
         with self._lock:
             self.requests += 1
         name = self.stage.name
@@ -799,7 +589,7 @@ class LoopbackFault(Fault):
                     f"{read}; answered 200 with a chunk of {declared} declared bytes cut "
                     f"after {len(body)}"
                 )
-                head = _response_head(
+                head = response_head(
                     reply.status, reply.headers, ["Transfer-Encoding: chunked", "Connection: close"]
                 )
                 sock.sendall(head + f"{declared:x}\r\n".encode() + body)
@@ -807,7 +597,7 @@ class LoopbackFault(Fault):
                 self.record(
                     f"{read}; answered 200 with {len(body)} of {declared} declared body bytes"
                 )
-                head = _response_head(
+                head = response_head(
                     reply.status,
                     reply.headers,
                     [f"Content-Length: {declared}", "Connection: close"],
@@ -816,7 +606,7 @@ class LoopbackFault(Fault):
             return
         self.record(f"{read}; answered {reply.status}")
         extra = [f"Content-Length: {len(body)}", "Connection: close"]
-        sock.sendall(_response_head(reply.status, reply.headers, extra) + body)
+        sock.sendall(response_head(reply.status, reply.headers, extra) + body)
 
     def record(self, evidence: str) -> None:
         with self._lock:
@@ -889,10 +679,7 @@ class LoopbackFault(Fault):
     def _intruders(self) -> set[int]:
         """Client ports of connections the kernel established to the full listener
         (Linux: from /proc/net/tcp); a connect that got in did not time out."""
-        peers = _established_peers(self.port)
-        if peers is None:
-            return set()
-        return peers - {filler.getsockname()[1] for filler in self._fillers}
+        return intruders(self.port, self._fillers)
 
     def _settle(self) -> None:
         with self._settled:
@@ -947,19 +734,7 @@ class LoopbackFault(Fault):
         contradiction = self._contradiction()
         if self.evidence and contradiction:
             return contradiction
-        return self._unreached() + self._child_note()
-
-    def _child_note(self) -> str:
-        if self._child is None:
-            return ""
-        processes = self.child_events().processes
-        if not processes:
-            return (
-                " (no Python child process loaded the hook of fault.child_environment(): "
-                "start the child with that environment, and without -I, -E or -S)"
-            )
-        plural = "es" if processes != 1 else ""
-        return f" ({processes} Python child process{plural} ran with fault.child_environment())"
+        return self._unreached() + child_note(self._child)
 
     def _unreached(self) -> str:
         name = self.stage.name
