@@ -9,6 +9,8 @@ STAMP := $(VENV)/.installed-dev
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	@# the distribution was named leakcheck before pytest-leakcheck: two would load the plugin twice
+	@$(BIN)/python -m pip uninstall --quiet --yes leakcheck 2>/dev/null || true
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	@touch $(STAMP)
 
