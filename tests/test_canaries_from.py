@@ -231,3 +231,155 @@ def test_canaries_of_a_test_whose_id_was_masked_are_named_not_rebuilt(
     code, _, err = scan(capsys, "--canaries-from", str(report), str(tmp_path / "a.log"))
     assert code == 0
     assert "warning: 1 canary(ies) cannot be rebuilt: their test's id holds a secret" in err
+
+
+# --- a sharded run: one report per shard ---------------------------------------------------
+
+#: The inner suite split into two shards with ``-k``, as a CI matrix runs it (each shard its
+#: own seed, drawn by the plugin): shard 1 writes its api key into gateway.log, shard 2 its
+#: "us" host into cassette.json.
+SHARD_SELECTIONS = {"1": "log or without", "2": "cassette or registers"}
+
+
+def run_shards(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> tuple[list[Path], Path]:
+    artifacts = pytester.path / "artifacts"
+    artifacts.mkdir()
+    monkeypatch.setenv("LEAKCHECK_TEST_ARTIFACTS", str(artifacts))
+    pytester.makepyfile(test_gw=SUITE)
+    reports = []
+    for shard, selection in SHARD_SELECTIONS.items():
+        report = pytester.path / "build" / f"leakcheck-{shard}.json"
+        result = pytester.runpytest(
+            "-p", "no:randomly", "-p", "no:hypothesispytest", "-k", selection,
+            f"--leakcheck-report={report}",
+        )  # fmt: skip
+        result.assert_outcomes(passed={"1": 2, "2": 3}[shard])
+        reports.append(report)
+    return reports, artifacts
+
+
+def found_in(out: str) -> set[tuple[str, str]]:
+    return {(f["secret_id"], Path(f["source"]).name) for f in json.loads(out)["findings"]}
+
+
+def test_the_canaries_of_every_shard_are_searched_for(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--canaries-from`` once per report: every shard's canaries, each rebuilt from its own
+    report's seed. Before, the last option alone was kept: shard 1's leak went unseen."""
+    (one, two), artifacts = run_shards(pytester, monkeypatch)
+    assert json.loads(one.read_text())["seed"] != json.loads(two.read_text())["seed"]
+    canaries = [c for r in (one, two) for c in load_canaries(str(r))[0]]
+    by_hash = {f"{c.id}": hashlib.sha256(c.value.encode()).hexdigest() for c in canaries}
+    assert by_hash == {k: v for k, v in planted(artifacts).items() if "#user" not in k}
+
+    args = ("--format", "json", str(artifacts))
+    code, out, err = scan(capsys, "--canaries-from", str(one), "--canaries-from", str(two), *args)
+    assert code == 1, err
+    assert found_in(out) == {
+        ("api_key#1@test_gw.py::test_writes_a_key_to_its_log", "gateway.log"),
+        ("hostname#1@test_gw.py::test_writes_a_host_to_a_cassette[us]", "cassette.json"),
+    }
+    assert len(json.loads(out)["secrets"]) == len(canaries)
+    assert "1 secret(s) that tests registered themselves cannot be rebuilt from the reports" in err
+    self_scan(out + err, canaries, "scan output")
+    # the option's = form too; a shard alone finds its own leak only
+    code, out, _ = scan(capsys, f"--canaries-from={two}", *args)
+    assert (code, {s for _, s in found_in(out)}) == (1, {"cassette.json"})
+    code, out, _ = scan(capsys, "--canaries-from", str(one), *args)
+    assert (code, {s for _, s in found_in(out)}) == (1, {"gateway.log"})
+
+
+def test_a_report_after_the_option_by_a_glob_is_refused(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--canaries-from build/leakcheck-*.json build/`` gives the option the first report
+    only and makes the others PATHs: a usage error naming the report, never a scan that
+    silently leaves a shard's canaries out. A report also given with the option is scanned
+    as any artifact (the demo scans a run's own report)."""
+    (one, two), artifacts = run_shards(pytester, monkeypatch)
+    code, out, err = scan(capsys, "--canaries-from", str(one), str(two), str(artifacts))
+    assert (code, out) == (2, "")
+    assert err.startswith(f"leakcheck: error: {str(two)!r} is a leakcheck report named as a PATH")
+    assert "give each report its own --canaries-from" in err and err.count("\n") == 1
+    code, _, err = scan(capsys, "--canaries-from", str(one), "--canaries-from", str(two),
+                        str(one), str(two), str(artifacts))  # fmt: skip
+    assert code == 1, err
+    # a report below a directory is an artifact like any other (named, it would be refused)
+    code, _, err = scan(capsys, "--canaries-from", str(one), str(pytester.path / "build"))
+    assert code == 0, err
+
+
+def test_a_report_given_twice_is_read_once(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (one, _), artifacts = run_shards(pytester, monkeypatch)
+    link = one.parent / "again.json"
+    link.symlink_to(one)
+    twice = ("--canaries-from", str(one), "--canaries-from", str(one))
+    code, out, err = scan(capsys, *twice, "--canaries-from", str(link), "--format", "json",
+                          str(artifacts))  # fmt: skip
+    assert code == 1 and "given as" not in err, err
+    assert len(json.loads(out)["secrets"]) == len(load_canaries(str(one))[0])
+
+
+@pytest.mark.parametrize("seeds", [("1", "1"), ("1", "2")], ids=["same seed", "other seed"])
+def test_one_test_in_two_shards(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, seeds: tuple[str, str]
+) -> None:
+    """The same test run in two shards (overlapping selections, a re-run): with the same
+    seed its canary is the same value, searched for once under its name; with another seed
+    it is another canary, named after its report so that a finding says which shard's."""
+    entry = {"test": "t.py::t", "secrets": [{"id": "bearer#1", "generated": True}]}
+    paths = []
+    for n, seed in enumerate(seeds, start=1):
+        path = tmp_path / f"leakcheck-{n}.json"
+        path.write_text(json.dumps({"tool": "leakcheck", "seed": seed, "tests": [entry]}))
+        paths.append(path)
+    log = tmp_path / "a.log"
+    log.write_text("nothing here\n")
+    code, out, err = scan(capsys, "--canaries-from", str(paths[0]), "--canaries-from",
+                          str(paths[1]), "--format", "json", str(log))  # fmt: skip
+    assert (code, err) == (0, "")
+    ids = [s["id"] for s in json.loads(out)["secrets"]]
+    if seeds[0] == seeds[1]:
+        assert ids == ["bearer#1@t.py::t"]
+    else:
+        assert ids == ["bearer#1@t.py::t", f"bearer#1@t.py::t@{paths[1]}"]
+
+
+def test_an_unreadable_report_among_several_is_a_usage_error_naming_it(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    good = tmp_path / "leakcheck-1.json"
+    good.write_text(
+        _report([{"test": "t.py::t", "secrets": [{"id": "bearer#1", "generated": True}]}])
+    )
+    (tmp_path / "a.log").write_text("hello\n")
+    bad = tmp_path / "leakcheck-2.json"
+    for text, message in [
+        (None, "cannot read report"),
+        ('{"tool": "leakcheck", "seed": "1", "tests": [', "is not valid JSON (line 1"),
+        (json.dumps({"tool": "gitleaks", "token": "ghp_Zq7Xk2Lm9Pw4Rt6Yv8Bn3Cd5Fg1Hj0Ks9Q"}),
+         "is not a leakcheck report"),
+    ]:  # fmt: skip
+        if text is not None:
+            bad.write_text(text)
+        code, out, err = scan(capsys, "--canaries-from", str(good), "--canaries-from", str(bad),
+                              str(tmp_path / "a.log"))  # fmt: skip
+        assert (code, out) == (2, "")
+        assert err.startswith("leakcheck: error: ") and err.count("\n") == 1, err
+        assert repr(str(bad)) in err and message in err, err
+        assert "gitleaks" not in err and "ghp_" not in err and "Traceback" not in err
+    empty = tmp_path / "empty.json"
+    empty.write_text(_report([]))
+    code, _, err = scan(capsys, "--canaries-from", str(empty), "--canaries-from", str(bad),
+                        str(tmp_path / "a.log"))  # fmt: skip
+    assert code == 2 and "is not a leakcheck report" in err
+    bad.write_text(_report([]))
+    code, _, err = scan(capsys, "--canaries-from", str(empty), "--canaries-from", str(bad),
+                        str(tmp_path / "a.log"))  # fmt: skip
+    assert code == 2
+    assert f"reports {str(empty)!r} and {str(bad)!r} list no canary to search for" in err

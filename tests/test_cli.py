@@ -408,7 +408,15 @@ def test_missing_path_argument(cli, secrets_file) -> None:
 def test_no_command(cli) -> None:
     run = cli()
     assert run.code == 2
-    assert "scan" in run.out and "kinds" in run.out
+    assert "scan" in run.out and "kinds" in run.out and "request-ids" in run.out
+
+
+def test_canaries_from_is_given_once_per_report(cli) -> None:
+    """The one design for several reports: the option repeated (a glob after one option
+    would make the other reports PATHs, which scan refuses: tests/test_canaries_from.py)."""
+    run = cli("scan", "--help")
+    assert run.code == 0
+    assert "once per report" in " ".join(run.out.split())
 
 
 def test_kinds_command(cli) -> None:
@@ -529,6 +537,19 @@ def test_console_script_subprocess(secrets_file, secrets, tmp_path) -> None:
         timeout=120,
     )
     assert done.returncode == 0 and done.stderr == b""
+
+    # request-ids: the same exit codes and one-line usage errors
+    done = subprocess.run(
+        [script, "request-ids", tmp_path / "leakcheck-1.json", tmp_path / "leakcheck-2.json"],
+        capture_output=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=120,
+    )
+    assert (done.returncode, done.stdout) == (2, b"")
+    assert done.stderr.decode().count("\n") == 1
+    assert done.stderr.startswith(b"leakcheck: error: cannot read report ")
+    assert b"leakcheck-1.json" in done.stderr and b"Traceback" not in done.stderr
 
 
 def test_special_files_below_a_directory_are_named_not_opened(

@@ -455,6 +455,32 @@ def test_a_report_with_a_bom_is_read(scan, tmp_path: Path) -> None:
     assert scan("--canaries-from", report, log, secrets=[bearer]).code == 1
 
 
+def test_request_ids_shows_no_piece_of_a_canary_in_a_test_id(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """``leakcheck request-ids`` names the report and test of each id a violation names; a
+    test id holding another test's canary (a hand-made report: the plugin masks them) is
+    printed masked, in full and in pieces, and the ids themselves are never printed."""
+    bearer = canary("7", "t.py::test_a", "bearer")
+    rid = "req_" + "5f" * 16
+    tests = [
+        {"test": "t.py::test_a", "secrets": [{"id": "bearer#1", "generated": True}],
+         "matrix": {"operation": "o", "stage": "s", "placement": "p", "request_id": rid}},
+        {"test": f"t.py::test_b[{bearer.value[:30]}]", "secrets": [],
+         "matrix": {"operation": "o", "stage": "s", "placement": "p", "request_id": rid}},
+    ]  # fmt: skip
+    for n, shard in enumerate(tests):
+        (tmp_path / f"shard-{n}.json").write_text(report_json([shard]))
+    capsys.readouterr()
+    code = main(["request-ids", str(tmp_path / "shard-0.json"), str(tmp_path / "shard-1.json")])
+    out, err = capsys.readouterr()
+    assert (code, err) == (1, "")
+    assert "request-id-unique: repeats an earlier id: ids[1]" in out
+    assert "shard-1.json t.py::test_b[«canary:bearer:" in out
+    assert rid not in out
+    assert_no_echo("request-ids output", out, [bearer])
+
+
 # --- standard output that cannot be written ----------------------------------------------
 
 

@@ -9,10 +9,11 @@ with every form and every short piece of every secret (see ``output.Output``).
 The parts: ``scan`` (the command), ``secrets_file`` (``--secrets-file``), ``canaries_from``
 (``--canaries-from``: a report's test entries, read as ``records.TestRecord``), ``budget``
 (how many secrets a scan takes), ``inputs`` (what the PATH arguments name), ``output`` (the
-masking of what is printed), ``console`` (exit codes, errors, stdout and stderr), ``review``
-and ``schema`` (the other commands). The names scripts import (``main``, ``load_secrets``,
-``load_canaries``, ``canaries_from_report``, ``UsageError``, the limits) are importable from
-here as before; the limits are read in ``budget``, where a test sets them.
+masking of what is printed), ``console`` (exit codes, errors, stdout and stderr),
+``request_ids`` (``leakcheck request-ids``: the request-id verdict over several reports),
+``review`` and ``schema`` (the other commands). The names scripts import (``main``,
+``load_secrets``, ``load_canaries``, ``canaries_from_report``, ``UsageError``, the limits)
+are importable from here as before; the limits are read in ``budget``, where a test sets them.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from .console import (
     write_stdout,
 )
 from .output import Output
+from .request_ids import request_ids_command
 from .review import review_command
 from .scan import scan_command
 from .schema import schema_command
@@ -79,9 +81,11 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     scan.add_argument(
         "--canaries-from",
+        action="append",
         metavar="REPORT",
         help="also search for every canary a pytest run planted, rebuilt from its "
-        "--leakcheck-report JSON (which holds the seed and canary ids, never a value)",
+        "--leakcheck-report JSON (which holds the seed and canary ids, never a value); "
+        "once per report: a sharded run gives every shard's",
     )
     scan.add_argument("--format", choices=sorted(RENDERERS), default="text")
     scan.add_argument("--output", "-o", metavar="FILE", help="write the report here")
@@ -94,6 +98,17 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     scan.add_argument("--engine", choices=("auto", *BACKENDS), default="auto")
     scan.add_argument("paths", nargs="+", metavar="PATH", help="file, directory or '-'")
+    request_ids = commands.add_parser(
+        "request-ids",
+        help="judge the request ids of several runs' reports together (CI shards)",
+        description="Check the request ids that the stage matrix's cases returned, over "
+        "every REPORT (--leakcheck-report JSON) together: unique, not sequential, at least "
+        "64 random bits, as the pytest plugin checks one run's. Exit 0 when no rule is "
+        "broken, 1 on a violation, 2 on usage or I/O errors.",
+    )
+    request_ids.add_argument(
+        "reports", nargs="+", metavar="REPORT", help="a pytest --leakcheck-report JSON"
+    )
     commands.add_parser("kinds", help="list the kinds of canary leakcheck generates")
     schema = commands.add_parser(
         "schema",
@@ -139,6 +154,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "scan":
             code = scan_command(args, Path(args.output) if args.output else None, output)
+        elif args.command == "request-ids":
+            code = request_ids_command(args, output)
         elif args.command == "kinds":
             lines = [
                 f"{kind.name:<16} {kind.secret_class.value:<8} {kind.description}"

@@ -1,11 +1,16 @@
 """``--canaries-from REPORT``: the canaries a pytest run planted, rebuilt from its JSON
 report (seed, test ids, canary ids; never a value), each test's entry read as the plugin
-wrote it, a ``records.TestRecord``."""
+wrote it, a ``records.TestRecord``. A sharded run gives one report per shard (the option
+once per report): the canaries of all of them, each file read once (``read_reports``).
+The reading of a report (``read_report``) is shared with ``leakcheck request-ids``."""
 
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
+import stat
+from collections.abc import Sequence
 from typing import Any
 
 from ..canaries import KINDS, CanaryFactory, Secret
@@ -15,11 +20,83 @@ from ..serialize import read_json_file
 from .budget import Budget, budget_for
 from .console import UsageError, display
 
-__all__ = ["canaries_from_report", "load_canaries"]
+__all__ = [
+    "canaries_from_report",
+    "distinct_reports",
+    "load_all_canaries",
+    "load_canaries",
+    "looks_like_report",
+    "read_report",
+    "report_record",
+]
 
 
 #: A canary id in a report: KIND#N, N from 1 (ASCII digits: "²".isdigit() is true)
 _CANARY_ID = re.compile(r"([a-z_]{1,32})#([1-9][0-9]{0,8})")
+
+
+#: How the plugin's report begins (``json.dumps(indent=2)``, "tool" first): enough to
+#: tell a report named as a PATH without reading the whole file.
+_REPORT_HEAD = re.compile(rb'\A(?:\xef\xbb\xbf)?\s*\{\s*"tool"\s*:\s*"leakcheck"')
+
+
+def read_report(path: str) -> dict[str, Any]:
+    """The ``--leakcheck-report`` document at ``path``; a file that cannot be read, is not
+    JSON or not a leakcheck report is a usage error naming it, never quoting it."""
+    document = read_json_file(path, f"report {path!r}", UsageError, surrogates=False)
+    _check_header(document, path)
+    return document
+
+
+def _check_header(document: Any, path: str) -> None:
+    if not (
+        isinstance(document, dict)
+        and document.get("tool") == "leakcheck"
+        and isinstance(document.get("seed"), str)
+        and isinstance(document.get("tests"), list)
+    ):
+        raise UsageError(
+            f"{path!r} is not a leakcheck report (pytest --leakcheck-report=PATH writes one)"
+        )
+
+
+def _file_key(path: str) -> tuple[int, int] | None:
+    try:
+        status = os.stat(path)
+    except OSError:
+        return None  # reading it says why
+    return (status.st_dev, status.st_ino) if stat.S_ISREG(status.st_mode) else None
+
+
+def distinct_reports(paths: Sequence[str]) -> list[str]:
+    """``paths`` with each file once, under the first name it was given by (a report named
+    twice, or through a link, would count every canary and every request id twice)."""
+    seen: set[tuple[int, int]] = set()
+    kept = []
+    for path in paths:
+        key = _file_key(path)
+        if key is not None:
+            if key in seen:
+                continue
+            seen.add(key)
+        kept.append(path)
+    return kept
+
+
+def looks_like_report(path: str, reports: Sequence[str]) -> bool:
+    """Whether the regular file ``path`` begins as a leakcheck report does and is none of
+    ``reports``: named as a PATH after ``--canaries-from``, it is a shell glob's second
+    match (``--canaries-from build/leakcheck-*.json`` gives the option the first file
+    only), whose canaries would silently not be searched for."""
+    key = _file_key(path)
+    if key is None or key in {_file_key(r) for r in reports}:
+        return False
+    try:
+        with open(path, "rb") as stream:
+            head = stream.read(256)
+    except OSError:
+        return False  # reading it as a PATH says why
+    return _REPORT_HEAD.match(head) is not None
 
 
 def load_canaries(path: str, budget: Budget | None = None) -> tuple[list[Secret], int, int]:
@@ -32,20 +109,37 @@ def load_canaries(path: str, budget: Budget | None = None) -> tuple[list[Secret]
     return canaries_from_report(document, path, budget)
 
 
+def load_all_canaries(
+    paths: Sequence[str], budget: Budget | None = None
+) -> tuple[list[Secret], int, int]:
+    """``load_canaries`` over the reports of a sharded run (each file once), together
+    within one ``budget``. A canary is named ``KIND#N@TEST``; the same name from two
+    reports is the same test run in two shards: with the same seed it is the same value,
+    searched for once; with another seed it is another value, named
+    ``KIND#N@TEST@REPORT`` so that a finding says which shard's canary it was."""
+    budget = budget_for() if budget is None else budget
+    canaries: list[Secret] = []
+    registered = lost = 0
+    values: dict[str, str] = {}
+    for path in distinct_reports(paths):
+        found, own, unbuilt = load_canaries(path, budget.take(canaries))
+        registered, lost = registered + own, lost + unbuilt
+        for canary in found:
+            seen = values.get(canary.id)
+            if seen is None:
+                values[canary.id] = canary.value
+                canaries.append(canary)
+            elif seen != canary.value:
+                canaries.append(dataclasses.replace(canary, id=f"{canary.id}@{display(path)}"))
+    return canaries, registered, lost
+
+
 def canaries_from_report(
     document: Any, path: str = "<report>", budget: Budget | None = None
 ) -> tuple[list[Secret], int, int]:
     """``load_canaries`` of a report already read (``path`` names it in messages)."""
     budget = budget_for() if budget is None else budget
-    if not (
-        isinstance(document, dict)
-        and document.get("tool") == "leakcheck"
-        and isinstance(document.get("seed"), str)
-        and isinstance(document.get("tests"), list)
-    ):
-        raise UsageError(
-            f"{path!r} is not a leakcheck report (pytest --leakcheck-report=PATH writes one)"
-        )
+    _check_header(document, path)
     seed, registered, lost = document["seed"], 0, 0
     planned: list[tuple[str, str, int]] = []  # (test, kind, n): checked and counted first
     for n, raw in enumerate(document["tests"], start=1):
@@ -76,6 +170,23 @@ def canaries_from_report(
         canaries.append(dataclasses.replace(canary, id=f"{canary.id}@{display(test)}"))
     budget.check(len(canaries), sum(len(c.value) for c in canaries), f"report {path!r}")
     return canaries, registered, lost
+
+
+def report_record(raw: Any, n: int, path: str) -> TestRecord:
+    """The ``n``-th test entry of a report as the plugin writes it (any entry it ever
+    wrote); one that is none is a usage error naming the report and the entry."""
+    if not (isinstance(raw, dict) and isinstance(raw.get("test"), str)):
+        raise UsageError(f"report {path!r} test {n}: not a test entry as leakcheck writes one")
+    if "matrix" in raw and not isinstance(raw["matrix"], dict):
+        raise UsageError(
+            f"report {path!r} test {n}: its matrix case is not one as leakcheck writes it"
+        )
+    try:
+        return TestRecord.from_json(raw)
+    except (AttributeError, KeyError, TypeError, ValueError):
+        raise UsageError(
+            f"report {path!r} test {n}: not a test entry as leakcheck writes one (run pytest again)"
+        ) from None
 
 
 def _record(raw: Any, n: int, path: str) -> TestRecord:

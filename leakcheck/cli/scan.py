@@ -13,7 +13,7 @@ from ..findings import Finding
 from ..report import ScanSummary, document, dump, path_uri
 from ..serialize import map_strings
 from .budget import budget_for
-from .canaries_from import load_canaries
+from .canaries_from import distinct_reports, load_all_canaries, looks_like_report
 from .console import (
     EXIT_CLEAN,
     EXIT_ERROR,
@@ -60,12 +60,15 @@ def scan_command(args: argparse.Namespace, out: Path | None, output: Output) -> 
         secrets, named = loaded.secrets, loaded.named
         notes += loaded.warnings
         output.use(secrets)
-    if args.canaries_from:
-        canaries, registered, lost = load_canaries(args.canaries_from, budget.take(secrets))
+    reports: list[str] = args.canaries_from or []
+    if reports:
+        _check_paths_are_not_reports(args.paths, reports)
+        canaries, registered, lost = load_all_canaries(reports, budget.take(secrets))
         if registered and not args.secrets_file:
             notes.append(
                 f"leakcheck: note: {registered} secret(s) that tests registered themselves "
-                "cannot be rebuilt from the report: pass them with --secrets-file"
+                f"cannot be rebuilt from the report{'s' if len(reports) > 1 else ''}: pass "
+                "them with --secrets-file"
             )
         if lost:
             notes.append(
@@ -73,7 +76,11 @@ def scan_command(args: argparse.Namespace, out: Path | None, output: Output) -> 
                 "holds a secret and is masked in the report (keep secrets out of test ids)"
             )
         if not canaries and not secrets:
-            raise UsageError(f"report {args.canaries_from!r} lists no canary to search for")
+            reports = distinct_reports(reports)
+            if len(reports) == 1:
+                raise UsageError(f"report {reports[0]!r} lists no canary to search for")
+            listed = _and([repr(r) for r in reports])
+            raise UsageError(f"reports {listed} list no canary to search for")
         secrets += canaries
     # a value given twice is searched for once and reported under its first id
     secrets, duplicates = _distinct(secrets)
@@ -152,6 +159,21 @@ def scan_command(args: argparse.Namespace, out: Path | None, output: Output) -> 
     for line in notes + said:
         print_stderr(line)
     return code
+
+
+def _check_paths_are_not_reports(paths: list[str], reports: list[str]) -> None:
+    """A leakcheck report named as a PATH, and not with ``--canaries-from``, is most often
+    a glob's second match (``--canaries-from build/leakcheck-*.json`` gives the option
+    only the first file): its canaries would silently go unsearched. Refused, with the
+    fix; a report also given with ``--canaries-from`` is scanned as any artifact."""
+    for path in paths:
+        if path != "-" and looks_like_report(path, reports):
+            raise UsageError(
+                f"{display(path)!r} is a leakcheck report named as a PATH, not with "
+                "--canaries-from, so its canaries would not be searched for (a shell glob "
+                "after --canaries-from gives it only the first file): give each report its "
+                "own --canaries-from"
+            )
 
 
 def _scanner(secrets: list[Secret], decode: bool, engine: str, size: int | None) -> Scanner:

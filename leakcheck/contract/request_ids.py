@@ -368,3 +368,57 @@ def check_request_ids(
                 )
             )
     return found
+
+
+# --- a run's verdict, from its report records ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class RequestIdVerdict:
+    """The end-of-session request-id verdict over a run's report records (the plugin's, or
+    the union of several shards' reports): how many matrix cases, how many returned an id,
+    and the violations of ``check_request_ids`` over those ids (none checked below two)."""
+
+    cases: int
+    returned: int
+    violations: tuple[Violation, ...]
+
+    @property
+    def word(self) -> str:
+        """``FAILED``, ``ok``, or what was not checked: none returned, or one (nothing to
+        compare it with), is never "ok"."""
+        if self.violations:
+            return "FAILED"
+        if self.returned < 2:
+            return "no ids returned" if not self.returned else "1 id returned, too few to check"
+        return "ok"
+
+    def lines(self) -> list[str]:
+        """The verdict as the pytest plugin prints it in its session summary."""
+        return [
+            f"request ids across {self.cases} case(s): {self.word}",
+            *(f"  - {v.rule}: {v.message}" for v in self.violations),
+        ]
+
+
+def matrix_request_ids(records: Iterable[Any]) -> tuple[int, list[Any]]:
+    """(how many of the report records are matrix cases, the request ids they returned in
+    the order given): a record's ``matrix.request_id``, when it has one, as the plugin
+    gathers them at the end of a session (xdist workers merged)."""
+    cases, ids = 0, []
+    for record in records:
+        if "matrix" not in record:
+            continue
+        cases += 1
+        request_id = (record.get("matrix") or {}).get("request_id")
+        if request_id:
+            ids.append(request_id)
+    return cases, ids
+
+
+def request_id_verdict(records: Iterable[Any]) -> RequestIdVerdict:
+    """The across-matrix request-id rules (unique, not sequential, random enough) over the
+    report records' ids; violations index the ids in the order given (``ids[3]``)."""
+    cases, ids = matrix_request_ids(records)
+    violations = tuple(check_request_ids(ids)) if len(ids) >= 2 else ()
+    return RequestIdVerdict(cases, len(ids), violations)
