@@ -1154,6 +1154,13 @@ EXPECTED_CORE: dict[str, set[str]] = {
     | _NON_ASCII
     | {"lower", "pct-path", "json-slash", "masked-head-8"}
     | _TAILS,
+    # visible ASCII (a header value): no space, no non-ASCII, but quotes, backslash and %
+    "header_key": _CORE_ALL
+    | _PCT
+    | _CLIENTS
+    | _QUOTED
+    | {"lower", "pct-path", "json-slash", "masked-head-8", "unicode-escape"}
+    | _TAILS,
     "password": _CORE_ALL
     | _PCT
     | _SPACE
