@@ -7,13 +7,22 @@ with ``FORMS`` (form functions ``secret -> iterable of (name, bytes)``) and/or `
 ``leakcheck.plugins`` (read by the pytest plugin): a module with ``SINKS`` (zero-argument
 sink classes, see ``leakcheck.capture.Sink``).
 
-A module whose import fails (its library is not installed) is skipped and listed by
-``skipped_plugins()``: an integration is active only when its library is importable.
+A module whose import fails is skipped and listed by ``skipped_plugins()``: an
+integration is active only when its library is importable. ``broken_plugins()`` are those
+of them that failed for another reason (the library imports, the plugin still does not: a
+version it does not fit, a bug): the pytest plugin says those in every session, the
+others only under ``-v`` (a library that is not installed is not a problem to report).
+
+A plugin module may name in ``NOT_SET_UP`` (or ``NO_CLIENT``, one reason) the inactive
+reasons of its sinks that mean the app never set the library up during the test (sentry-sdk
+installed, no client active): nothing the app sends was missed, so the pytest plugin says
+them only under ``-v`` or once the app set the library up in another test.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from functools import cache
 from importlib.metadata import entry_points
 from types import ModuleType
@@ -22,7 +31,9 @@ from typing import Any
 __all__ = [
     "CODECS_GROUP",
     "GROUP",
+    "broken_plugins",
     "load_plugins",
+    "not_set_up_reasons",
     "plugin_forms",
     "plugin_decoders",
     "skipped_plugins",
@@ -31,6 +42,8 @@ __all__ = [
 GROUP = "leakcheck.plugins"
 CODECS_GROUP = "leakcheck.codecs"
 _skipped: dict[str, str] = {}
+#: the skipped plugins whose library is importable: their failure is worth saying
+_broken: set[str] = set()
 
 
 @cache
@@ -39,9 +52,26 @@ def load_plugins(group: str = GROUP) -> tuple[ModuleType, ...]:
     for entry in sorted(entry_points(group=group), key=lambda e: e.name):
         try:
             modules.append(importlib.import_module(entry.value.split(":")[0]))
-        except ImportError as exc:
+        except Exception as exc:  # noqa: BLE001 - one plugin must not take the session
             _skipped[entry.name] = f"{type(exc).__name__}: {exc}"
+            if not _library_missing(exc):
+                _broken.add(entry.name)
     return tuple(modules)
+
+
+def _library_missing(exc: BaseException) -> bool:
+    """Whether ``exc`` says that a library the plugin needs is not installed: a
+    ``ModuleNotFoundError`` for a package that cannot be found at all (not a module of an
+    installed package, not the plugin itself)."""
+    if not isinstance(exc, ModuleNotFoundError) or not exc.name:
+        return False
+    top = exc.name.partition(".")[0]
+    if top == "leakcheck":
+        return False  # one of our own modules is missing: a broken install
+    try:
+        return importlib.util.find_spec(top) is None
+    except (ImportError, ValueError):  # blocked (None in sys.modules), or no __spec__
+        return True
 
 
 def plugin_forms() -> list[Any]:
@@ -62,3 +92,21 @@ def skipped_plugins() -> dict[str, str]:
     load_plugins(CODECS_GROUP)
     load_plugins(GROUP)
     return dict(_skipped)
+
+
+def broken_plugins() -> dict[str, str]:
+    """The ``skipped_plugins()`` whose failure is not a library that is missing: the
+    library imports (or the failure is no ``ModuleNotFoundError`` at all) and the plugin
+    still fails."""
+    return {name: why for name, why in skipped_plugins().items() if name in _broken}
+
+
+def not_set_up_reasons() -> frozenset[str]:
+    """Inactive reasons of the sink plugins' sinks that mean the app never set their
+    library up during the test (a module's ``NOT_SET_UP`` and ``NO_CLIENT``)."""
+    reasons: set[str] = set()
+    for module in load_plugins(GROUP):
+        declared = getattr(module, "NOT_SET_UP", ())
+        declared = (declared,) if isinstance(declared, str) else tuple(declared)
+        reasons.update(r for r in (*declared, getattr(module, "NO_CLIENT", None)) if r)
+    return frozenset(r for r in reasons if isinstance(r, str))

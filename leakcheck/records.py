@@ -91,7 +91,10 @@ class SecretRef:
 
 @dataclass
 class TestRecord:
-    """One test's entry in the JSON report (``--leakcheck-report``)."""
+    """One test's entry in the JSON report (``--leakcheck-report``). ``reason`` says why a
+    failed test failed, one cause a line (``leaks: ...``, ``stage not reached: ...``,
+    ``contract: ...``, ``gateway raised: ...``, ``snapshot drift: ...``, ``test failed:
+    ...``); written only when it holds something."""
 
     __test__ = False  # not a test class, whatever its name
 
@@ -103,6 +106,7 @@ class TestRecord:
     not_inspected: list[dict[str, Any]] = field(default_factory=list)
     matrix: CaseResult | None = None
     outcome: str = ""
+    reason: str = ""
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -117,6 +121,8 @@ class TestRecord:
             data["matrix"] = self.matrix.to_json()
         if self.outcome:
             data["outcome"] = self.outcome
+        if self.reason:
+            data["reason"] = self.reason
         return data
 
     @classmethod
@@ -131,4 +137,5 @@ class TestRecord:
             not_inspected=list(data.get("not_inspected", [])),
             matrix=CaseResult.from_json(matrix) if isinstance(matrix, dict) else None,
             outcome=str(data.get("outcome", "")),
+            reason=str(data.get("reason", "")),
         )

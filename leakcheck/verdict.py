@@ -4,15 +4,27 @@ from __future__ import annotations
 
 import bisect
 import io
+import re
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 
 from .capture import Captured
 from .detect import JOIN_SEPARATOR, Scanner
 from .findings import Finding
+from .forms import PIECES
 from .policy import Policy, SinkClass
 
-__all__ = ["Leak", "NotInspected", "Verdict", "judge", "format_leaks", "STREAM_FROM"]
+__all__ = [
+    "Leak",
+    "NotInspected",
+    "Verdict",
+    "judge",
+    "format_leaks",
+    "form_family",
+    "root_causes",
+    "sink_label",
+    "STREAM_FROM",
+]
 
 #: A captured text this long (characters or bytes) or longer is searched on its own, in
 #: chunks of ``detect.CHUNK_BYTES``: never joined with the others, never encoded whole.
@@ -178,25 +190,139 @@ def _leak(item: Captured, finding: Finding, policy: Policy) -> Leak:
     )
 
 
-def format_leaks(leaks: list[Leak], *, header: str = "") -> str:
-    """A failure message a person can act on, grouped per secret; masked evidence only.
-    A ``Verdict``'s ``not_inspected`` parts are listed after the leaks."""
-    lines = [header] if header else []
-    by_secret: dict[str, list[Leak]] = {}
+#: An "also in" line names at most this many other places, then says "+N more".
+ALSO_IN_SHOWN = 4
+
+#: Most caller-visible first: what the agent (and so the model) sees, then what an
+#: operator sees, then what sits unemitted on an object.
+_CLASS_RANK = {SinkClass.CALLER: 0, SinkClass.OPERATOR: 1, SinkClass.LATENT: 2}
+
+#: What pytest calls the phases of a test, as a person reads them.
+_PHASES = {
+    "setup": "during fixture setup",
+    "call": "while the test ran",
+    "teardown": "during fixture teardown",
+}
+_LOG_CAPTURE = re.compile(r"pytest log capture \((\w+)\)")
+_READ_BY = re.compile(r"read by (cap\w+)")
+_CRASH_HOOKS = {
+    "sys.excepthook": "uncaught exception (sys.excepthook)",
+    "threading.excepthook": "uncaught exception in a thread (threading.excepthook)",
+    "sys.unraisablehook": "unraisable exception (sys.unraisablehook)",
+}
+
+
+def sink_label(sink: str, path: str) -> str:
+    """Where a text was seen, as the text report names it: ``sink path``, with the names
+    that only mean something to a reader of pytest's internals spelled out (``stdout
+    call`` is stdout written while the test ran; ``stderr pytest log capture (call)`` the
+    log lines pytest captured then). The JSON report keeps ``sink`` and ``path`` as they
+    are."""
+    if sink in ("stdout", "stderr"):
+        if path in _PHASES:
+            return f"{sink}, {_PHASES[path]}"
+        capture = _LOG_CAPTURE.fullmatch(path)
+        if capture and capture[1] in _PHASES:
+            return f"log lines pytest captured {_PHASES[capture[1]]}"
+        read = _READ_BY.fullmatch(path)
+        if read:
+            return f"{sink} the test read back itself ({read[1]})"
+    elif sink == "crash hook" and path in _CRASH_HOOKS:
+        return _CRASH_HOOKS[path]
+    elif sink == "exception":
+        return f"exception that reached the test {path}"
+    return f"{sink} {path}"
+
+
+def form_family(form: str) -> str:
+    """The family of a form name: ``whole`` for every spelling of the whole secret (raw,
+    percent-encoded, base64, JSON-escaped, ``repr``... and chains of them): one value
+    reaches each sink in the encoding that sink writes, so those are one root cause. A
+    piece of the secret (``masked-tail``, ``prefix``, ``line``...) is another mistake
+    (a masked tail in an error message, a truncated log line): its own family."""
+    last = form.rpartition(">")[2]
+    for piece in PIECES:
+        if last.startswith(piece.prefix):
+            return piece.prefix.rstrip("-@")
+    return "whole"
+
+
+#: Sinks that mostly show again what another sink saw where it was made: a log record
+#: pytest captured or ``logging.lastResort`` printed, a traceback on stderr.
+_ECHOES = frozenset({"stdout", "stderr"})
+
+
+def _severity(leak: Leak) -> tuple[bool, int]:
+    """Sorts the most severe first: forbidden before allowed, then the most visible."""
+    return (leak.allowed, _CLASS_RANK.get(leak.sink_class, len(_CLASS_RANK)))
+
+
+def _shown_first(leak: Leak) -> tuple[bool, int, bool]:
+    """The order within a root cause: the most severe, then a sink that names where the
+    text was made (a log record's field, an exported span) before stdout and stderr,
+    which mostly echo it (pytest's log capture, ``logging.lastResort``)."""
+    return (*_severity(leak), leak.sink in _ECHOES)
+
+
+def root_causes(leaks: Iterable[Leak]) -> list[list[Leak]]:
+    """``leaks`` grouped by root cause, the secret and the form family, each group most
+    severe first (the one the text report prints in full); groups in the order their
+    secrets were first seen, a secret's groups most severe first. Every leak is in one."""
+    groups: dict[tuple[str, str], list[Leak]] = {}
     for leak in leaks:
-        by_secret.setdefault(leak.finding.secret_id, []).append(leak)
-    for secret_id, group in by_secret.items():
-        first = group[0].finding
-        lines.append(f"{secret_id} ({first.kind}, {first.secret_class} secret):")
-        for leak in group:
-            verdict = "allowed" if leak.allowed else "LEAK"
-            lines.append(
-                f"  [{verdict}] {leak.sink_class.value}: {leak.where}  form {leak.finding.form}"
-                f"  line {leak.finding.line}"
-            )
-            lines.append(f"      {leak.finding.excerpt}")
-            if leak.note:
-                lines.append(f"      ({leak.note})")
+        key = (leak.finding.secret_id, form_family(leak.finding.form))
+        groups.setdefault(key, []).append(leak)
+    ordered = [sorted(group, key=_shown_first) for group in groups.values()]
+    first_seen = {key[0]: n for n, key in reversed(list(enumerate(groups)))}
+    ordered.sort(key=lambda g: (first_seen[g[0].finding.secret_id], _severity(g[0])))
+    return ordered
+
+
+def _also_in(head: Leak, others: list[Leak]) -> str:
+    """``also in: <place>, ...`` for the rest of a group: each place once, with what sets
+    it apart from the one shown (its sink class, allowed, its form), at most
+    ``ALSO_IN_SHOWN`` of them, then ``+N more``."""
+    places: list[str] = []
+    for leak in others:
+        tags = []
+        if leak.sink_class is not head.sink_class:
+            tags.append(leak.sink_class.value)
+        if leak.allowed and not head.allowed:
+            tags.append("allowed")
+        if leak.finding.form != head.finding.form:
+            tags.append(f"form {leak.finding.form}")
+        place = sink_label(leak.sink, leak.path) + (f" ({', '.join(tags)})" if tags else "")
+        if place not in places:
+            places.append(place)
+    shown = places[:ALSO_IN_SHOWN]
+    more = len(places) - len(shown)
+    return "also in: " + ", ".join(shown) + (f", +{more} more" if more else "")
+
+
+def format_leaks(leaks: list[Leak], *, header: str = "") -> str:
+    """A failure message a person can act on: one entry per root cause (a secret and a
+    form family, ``root_causes``), its most severe, most caller-visible occurrence in
+    full and the others on one ``also in:`` line; masked evidence only. A ``Verdict``'s
+    ``not_inspected`` parts are listed after the leaks. Every occurrence stays in the
+    JSON report."""
+    lines = [header] if header else []
+    seen_secrets: set[str] = set()
+    for group in root_causes(leaks):
+        head = group[0]
+        finding = head.finding
+        if finding.secret_id not in seen_secrets:
+            seen_secrets.add(finding.secret_id)
+            lines.append(f"{finding.secret_id} ({finding.kind}, {finding.secret_class} secret):")
+        verdict = "allowed" if head.allowed else "LEAK"
+        lines.append(
+            f"  [{verdict}] {head.sink_class.value}: {sink_label(head.sink, head.path)}"
+            f"  form {finding.form}  line {finding.line}"
+        )
+        lines.append(f"      {finding.excerpt}")
+        if head.note:
+            lines.append(f"      ({head.note})")
+        if len(group) > 1:
+            lines.append(f"      {_also_in(head, group[1:])}")
     lines += format_not_inspected(getattr(leaks, "not_inspected", ()))
     return "\n".join(lines)
 
@@ -207,5 +333,8 @@ def format_not_inspected(parts: Iterable[NotInspected]) -> list[str]:
     if not parts:
         return []
     lines = [f"could not inspect {len(parts)} part(s) (not searched; not a failure):"]
-    lines += [f"  [not inspected] {p.sink_class.value}: {p.where}  {p.what}" for p in parts]
+    lines += [
+        f"  [not inspected] {p.sink_class.value}: {sink_label(p.sink, p.path)}  {p.what}"
+        for p in parts
+    ]
     return lines

@@ -16,6 +16,8 @@ from typing import Any
 import pytest
 from conftest import run_with_report
 
+from leakcheck.verdict import sink_label
+
 pytest_plugins = ["pytester"]
 
 
@@ -76,7 +78,9 @@ class Inner:
         sink_class: str | None = None,
     ) -> tuple[str, str, str, bool, str]:
         """``test`` failed, with a forbidden finding at ``sink`` ``path`` (in ``form``),
-        shown as such in its failure section."""
+        shown as such in its failure section: in full (a ``[LEAK]`` line, the place named
+        as a person reads it) or, when another occurrence of the same root cause is the
+        one shown, on that one's ``also in:`` line."""
         assert self.outcome(test) == "FAILED", f"{test}: {self.outcome(test)}"
         leaks = self.leaks(test)
         hits = [
@@ -88,13 +92,19 @@ class Inner:
             and (form is None or leak[2] == form)
         ]
         assert hits, f"{test}: no forbidden hit at {sink} {path} {form or ''}; got {leaks}"
-        shown = f"{sink_class or '*'}: {sink} {path}  form {hits[0][2]}"
+        label = sink_label(sink, path)
+        shown = f"{sink_class or '*'}: {label}  form {hits[0][2]}"
         section = self.section(test)
-        assert any(
-            line.strip().startswith("[LEAK]")
-            and re.search(re.escape(shown).replace(r"\*", r"\w+"), line)
-            for line in section.splitlines()
-        ), f"{test}: {shown!r} not in its report"
+        lines = [line.strip() for line in section.splitlines()]
+        in_full = any(
+            line.startswith("[LEAK]") and re.search(re.escape(shown).replace(r"\*", r"\w+"), line)
+            for line in lines
+        )
+        also = any(
+            line.startswith("also in: ") and re.search(re.escape(label) + r"(,| \(|$)", line)
+            for line in lines
+        )
+        assert in_full or also, f"{test}: {shown!r} not in its report"
         return hits[0]
 
     def assert_clean(self, test: str) -> None:

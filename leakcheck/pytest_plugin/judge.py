@@ -4,16 +4,19 @@ never fired, a secret its own id shows, snapshot drift; the report record writte
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from .. import masking
 from ..capture import ProtectedRecordSink
 from ..harness import LeakCheck
 from ..records import Assertion, SecretRef, TestRecord
+from ..verdict import Leak, format_leaks, root_causes
 from . import reports, snapshots
 from .session import PluginSession
 
-__all__ = ["CHECK", "judge_report"]
+__all__ = ["CHECK", "failure_text", "judge_report"]
 
 #: a test's harness, while it runs
 CHECK = pytest.StashKey[LeakCheck]()
@@ -31,13 +34,14 @@ def judge_report(
         # scanner: ~56 KiB, ~90 objects) is walked by every garbage collection until then.
         del item.stash[CHECK]
     skipped = report.skipped and not hasattr(report, "wasxfail")
+    # why the test failed on its own (its assertion, an exception), before we add ours
+    own = _own_failure(call, report) if call.when == "call" else ""
     if call.when == "call" and check.unreached() and not skipped:
         # a forced stage that never fired proved nothing: never a pass
         reports.fail_report(report, lead=check.harness_errors())
     if not check.secrets:
         return
-    if call.when == "call":
-        fail_on_secret_in_test_id(item, report, check)
+    in_id = fail_on_secret_in_test_id(item, report, check) if call.when == "call" else ""
     if call.when == "call" and state.enabled:
         raised = call.excinfo.value if call.excinfo is not None else None
         # a matrix case's own failure names the case and how to rerun it (the matrix, and
@@ -45,8 +49,10 @@ def judge_report(
         told = bool(getattr(raised, "names_case_and_rerun", False))
         # our own verdicts (a matrix failure, already masked) are not the gateway's output,
         # and read best without the harness's traceback around them
+        verdict_text = ""
         if raised is not None and not isinstance(raised, pytest.skip.Exception):
             if getattr(raised, "leakcheck_verdict", False):
+                verdict_text = str(raised)
                 report.longrepr = check.harness_errors() + "\n\n" + str(raised)
                 report.longrepr = report.longrepr.strip()
             else:
@@ -79,8 +85,11 @@ def judge_report(
             not_inspected=[part.to_dict() for part in getattr(leaks, "not_inspected", [])],
             matrix=check.matrix,
         )
+        state.set_up.update(
+            sink.name for sink in check.sinks if not getattr(sink, "inactive_reason", "")
+        )
         if forbidden:
-            text = check.report(leaks)
+            text = failure_text(check, leaks, state)
             if check.matrix is not None and not told:
                 case = check.matrix
                 text = (
@@ -91,9 +100,126 @@ def judge_report(
                 text += f"\n\nrerun: pytest {item.nodeid!r} --leakcheck-seed={check.seed}"
             reports.fail_report(report, lead=text)
         record.outcome = report.outcome
+        if report.failed:
+            record.reason = failure_reason(
+                check, forbidden, drift=drift, verdict=verdict_text, own=own, in_id=in_id
+            )
         # masked here, with every secret this process knows: under xdist the controller
         # that writes the report knows none
         state.records.append(masking.mask_strings(record.to_json(), state.mask))
+
+
+def failure_text(check: LeakCheck, leaks: list[Leak], state: PluginSession) -> str:
+    """A leak failure's message, masked: one entry per root cause (``format_leaks``), the
+    sinks opted out, and the inactive ones that are worth saying (``-v`` says them all)."""
+    forbidden = [leak for leak in leaks if not leak.allowed]
+    causes = sum(1 for group in root_causes(forbidden))
+    secrets = len({leak.finding.secret_id for leak in forbidden})
+    hits = f"{len(forbidden)} forbidden hit{'s' if len(forbidden) != 1 else ''}"
+    grouped = (
+        f", {causes} root cause{'s' if causes != 1 else ''}" if causes < len(forbidden) else ""
+    )
+    header = f"leakcheck: {hits} of {secrets} secret(s){grouped} (canary seed {check.seed})"
+    text = format_leaks(leaks, header=header)
+    if check.skip_sinks:
+        text += "\nsinks opted out: " + "; ".join(
+            f"{name} ({reason})" for name, reason in check.skip_sinks.items()
+        )
+    inactive = state.shown_inactive(check.inactive_sinks())
+    if inactive:
+        text += "\nsinks inactive: " + "; ".join(
+            f"{name} ({reason})" for name, reason in inactive.items()
+        )
+    return check.mask(text)
+
+
+#: a matrix failure's lines: ``  [contract] title:`` then ``    - rule at field: message``
+_MATRIX_ASSERTION = re.compile(r"  \[(\w+)\] ")
+_MATRIX_PROBLEM = "    - "
+#: the reason's name of each matrix assertion
+_ASSERTION_REASONS = {
+    Assertion.CONTRACT: "contract",
+    Assertion.LEAKS: "leaks",
+    Assertion.HYGIENE: "hygiene",
+    Assertion.RECORD: "protected record",
+    Assertion.HARNESS: "not reached",
+    Assertion.SNAPSHOT: "snapshot drift",
+    Assertion.RAISED: "gateway raised",
+}
+
+
+def failure_reason(
+    check: LeakCheck,
+    forbidden: list[Leak],
+    *,
+    drift: str | None = None,
+    verdict: str = "",
+    own: str = "",
+    in_id: str = "",
+) -> str:
+    """Why a failed test failed, one cause a line, ``kind: detail`` (masked later, with
+    the record): the leaks, a stage never reached, a matrix case's problems (contract,
+    hygiene, the protected record, the gateway raising), snapshot drift, a secret in the
+    test id, or the test's own failure (its assertion, an exception)."""
+    lines: list[str] = []
+    if forbidden:
+        ids = sorted({leak.finding.secret_id for leak in forbidden})
+        causes = len(root_causes(forbidden))
+        sinks = sorted({leak.sink for leak in forbidden})
+        lines.append(
+            f"leaks: {len(forbidden)} forbidden hit(s) of {', '.join(ids)} in {causes} root "
+            f"cause(s) (sinks: {', '.join(sinks)})"
+        )
+    for line in check.harness_errors().splitlines():
+        if line.strip():
+            lines.append(f"stage not reached: {line.strip()}")
+    current = ""
+    for line in verdict.splitlines():
+        title = _MATRIX_ASSERTION.match(line)
+        if title:
+            current = title[1]
+        elif line.startswith(_MATRIX_PROBLEM) and current:
+            try:
+                kind = _ASSERTION_REASONS[Assertion(current)]
+            except ValueError:
+                kind = current
+            lines.append(f"{kind}: {line[len(_MATRIX_PROBLEM) :]}")
+    if check.matrix is not None:  # an assertion no line above names: never unsaid
+        named = {line.partition(":")[0] for line in lines}
+        in_record = any(leak.sink == ProtectedRecordSink.name for leak in forbidden)
+        covered = {
+            Assertion.LEAKS: bool(forbidden),
+            Assertion.RECORD: in_record or "protected record" in named,
+            Assertion.HARNESS: bool(check.unreached()) or "not reached" in named,
+            Assertion.SNAPSHOT: bool(drift),
+        }
+        for assertion in sorted(check.matrix.failed, key=lambda a: a.value):
+            kind = _ASSERTION_REASONS.get(assertion, assertion.value)
+            if not covered.get(assertion, kind in named):
+                lines.append(f"{kind}: failed")
+    if drift:
+        first = next((line for line in drift.splitlines() if line.strip()), drift)
+        lines.append(f"snapshot drift: {first.strip()}")
+    if in_id:
+        lines.append(f"secret in test id: {in_id}")
+    if own and not verdict:
+        lines.append(f"test failed: {own}")
+    return "\n".join(lines) or "failed (no reason recorded)"
+
+
+def _own_failure(call: pytest.CallInfo[None], report: pytest.TestReport) -> str:
+    """The test's own failure, as pytest's short summary says it (``AssertionError:
+    assert 1 == 2``), or ""."""
+    if not report.failed or call.excinfo is None:
+        return ""
+    crash = getattr(report.longrepr, "reprcrash", None)
+    message = getattr(crash, "message", None)
+    if isinstance(message, str) and message:
+        return message.splitlines()[0] if "\n" in message else message
+    try:
+        return call.excinfo.exconly().splitlines()[0]
+    except Exception:  # noqa: BLE001 - an exception whose str() raises
+        return call.excinfo.typename
 
 
 def hand_over_output(item: pytest.Item, check: LeakCheck) -> None:
@@ -109,15 +235,15 @@ def hand_over_output(item: pytest.Item, check: LeakCheck) -> None:
 
 def fail_on_secret_in_test_id(
     item: pytest.Item, report: pytest.TestReport, check: LeakCheck
-) -> None:
+) -> str:
     """A secret registered by a test whose id shows it (a parametrize value) came too late:
     ``-v`` printed the id before the test ran. Never silently: the test fails, saying how
     to register it in time."""
     if "[" not in item.nodeid:  # only a parametrize id is made of values
-        return
+        return ""
     shown = sorted({f.secret_id for f in check.scanner.scan(item.nodeid)})
     if not shown:
-        return
+        return ""
     message = (
         f"leakcheck: secret(s) {', '.join(shown)} show in this test's id, which pytest "
         "printed before the test registered them: register them for the session "
@@ -126,3 +252,4 @@ def fail_on_secret_in_test_id(
         "(@pytest.mark.parametrize(..., ids=...))"
     )
     reports.fail_report(report, lead=message)
+    return f"{', '.join(shown)} show in the test id"

@@ -15,11 +15,12 @@ import pytest
 
 from .. import masking
 from ..canaries import Secret
-from ..extensions import skipped_plugins
+from ..extensions import broken_plugins, not_set_up_reasons, skipped_plugins
 from ..forms import WINDOW_CHARS
 from ..harness import LeakCheck
 from ..masking import SessionMasker
 from ..policy import DEFAULT_POLICY, PolicyError
+from ..verdict import sink_label
 from . import reports
 from .options import MARKER, options_for
 
@@ -67,6 +68,13 @@ class PluginSession:
         self.records: list[dict[str, Any]] = []
         self.opt_outs: list[dict[str, str]] = []
         self.request_id_problems: list[dict[str, Any]] = []
+        #: -v: say what is only noise in a quiet run (plugins whose library is missing,
+        #: sinks whose library the app never set up)
+        self.verbose = (config.getoption("verbose", 0) or 0) > 0
+        #: the sinks this process saw active in a test (the app set their library up)
+        self.set_up: set[str] = set()
+        #: pytest's logging plugin is off (-p no:logging): it captures no log lines
+        self.no_log_capture = not config.pluginmanager.has_plugin("logging")
         for name in config.getini("leakcheck_secret_env"):
             self._add_env_secret(name)
         for secret in config.stash.get(EARLY_SESSION_SECRETS, []):
@@ -117,8 +125,10 @@ class PluginSession:
         """pytest's live log (``log_cli``) and ``--log-file`` write each record as it is
         made, before any report exists: mask them at their handlers."""
         logging_plugin = self.config.pluginmanager.get_plugin("logging-plugin")
+        if logging_plugin is None:  # -p no:logging: no live log, no log file, no ini keys
+            return
         live = []
-        if logging_plugin is not None and logging_plugin._log_cli_enabled():
+        if logging_plugin._log_cli_enabled():
             live.append("log_cli_handler")
         if self.config.getoption("log_file", None) or self.config.getini("log_file"):
             live.append("log_file_handler")  # otherwise it writes to os.devnull
@@ -127,6 +137,16 @@ class PluginSession:
             if isinstance(handler, logging.Handler):
                 masked = self._masked_format(handler.format)
                 handler.format = masked  # type: ignore[method-assign]  # on this instance only
+
+    def quiet_inactive(self, sink: str, reason: str) -> bool:
+        """Whether an inactive sink goes unsaid in a failure: its reason says the app never
+        set its library up (sentry-sdk installed, no client during the test: nothing was
+        missed), unless ``-v`` or the app set it up in another test of this process."""
+        return not self.verbose and sink not in self.set_up and reason in not_set_up_reasons()
+
+    def shown_inactive(self, inactive: dict[str, str]) -> dict[str, str]:
+        """``inactive`` (``{sink: why}``) without the quiet ones."""
+        return {s: why for s, why in inactive.items() if not self.quiet_inactive(s, why)}
 
     def _masked_format(self, fmt: Any) -> Any:
         def format(record: logging.LogRecord) -> str:
@@ -247,12 +267,17 @@ class PluginSession:
         for name in self.missing_env:
             header.append(f"leakcheck: leakcheck_secret_env: ${name} is not set")
         header.append(f"leakcheck: {_MASKING_LIMIT}")
+        if self.enabled and self.no_log_capture:
+            header.append(f"leakcheck: {_NO_LOG_CAPTURE}")
         return header
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         leaky = [r for r in self.records if r["forbidden"]]
-        if not self.records and not self.opt_outs:
+        # a plugin whose library imports and that still fails is said in every session;
+        # one whose library is not installed only under -v (nothing is wrong with it)
+        plugins = skipped_plugins() if self.verbose else broken_plugins()
+        if not self.records and not self.opt_outs and not plugins:
             return
         terminalreporter.section("leakcheck")
         terminalreporter.write_line(
@@ -263,17 +288,13 @@ class PluginSession:
             terminalreporter.write_line(
                 f"opted out: {opt['test']}: sink {opt['sink']!r} ({opt['reason']})"
             )
-        inactive: dict[str, set[str]] = {}
-        for record in self.records:
-            for sink, reason in record.get("inactive_sinks", {}).items():
-                inactive.setdefault(f"{sink} ({reason})", set()).add(record["test"])
-        for what, tests in sorted(inactive.items()):
+        for what, tests in sorted(self._summary_inactive().items()):
             terminalreporter.write_line(f"sink inactive in {len(tests)} test(s): {what}")
         for record in self.records:
             for part in record.get("not_inspected", []):
                 terminalreporter.write_line(
-                    f"could not inspect in {record['test']}: {part['sink']} {part['path']}  "
-                    f"{part['what']}"
+                    f"could not inspect in {record['test']}: "
+                    f"{sink_label(part['sink'], part['path'])}  {part['what']}"
                 )
         matrix = [r for r in self.records if "matrix" in r]
         if matrix:
@@ -290,10 +311,33 @@ class PluginSession:
             terminalreporter.write_line(f"request ids across {len(matrix)} case(s): {verdict}")
             for problem in problems:
                 terminalreporter.write_line(f"  - {problem['rule']}: {problem['message']}")
-        for name, why in sorted(skipped_plugins().items()):
+        for name, why in sorted(plugins.items()):
             terminalreporter.write_line(f"plugin not loaded: {name} ({why})")
         if self.report_path:
             terminalreporter.write_line(f"JSON report: {self.report_path}")
+
+    def _summary_inactive(self) -> dict[str, set[str]]:
+        """``{"sink (why)": tests}`` of the sinks inactive in some test, the quiet ones left
+        out (their library set up in no test of the session, no ``-v``): from the records,
+        so that under xdist the controller sees every worker's tests."""
+        quiet = set() if self.verbose else not_set_up_reasons()
+        opted = {(opt["test"], opt["sink"]) for opt in self.opt_outs}
+        names = {sink for record in self.records for sink in record.get("inactive_sinks", {})}
+        set_up = {
+            sink
+            for sink in names
+            if any(
+                sink not in record.get("inactive_sinks", {}) and (record["test"], sink) not in opted
+                for record in self.records
+            )
+        }
+        inactive: dict[str, set[str]] = {}
+        for record in self.records:
+            for sink, reason in record.get("inactive_sinks", {}).items():
+                if reason in quiet and sink not in set_up:
+                    continue  # set up in no test: sentry-sdk is installed, not used
+                inactive.setdefault(f"{sink} ({reason})", set()).add(record["test"])
+        return inactive
 
 
 #: What masking cannot reach, said in every session header.
@@ -301,6 +345,11 @@ _MASKING_LIMIT = (
     "output is masked with each secret from the moment it is registered; what was printed "
     "before (a value logged or a parametrize id shown by -v before the test registered it) "
     "cannot be: register such values for the session (leakcheck_secret_env)"
+)
+#: Said once, in the header, under ``-p no:logging``.
+_NO_LOG_CAPTURE = (
+    "-p no:logging: pytest captures no log lines (nothing of them to scan, no live log or "
+    "log file to mask); the log record sink still reads every record itself"
 )
 #: What junitxml writes on a test case itself (from the node id); anything else came from
 #: ``record_xml_attribute``.
