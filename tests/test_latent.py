@@ -339,6 +339,19 @@ def test_no_handler_of_the_app_is_the_default_formatter() -> None:
 # --- declared production levels --------------------------------------------------------------
 
 
+@pytest.fixture(autouse=True)
+def _no_app_filters_on_httpcore() -> Iterator[None]:
+    """Another test's app (the careful example gateway) may have filtered httpcore's header
+    traces out, as its own logging setup: these tests need the record to be logged."""
+    logger = logging.getLogger("httpcore.http11")
+    saved = list(logger.filters)
+    logger.filters.clear()
+    try:
+        yield
+    finally:
+        logger.filters[:] = saved
+
+
 def _httpcore_trace(check: LeakCheck) -> None:
     log = logging.getLogger("httpcore.http11")
     token = check.secret("bearer")
