@@ -16,10 +16,16 @@ from leakcheck.faults import HarnessError
 if TYPE_CHECKING:
     import trustme
 
-__all__ = ["MISMATCH_HOSTNAME", "LoopbackCA"]
+__all__ = ["MISMATCH_HOSTNAME", "TRUSTME_MISSING", "LoopbackCA"]
 
 #: the only name the ``tls_hostname_mismatch`` certificate carries
 MISMATCH_HOSTNAME = "upstream.other-host.example"
+#: why an HTTPS stage cannot run here (a ``HarnessError``: the harness, not the gateway)
+TRUSTME_MISSING = (
+    "the loopback transport needs the trustme package for its HTTPS and TLS stages (a "
+    "throwaway CA and certificates), and it is not installed: pip install trustme (it "
+    "comes with pytest-leakcheck[dev])"
+)
 
 
 class LoopbackCA:
@@ -43,10 +49,8 @@ class LoopbackCA:
             return self._ca
         try:
             import trustme
-        except ImportError as exc:
-            raise HarnessError(
-                "the loopback transport needs trustme for HTTPS (pip install trustme)"
-            ) from exc
+        except ImportError:
+            raise HarnessError(TRUSTME_MISSING) from None  # the message says it all
         tmpdir = self._directory()
         self._ca = trustme.CA(organization_name="leakcheck loopback CA")
         self.file = os.path.join(tmpdir, "ca.pem")
@@ -56,9 +60,9 @@ class LoopbackCA:
     def server_context(self, stage: str) -> ssl.SSLContext:
         """The server side of an HTTPS fault at ``stage``: a certificate clients trusting
         ``file`` accept, or the one the TLS stage needs them to reject."""
+        ca = self.make()  # first: without trustme, the message that names it
         import trustme
 
-        ca = self.make()
         if stage == "tls_untrusted_ca":
             cert = trustme.CA(organization_name="leakcheck untrusted CA").issue_cert(self.host)
         elif stage == "tls_hostname_mismatch":

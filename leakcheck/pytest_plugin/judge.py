@@ -10,6 +10,7 @@ import pytest
 
 from .. import masking
 from ..capture import ProtectedRecordSink
+from ..faults import HarnessError
 from ..harness import LeakCheck
 from ..records import Assertion, SecretRef, TestRecord
 from ..verdict import Leak, format_leaks, root_causes
@@ -36,6 +37,10 @@ def judge_report(
     skipped = report.skipped and not hasattr(report, "wasxfail")
     # why the test failed on its own (its assertion, an exception), before we add ours
     own = _own_failure(call, report) if call.when == "call" else ""
+    if call.excinfo is not None and isinstance(call.excinfo.value, HarnessError):
+        # the harness could not do what the test asked (a fault that cannot arm here, a
+        # package it needs missing): its message says why, no traceback through our code
+        report.longrepr = check.mask(_harness_error(item, call))
     if call.when == "call" and check.unreached() and not skipped:
         # a forced stage that never fired proved nothing: never a pass
         reports.fail_report(report, lead=check.harness_errors())
@@ -50,7 +55,7 @@ def judge_report(
         # our own verdicts (a matrix failure, already masked) are not the gateway's output,
         # and read best without the harness's traceback around them
         verdict_text = ""
-        if raised is not None and not isinstance(raised, pytest.skip.Exception):
+        if raised is not None and not isinstance(raised, (pytest.skip.Exception, HarnessError)):
             if getattr(raised, "leakcheck_verdict", False):
                 verdict_text = str(raised)
                 report.longrepr = check.harness_errors() + "\n\n" + str(raised)
@@ -160,7 +165,8 @@ def failure_reason(
     """Why a failed test failed, one cause a line, ``kind: detail`` (masked later, with
     the record): the leaks, a stage never reached, a matrix case's problems (contract,
     hygiene, the protected record, the gateway raising), snapshot drift, a secret in the
-    test id, or the test's own failure (its assertion, an exception)."""
+    test id, or the test's own failure (``own``: its assertion, an exception, a harness
+    error, as ``_own_failure`` words it)."""
     lines: list[str] = []
     if forbidden:
         ids = sorted({leak.finding.secret_id for leak in forbidden})
@@ -203,23 +209,38 @@ def failure_reason(
     if in_id:
         lines.append(f"secret in test id: {in_id}")
     if own and not verdict:
-        lines.append(f"test failed: {own}")
+        lines.append(own)
     return "\n".join(lines) or "failed (no reason recorded)"
 
 
 def _own_failure(call: pytest.CallInfo[None], report: pytest.TestReport) -> str:
-    """The test's own failure, as pytest's short summary says it (``AssertionError:
-    assert 1 == 2``), or ""."""
+    """The test's own failure as a reason line: ``test failed: `` and what pytest's short
+    summary says (``assert (1 + 1) == 3``), ``harness error: `` and the message of a
+    ``HarnessError``; or ""."""
     if not report.failed or call.excinfo is None:
         return ""
+    if isinstance(call.excinfo.value, HarnessError):
+        return f"harness error: {call.excinfo.typename}: {call.excinfo.value}"
     crash = getattr(report.longrepr, "reprcrash", None)
     message = getattr(crash, "message", None)
-    if isinstance(message, str) and message:
-        return message.splitlines()[0] if "\n" in message else message
-    try:
-        return call.excinfo.exconly().splitlines()[0]
-    except Exception:  # noqa: BLE001 - an exception whose str() raises
-        return call.excinfo.typename
+    if not isinstance(message, str) or not message:
+        try:
+            message = call.excinfo.exconly()
+        except Exception:  # noqa: BLE001 - an exception whose str() raises
+            message = call.excinfo.typename
+    return f"test failed: {message.splitlines()[0] if message else call.excinfo.typename}"
+
+
+def _harness_error(item: pytest.Item, call: pytest.CallInfo[None]) -> str:
+    """A ``HarnessError`` the test raised, as one message and where the test called us."""
+    assert call.excinfo is not None
+    lines = [f"leakcheck: {call.excinfo.typename}: {call.excinfo.value}"]
+    path = getattr(item, "path", None)
+    mine = [entry for entry in call.excinfo.traceback if entry.path == path]
+    if mine:
+        entry = mine[-1]
+        lines.append(f"  (at {item.location[0]}:{entry.lineno + 1}, in {entry.name})")
+    return "\n".join(lines)
 
 
 def hand_over_output(item: pytest.Item, check: LeakCheck) -> None:
