@@ -458,6 +458,8 @@ async def _settle() -> None:
 class _Tool:
     name: str
     required: tuple[str, ...]
+    #: the arguments its input schema takes, if it refuses others (None: any)
+    accepts: frozenset[str] | None = None
 
 
 @dataclass
@@ -575,7 +577,7 @@ class McpTarget(Target):
             self._tool_of[op] = name
             operations.append(
                 Operation(op, "http", repeatable=name in self.repeatable,
-                          input=self.arguments.get(name, {}))
+                          input=self.arguments.get(name, {}), accepts=tool.accepts)
             )  # fmt: skip
         return operations
 
@@ -593,6 +595,16 @@ class McpTarget(Target):
         if done.notifications:
             case.check.expose(done.notifications, "mcp log notification")
         return _wire(done.result)
+
+
+def _accepts(schema: Any) -> frozenset[str] | None:
+    """The argument names an input schema takes. fastmcp and the SDK validate arguments
+    against the tool's signature and refuse unknown ones whatever the schema says, unless
+    the schema opens ``additionalProperties``: only then does a tool take any field."""
+    if not isinstance(schema, Mapping) or schema.get("additionalProperties") not in (None, False):
+        return None
+    properties = schema.get("properties")
+    return frozenset(map(str, properties)) if isinstance(properties, Mapping) else frozenset()
 
 
 def _required(schema: Any) -> tuple[str, ...]:
@@ -644,7 +656,7 @@ class InProcessMcpTarget(McpTarget):
             server = self._build(_placeholder)
             async with Client(server, timeout=self.call_timeout) as client:
                 listed = await client.list_tools()
-        return [_Tool(t.name, _required(t.input_schema)) for t in listed]
+        return [_Tool(t.name, _required(t.input_schema), _accepts(t.input_schema)) for t in listed]
 
     async def _call_tool(self, case: Case, values: _CaseValues, tool: str, args: Any) -> _Call:
         from fastmcp import Client
@@ -724,7 +736,10 @@ class StdioMcpTarget(McpTarget):
             except Exception as exc:  # noqa: BLE001 - said once, as the user's mistake
                 failure = type(exc).__name__
             else:
-                return [_Tool(t.name, _required(t.input_schema)) for t in listed]
+                return [
+                    _Tool(t.name, _required(t.input_schema), _accepts(t.input_schema))
+                    for t in listed
+                ]
             errlog.seek(0)
             said = errlog.read()[-2000:].strip()  # placeholders only: no case yet
         command = " ".join([self.command, *map(str, self.args)])

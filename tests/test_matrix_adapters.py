@@ -622,3 +622,28 @@ def test_a_fault_transport_that_does_not_exist_is_a_clear_error_at_collection() 
     with pytest.raises(TargetError, match=r"no fault transport 'respxx' \(http_via"):
         stage_matrix(typo)
     assert cases_for(typo)  # listing the cases needs no transport
+
+
+def test_an_agent_input_placement_needs_an_operation_that_takes_its_fields() -> None:
+    """A tool that refuses unknown arguments would reject the placement's fields before any
+    stage: such cases are not generated (they would be harness errors)."""
+    from leakcheck.matrix import Operation, Target, cases_for
+
+    class Strict(Target):
+        operations = [
+            Operation("get_forecast", "http", repeatable=True, accepts=frozenset({"city"})),
+            Operation("deploy", "http", repeatable=False, accepts=frozenset({"options", "city"})),
+            Operation("anything", "http", repeatable=True),
+        ]
+        stages = ["http_401"]
+
+        def call(self, case: Any) -> Any:
+            raise NotImplementedError
+
+    by_op: dict[str, set[str]] = {}
+    for spec in cases_for(Strict()):
+        by_op.setdefault(spec.operation, set()).add(spec.placement)
+    agent = {"agent-input-json", "agent-input-signed-url"}
+    assert not by_op["get_forecast"] & agent
+    assert by_op["deploy"] & agent == {"agent-input-json"}  # its fields: options
+    assert by_op["anything"] >= agent

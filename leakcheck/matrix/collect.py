@@ -70,9 +70,17 @@ def cases_for(target: Target) -> list[CaseSpec]:
                 continue  # the gateway has no such seam: the stage cannot be reached
             via = None if stage.gateway_side else _via(target, operation, stage)
             for placement in placements:
-                if _fits(stage, placement, via):
+                if _fits(stage, placement, via) and _takes(operation, placement):
                     specs.append(CaseSpec(operation.name, stage.name, placement.name))
     return specs
+
+
+def _takes(operation: Operation, placement: Placement) -> bool:
+    """Whether the operation takes the fields an agent-input placement adds (a tool that
+    refuses unknown arguments never reaches the stage with them)."""
+    if placement.where != "agent_input" or operation.accepts is None:
+        return True
+    return set(placement.spec.get("agent_input", {})) <= operation.accepts
 
 
 def _validate_target(target: Target) -> None:

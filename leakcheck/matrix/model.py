@@ -54,7 +54,11 @@ class Operation:
     your gateway must reject, as templates naming canary kinds like the placements do
     (``{"repo": "{bearer}"}``: an agent pasting its token into a field), so that a gateway
     echoing a rejected value leaks a canary. None: ``DEFAULT_INVALID_INPUT`` (the bearer
-    token in ``replicas`` and, as a list, in ``repo``)."""
+    token in ``replicas`` and, as a list, in ``repo``).
+
+    ``accepts`` names the arguments the operation takes, when it refuses any other (an MCP
+    tool's input schema): an agent-input placement that adds fields it does not take is
+    not generated, since the call would be refused before any stage (None: any field)."""
 
     name: str
     transport: Literal["http", "ssh"]
@@ -62,6 +66,7 @@ class Operation:
     input: Mapping[str, Any] = field(default_factory=dict)
     via: str | None = None
     invalid_input: Mapping[str, Any] | None = None
+    accepts: frozenset[str] | None = None
 
     def __post_init__(self) -> None:
         if self.transport not in ("http", "ssh"):
