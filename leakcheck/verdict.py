@@ -257,11 +257,17 @@ def _severity(leak: Leak) -> tuple[bool, int]:
     return (leak.allowed, _CLASS_RANK.get(leak.sink_class, len(_CLASS_RANK)))
 
 
-def _shown_first(leak: Leak) -> tuple[bool, int, bool]:
-    """The order within a root cause: the most severe, then a sink that names where the
-    text was made (a log record's field, an exported span) before stdout and stderr,
+#: How the log sinks' notes begin for a record production would not emit (below its
+#: logger's level, a disabled logger): the same text emitted elsewhere is more severe.
+NOT_EMITTED = "not emitted in production"
+
+
+def _shown_first(leak: Leak) -> tuple[bool, int, bool, bool]:
+    """The order within a root cause: the most severe; then what production emits before
+    what it would not (a record below its logger's level); then a sink that names where
+    the text was made (a log record's field, an exported span) before stdout and stderr,
     which mostly echo it (pytest's log capture, ``logging.lastResort``)."""
-    return (*_severity(leak), leak.sink in _ECHOES)
+    return (*_severity(leak), NOT_EMITTED in leak.note, leak.sink in _ECHOES)
 
 
 def root_causes(leaks: Iterable[Leak]) -> list[list[Leak]]:

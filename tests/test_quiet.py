@@ -150,6 +150,15 @@ def test_one_root_cause_is_one_entry_the_most_caller_visible_in_full() -> None:
     assert "below WARNING" not in text
 
 
+def test_what_production_emits_is_shown_before_what_it_would_not() -> None:
+    leaks = [
+        _leak("log record", "gw DEBUG message", note="not emitted in production: DEBUG is below"),
+        _leak("log record", "gw ERROR exc_info.traceback"),
+    ]
+    (group,) = root_causes(leaks)
+    assert [leak.path for leak in group] == ["gw ERROR exc_info.traceback", "gw DEBUG message"]
+
+
 def test_also_in_is_bounded() -> None:
     leaks = [_leak("tool response", "$.message", sink_class=SinkClass.CALLER)]
     leaks += [_leak("log record", f"gw{n} WARNING message") for n in range(ALSO_IN_SHOWN + 3)]
