@@ -598,9 +598,10 @@ class McpTarget(Target):
 
 
 def _accepts(schema: Any) -> frozenset[str] | None:
-    """The argument names an input schema takes. fastmcp and the SDK validate arguments
-    against the tool's signature and refuse unknown ones whatever the schema says, unless
-    the schema opens ``additionalProperties``: only then does a tool take any field."""
+    """The argument names an input schema takes. A field outside them is refused (a
+    fastmcp function tool validates against its signature) or dropped unread (a
+    ``from_openapi`` tool sends only its parameters on): either way an agent-input canary
+    there tests nothing, unless the schema opens ``additionalProperties``."""
     if not isinstance(schema, Mapping) or schema.get("additionalProperties") not in (None, False):
         return None
     properties = schema.get("properties")

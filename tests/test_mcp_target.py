@@ -96,7 +96,7 @@ def _observed(record: dict[str, Any]) -> set[str]:
 # --- the careful server: every case passes ---------------------------------------------------
 
 
-@pytest.mark.parametrize("module, cases", [("test_mcp_matrix", 296), ("test_mcp_stdio_matrix", 18)])
+@pytest.mark.parametrize("module, cases", [("test_mcp_matrix", 266), ("test_mcp_stdio_matrix", 18)])
 def test_careful_server_passes_every_case(module: str, cases: int, tmp_reports: str) -> None:
     code, out, report = _run(module, tmp_reports)
     by_case = _by_case(report)
@@ -232,7 +232,7 @@ def _expected(stage: str, placement: str, *, stdio: bool) -> set[str]:
 
 @pytest.mark.parametrize(
     "module, cases, stdio",
-    [("test_mcp_leaky_matrix", 296, False), ("test_mcp_leaky_stdio_matrix", 18, True)],
+    [("test_mcp_leaky_matrix", 266, False), ("test_mcp_leaky_stdio_matrix", 18, True)],
 )
 def test_leaky_server_fails_exactly_where_its_mistakes_are(
     module: str, cases: int, stdio: bool, tmp_reports: str
