@@ -289,6 +289,7 @@ def _also_in(head: Leak, others: list[Leak]) -> str:
     it apart from the one shown (its sink class, allowed, its form), at most
     ``ALSO_IN_SHOWN`` of them, then ``+N more``."""
     places: list[str] = []
+    head_place = sink_label(head.sink, head.path)
     for leak in others:
         tags = []
         if leak.sink_class is not head.sink_class:
@@ -297,7 +298,10 @@ def _also_in(head: Leak, others: list[Leak]) -> str:
             tags.append("allowed")
         if leak.finding.form != head.finding.form:
             tags.append(f"form {leak.finding.form}")
-        place = sink_label(leak.sink, leak.path) + (f" ({', '.join(tags)})" if tags else "")
+        label = sink_label(leak.sink, leak.path)
+        if label == head_place and not tags:
+            label, tags = "the same text", ["another occurrence"]
+        place = label + (f" ({', '.join(tags)})" if tags else "")
         if place not in places:
             places.append(place)
     shown = places[:ALSO_IN_SHOWN]

@@ -638,3 +638,17 @@ def test_tls_stage_without_trustme_fails_in_one_line(pytester: pytest.Pytester) 
     (record,) = report["tests"]
     assert record["reason"].startswith("harness error: HarnessError: the loopback ")
     assert "trustme" not in sys.modules or sys.modules["trustme"] is not None
+
+
+def test_a_second_occurrence_in_the_same_field_is_named_as_such() -> None:
+    """Not "also in: <the very place shown above>": the same text holds it again."""
+    from leakcheck.harness import LeakCheck
+    from leakcheck.verdict import format_leaks
+
+    with LeakCheck(seed="quiet-same-field", sinks=[]) as check:
+        token = check.secret("bearer")
+        check.expose({"message": f"first {token} then {token}"})
+        text = format_leaks(check.findings())
+    self_scan(text, check.secrets, "failure text")
+    assert "also in: the same text (another occurrence)" in text
+    assert "also in: tool response $.message" not in text
