@@ -31,6 +31,8 @@ __all__ = [
     "get_placement",
     "place",
     "placements_for",
+    "render_template",
+    "template_kinds",
 ]
 
 Where = Literal["credential", "agent_input", "upstream", "exception", "ssh"]
@@ -56,7 +58,7 @@ class Placement:
     @property
     def kinds(self) -> tuple[str, ...]:
         """The canary kinds this placement (with the base credential) plants."""
-        return tuple(sorted(_template_kinds(_corpus()["base"]) | _template_kinds(self.spec)))
+        return tuple(sorted(template_kinds(_corpus()["base"]) | template_kinds(self.spec)))
 
     @property
     def stages(self) -> tuple[str, ...] | None:
@@ -81,7 +83,7 @@ class AuthTemplate:
     userinfo: tuple[str, str] | None = None
 
     def kinds(self) -> tuple[str, ...]:
-        return tuple(sorted(_template_kinds([self.headers, self.query, self.userinfo or ()])))
+        return tuple(sorted(template_kinds([self.headers, self.query, self.userinfo or ()])))
 
     def render(self, lookup: Callable[[str], str]) -> tuple[Pairs, Pairs, tuple[str, str] | None]:
         """``(headers, query, userinfo)`` with each ``{kind}`` replaced by ``lookup(kind)``."""
@@ -150,7 +152,7 @@ class Placed:
 def _corpus() -> dict[str, Any]:
     text = resources.files("leakcheck.corpora").joinpath("placements.json").read_text("utf-8")
     data: dict[str, Any] = json.loads(text)
-    unknown = _template_kinds(data) - set(KINDS)
+    unknown = template_kinds(data) - set(KINDS)
     for entry in data["placements"]:
         unknown |= set(entry.get("malformed", {})) - set(KINDS)
     if unknown:  # a corpus edit that names no canary kind is our bug, not the user's
@@ -161,13 +163,15 @@ def _corpus() -> dict[str, Any]:
     return data
 
 
-def _template_kinds(value: Any) -> set[str]:
+def template_kinds(value: Any) -> set[str]:
+    """The names a template uses in braces: a string, or dicts and lists of them (the
+    canary kinds of a placement, an invalid input, an MCP server's configuration)."""
     if isinstance(value, str):
-        return {f for _, f, _, _ in string.Formatter().parse(value) if f}
+        return {f for _, f, _, _ in string.Formatter().parse(value) if f is not None}
     if isinstance(value, Mapping):
-        return set().union(*(_template_kinds(v) for v in value.values()), set())
+        return set().union(*(template_kinds(v) for v in value.values()), set())
     if isinstance(value, list | tuple):
-        return set().union(*(_template_kinds(v) for v in value), set())
+        return set().union(*(template_kinds(v) for v in value), set())
     return set()
 
 
@@ -204,13 +208,14 @@ def placements_for(transport: str) -> list[Placement]:
     return [p for p in PLACEMENTS.values() if p.where in keep]
 
 
-def _render(value: Any, values: Mapping[str, str]) -> Any:
+def render_template(value: Any, values: Mapping[str, str]) -> Any:
+    """A template (a string, or dicts and lists of them) with each name filled."""
     if isinstance(value, str):
         return value.format_map(values)
     if isinstance(value, Mapping):
-        return {k: _render(v, values) for k, v in value.items()}
+        return {k: render_template(v, values) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_render(v, values) for v in value]
+        return [render_template(v, values) for v in value]
     return value
 
 
@@ -225,8 +230,8 @@ def place(name: str | Placement, secret: Callable[[str], str]) -> Placed:
     malformed = placement.malformed
     # the gateway's credential is damaged everywhere it is used; the secret is the value
     damaged = {kind: value + malformed.get(kind, "") for kind, value in values.items()}
-    base = _render(_corpus()["base"], damaged)
-    spec = _render(
+    base = render_template(_corpus()["base"], damaged)
+    spec = render_template(
         {k: v for k, v in placement.spec.items() if k not in ("malformed", "stages")}, damaged
     )
     ssh = spec.get("ssh", {})

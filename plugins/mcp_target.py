@@ -98,7 +98,7 @@ from leakcheck.contract import Expectations, Violation
 from leakcheck.faults import ChildProcessUpstream, TlsUpstream
 from leakcheck.matrix import SEAMS, UNREACHABLE_URL, Case, Operation, Target, TargetError
 from leakcheck.netwatch import merge_environment
-from leakcheck.placements import PLACEMENTS
+from leakcheck.placements import PLACEMENTS, template_kinds
 from leakcheck.policy import SinkClass
 from leakcheck.stages import Stage, get_stage
 
@@ -233,15 +233,8 @@ class McpServerStderrSink:
 # --- templates ---------------------------------------------------------------------------------
 
 
-def template_fields(template: Any) -> set[str]:
-    """The field names a template (a string, or dicts and lists of them) uses."""
-    if isinstance(template, str):
-        return {name for _, name, _, _ in string.Formatter().parse(template) if name}
-    if isinstance(template, Mapping):
-        return set().union(*(template_fields(v) for v in template.values()), set())
-    if isinstance(template, list | tuple):
-        return set().union(*(template_fields(v) for v in template), set())
-    return set()
+#: the field names a template (a string, or dicts and lists of them) uses
+template_fields = template_kinds
 
 
 def _check_fields(templates: Iterable[Any], where: str) -> None:

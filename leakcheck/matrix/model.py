@@ -5,7 +5,6 @@ contract, whether it keeps a record), ``CaseSpec`` (what a test id names), ``Cas
 from __future__ import annotations
 
 import re
-import string
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -17,7 +16,7 @@ from ..contract import (
 from ..contract import ContractCheck, EnvelopeV1, Expectations
 from ..doubles import Approver, Boom, ObservedInput, Vault
 from ..faults import Fault
-from ..placements import AuthTemplate, Placed, Placement
+from ..placements import AuthTemplate, Placed, Placement, template_kinds
 from ..stages import Stage
 
 if TYPE_CHECKING:
@@ -106,28 +105,6 @@ def default_invalid_input(operation: Operation) -> dict[str, Any]:
     A gateway that ignores unknown fields accepts it for an operation without them:
     declare ``Operation.invalid_input`` there."""
     return dict(DEFAULT_INVALID_INPUT)
-
-
-def template_kinds(value: Any) -> set[str]:
-    """The canary kinds an invalid-input template names (``{bearer}`` -> ``bearer``)."""
-    if isinstance(value, str):
-        return {f for _, f, _, _ in string.Formatter().parse(value) if f is not None}
-    if isinstance(value, Mapping):
-        return set().union(set(), *(template_kinds(v) for v in value.values()))
-    if isinstance(value, list | tuple):
-        return set().union(set(), *(template_kinds(v) for v in value))
-    return set()
-
-
-def render_template(value: Any, values: Mapping[str, str]) -> Any:
-    """An invalid-input template with each kind filled from ``values``."""
-    if isinstance(value, str):
-        return value.format_map(values)
-    if isinstance(value, Mapping):
-        return {k: render_template(v, values) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [render_template(v, values) for v in value]
-    return value
 
 
 def _check_invalid_input(name: str, invalid: Any) -> None:

@@ -24,7 +24,7 @@ from ..faults import (
     TlsUpstream,
 )
 from ..libtrace import library_exceptions
-from ..placements import BASELINE_PLACEMENTS, Placed
+from ..placements import BASELINE_PLACEMENTS, Placed, render_template, template_kinds
 from ..records import Assertion, CaseResult
 from ..snapshot_store import snapshot_entry
 from ..stages import STAGES
@@ -39,9 +39,7 @@ from .model import (
     TargetError,
     contract_of,
     keeps_record,
-    render_template,
     seams_of,
-    template_kinds,
 )
 
 if TYPE_CHECKING:
