@@ -152,3 +152,17 @@ def certs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     ca_file = tmp_path_factory.mktemp("ca") / "ca.pem"
     ca.cert_pem.write_to_path(str(ca_file))
     return {"mismatch": mismatch, "untrusted": untrusted, "client": client, "ca_file": ca_file}
+
+
+#: tests that each run a whole example matrix in a subprocess (30 to 70 s): started first,
+#: so that under ``-n 2`` they overlap the many short tests instead of forming a tail
+_LONG_RUNNING = (
+    "tests/test_mcp_target.py::test_careful_server_passes_every_case",
+    "tests/test_mcp_target.py::test_leaky_server_fails_exactly_where_its_mistakes_are",
+    "tests/test_examples_matrix.py::",
+)
+
+
+@pytest.hookimpl(trylast=True)  # after pytest-randomly's shuffle; the same order on every worker
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: not item.nodeid.startswith(_LONG_RUNNING))
