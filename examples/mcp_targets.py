@@ -103,7 +103,11 @@ def over_stdio(module: Any, **options: Any) -> StdioMcpTarget:
     )
 
 
-careful = in_process(mcp_careful_server)
+# the careful grid under the mocked transport (respx intercepts httpx2; a timeout raises at
+# once: 14 s instead of 67 s), which tests/test_mcp_target.py shows finds what loopback
+# sockets find; it adds the exception-chain cases, which only a mock can inject. The leaky
+# one on loopback: httpcore2's own DEBUG header traces exist only over a real connection.
+careful = in_process(mcp_careful_server, http_via="respx")
 leaky = in_process(mcp_leaky_server)
 careful_stdio = over_stdio(mcp_careful_server)
 leaky_stdio = over_stdio(mcp_leaky_server)

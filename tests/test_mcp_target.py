@@ -96,7 +96,7 @@ def _observed(record: dict[str, Any]) -> set[str]:
 # --- the careful server: every case passes ---------------------------------------------------
 
 
-@pytest.mark.parametrize("module, cases", [("test_mcp_matrix", 266), ("test_mcp_stdio_matrix", 18)])
+@pytest.mark.parametrize("module, cases", [("test_mcp_matrix", 280), ("test_mcp_stdio_matrix", 18)])
 def test_careful_server_passes_every_case(module: str, cases: int, tmp_reports: str) -> None:
     code, out, report = _run(module, tmp_reports)
     by_case = _by_case(report)
