@@ -166,3 +166,40 @@ _LONG_RUNNING = (
 @pytest.hookimpl(trylast=True)  # after pytest-randomly's shuffle; the same order on every worker
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: not item.nodeid.startswith(_LONG_RUNNING))
+
+
+def run_example_matrix(
+    module: str,
+    tmp: str,
+    *,
+    seed: str,
+    extra_args: tuple[str, ...] = (),
+    env: dict[str, str] | None = None,
+    timeout: float = 600,
+) -> tuple[int, str, dict[str, Any]]:
+    """Run ``examples/<module>.py`` as a user runs it, serially in a subprocess, with a fixed
+    seed and a JSON report in ``tmp``: (exit code, output, report)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    report = Path(tmp) / f"{module}.json"
+    done = subprocess.run(
+        [
+            sys.executable, "-m", "pytest", f"examples/{module}.py", "-q",
+            "-p", "no:randomly", "-p", "no:xdist", "-p", "no:cacheprovider", *extra_args,
+            f"--leakcheck-seed={seed}", f"--leakcheck-report={report}",
+        ],
+        cwd=root, capture_output=True, text=True, timeout=timeout,
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1", **(env or {})},
+    )  # fmt: skip
+    return done.returncode, done.stdout + done.stderr, json.loads(report.read_text())
+
+
+def cases_of(report: dict[str, Any]) -> dict[tuple[str, str, str], dict[str, Any]]:
+    """A matrix run's report records by (operation, stage, placement)."""
+    return {
+        (r["matrix"]["operation"], r["matrix"]["stage"], r["matrix"]["placement"]): r
+        for r in report["tests"]
+    }

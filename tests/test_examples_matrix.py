@@ -12,8 +12,6 @@ import contextlib
 import hashlib
 import json
 import os
-import subprocess
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
@@ -21,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import self_scan
+from conftest import cases_of, run_example_matrix, self_scan
 
 from leakcheck.stages import HTTP_RAISED
 
@@ -51,23 +49,14 @@ def pytest_runtest_makereport(item, call):
 
 @cache
 def _run(module: str, tmp: str) -> tuple[int, str, dict[str, Any]]:
-    report = Path(tmp) / f"{module}.json"
     (Path(tmp) / "planted_hashes.py").write_text(PLANTED)
-    done = subprocess.run(
-        [
-            sys.executable, "-m", "pytest", f"examples/{module}.py", "-q",
-            "-p", "no:randomly", "-p", "no:xdist", "-p", "no:cacheprovider",
-            "-p", "planted_hashes",
-            f"--leakcheck-seed={SEED}", f"--leakcheck-report={report}",
-        ],
-        cwd=ROOT, capture_output=True, text=True, timeout=240,
+    return run_example_matrix(
+        module, tmp, seed=SEED, extra_args=("-p", "planted_hashes"), timeout=240,
         env={
-            **os.environ, "PYTHONDONTWRITEBYTECODE": "1",
             "PYTHONPATH": os.pathsep.join([tmp, str(ROOT)]),
             "LEAKCHECK_PLANTED": str(Path(tmp) / f"{module}.planted"),
         },
     )  # fmt: skip
-    return done.returncode, done.stdout + done.stderr, json.loads(report.read_text())
 
 
 @pytest.fixture(scope="module")
@@ -75,18 +64,11 @@ def tmp_reports(tmp_path_factory: pytest.TempPathFactory) -> str:
     return str(tmp_path_factory.mktemp("example-reports"))
 
 
-def _by_case(report: dict[str, Any]) -> dict[tuple[str, str, str], dict[str, Any]]:
-    return {
-        (r["matrix"]["operation"], r["matrix"]["stage"], r["matrix"]["placement"]): r
-        for r in report["tests"]
-    }
-
-
 @pytest.mark.parametrize("module", ["test_careful_matrix", "test_careful_loopback_matrix"])
 def test_careful_gateway_passes_every_case(module: str, tmp_reports: str) -> None:
     # respx, then real sockets (loopback HTTP(S) server): real library texts and log records
     code, out, report = _run(module, tmp_reports)
-    cases = _by_case(report)
+    cases = cases_of(report)
     expected = LOOPBACK_CASES if "loopback" in module else CASES
     assert len(cases) == expected
     failing = sorted("-".join(k) for k, r in cases.items() if r["matrix"]["failed"])
@@ -233,7 +215,7 @@ def _observed(record: dict[str, Any]) -> set[str]:
 
 def test_leaky_gateway_fails_exactly_where_its_mistakes_are(tmp_reports: str) -> None:
     code, out, report = _run("test_leaky_matrix", tmp_reports)
-    cases = _by_case(report)
+    cases = cases_of(report)
     assert len(cases) == CASES
     wrong = []
     for (op, stage, placement), record in sorted(cases.items()):

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import textwrap
 from collections.abc import Callable
@@ -24,7 +23,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import pytest
-from conftest import self_scan
+from conftest import cases_of, run_example_matrix, self_scan
 
 from leakcheck.harness import LeakCheck
 from leakcheck.matrix import CaseSpec, MatrixFailure, build_case, cases_for, run_case
@@ -48,31 +47,15 @@ ANSWERED = {name for name in HTTP_STAGES if STAGES[name].response_received}
 
 @cache
 def _run(module: str, tmp: str) -> tuple[int, str, dict[str, Any]]:
-    report = Path(tmp) / f"{module}.json"
-    done = subprocess.run(
-        [
-            sys.executable, "-m", "pytest", f"examples/{module}.py", "-q",
-            "-p", "no:randomly", "-p", "no:xdist", "-p", "no:cacheprovider",
-            f"--leakcheck-seed={SEED}", f"--leakcheck-report={report}",
-        ],
-        cwd=ROOT, capture_output=True, text=True, timeout=600,
-        # fastmcp's rich tracebacks take half a second each to render (same texts)
-        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1",
-             "FASTMCP_ENABLE_RICH_TRACEBACKS": "false"},
-    )  # fmt: skip
-    return done.returncode, done.stdout + done.stderr, json.loads(report.read_text())
+    # fastmcp's rich tracebacks take half a second each to render (same texts)
+    return run_example_matrix(
+        module, tmp, seed=SEED, env={"FASTMCP_ENABLE_RICH_TRACEBACKS": "false"}
+    )
 
 
 @pytest.fixture(scope="module")
 def tmp_reports(tmp_path_factory: pytest.TempPathFactory) -> str:
     return str(tmp_path_factory.mktemp("mcp-reports"))
-
-
-def _by_case(report: dict[str, Any]) -> dict[tuple[str, str, str], dict[str, Any]]:
-    return {
-        (r["matrix"]["operation"], r["matrix"]["stage"], r["matrix"]["placement"]): r
-        for r in report["tests"]
-    }
 
 
 def _observed(record: dict[str, Any]) -> set[str]:
@@ -99,7 +82,7 @@ def _observed(record: dict[str, Any]) -> set[str]:
 @pytest.mark.parametrize("module, cases", [("test_mcp_matrix", 280), ("test_mcp_stdio_matrix", 18)])
 def test_careful_server_passes_every_case(module: str, cases: int, tmp_reports: str) -> None:
     code, out, report = _run(module, tmp_reports)
-    by_case = _by_case(report)
+    by_case = cases_of(report)
     assert len(by_case) == cases
     failing = sorted("-".join(k) for k, r in by_case.items() if r["outcome"] != "passed")
     assert failing == [], failing[:10]
@@ -238,7 +221,7 @@ def test_leaky_server_fails_exactly_where_its_mistakes_are(
     module: str, cases: int, stdio: bool, tmp_reports: str
 ) -> None:
     code, out, report = _run(module, tmp_reports)
-    by_case = _by_case(report)
+    by_case = cases_of(report)
     assert len(by_case) == cases
     wrong = []
     for (op, stage, placement), record in sorted(by_case.items()):
