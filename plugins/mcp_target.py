@@ -743,6 +743,11 @@ class StdioMcpTarget(McpTarget):
             + (f"; its stderr ends:\n{said}" if said else "; it wrote nothing to stderr")
         )
 
+    def _case_environment(self, case: Case) -> dict[str, str]:
+        """What the case adds to the server's environment: the fault's
+        ``child_environment()`` (a subclass adds its own, such as a per-case HOME)."""
+        return child_environment(case.fault)
+
     def _stderr_sink(self, case: Case) -> McpServerStderrSink | None:
         check = case.check
         if McpServerStderrSink.name in check.skip_sinks:
@@ -767,7 +772,7 @@ class StdioMcpTarget(McpTarget):
                 await _settle()
             return result
 
-        parameters = self._parameters(values, child_environment(case.fault))
+        parameters = self._parameters(values, self._case_environment(case))
         sink = self._stderr_sink(case)
         with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:
             try:

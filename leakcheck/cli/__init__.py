@@ -38,6 +38,7 @@ from .console import (
     silence_stdout,
     write_stdout,
 )
+from .mcp import add_mcp_parser, mcp_command
 from .output import Output
 from .request_ids import request_ids_command
 from .review import review_command
@@ -144,6 +145,7 @@ def _build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="also mask these secrets in what is shown (one per line, or a .json list)",
     )
+    add_mcp_parser(commands)
     return parser
 
 
@@ -167,6 +169,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             code = schema_command(args.version)
         elif args.command == "review":
             code = review_command(args)
+        elif args.command == "mcp":
+            code = mcp_command(args, output)
         else:
             parser.print_help()
             code = EXIT_ERROR

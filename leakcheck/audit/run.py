@@ -1,0 +1,477 @@
+"""The audit: list the tools, give each valid arguments, then every tool x stage x
+placement the server can reach, each case with a fresh server process (the stage matrix's
+``build_case``/``run_case`` under a ``LeakCheck`` of its own, outside pytest), judged with
+the plugin's policy.
+
+Order and shortcuts, so that a run says what it could not test instead of spending its
+time on it:
+
+* each tool's first case is a probe (an answered stage, the base placement): if the
+  server made no request there, the tool is "not callable" with its arguments (it
+  rejected them, or it calls no HTTP API) and its other cases are not run;
+* after three errors in a row on one tool (a crash, a hang) its other cases are not run;
+* past the wall-clock ``budget`` no case is started; those not run are said.
+
+``jobs`` > 1 runs cases in that many forked worker processes (each case's server is a
+process anyway; the faults patch process-wide hooks, which threads would share).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import fnmatch
+import multiprocessing
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..canaries import Secret, WeakSecretError
+from ..faults import HarnessError
+from ..harness import LeakCheck
+from ..matrix import CaseSpec, MatrixFailure, cases_for, run_case
+from ..placements import PLACEMENTS, template_kinds
+from ..records import Assertion
+from ..stages import STAGES
+from ..verdict import format_leaks, root_causes
+from .arguments import ArgumentError, arguments_for, check_input_schema, load_pinned
+from .model import (
+    AuditError,
+    AuditResult,
+    CaseOutcome,
+    Outcome,
+    ServerSpec,
+    ToolInfo,
+    ToolStatus,
+)
+from .server import AuditStdioTarget, CaseError, HomeFilesSink, list_tools
+
+__all__ = ["HTTP_STAGES", "Progress", "audit_mcp_server", "literal_secrets"]
+
+#: the stages an outside audit can force: every HTTP stage (a server has no seam for the
+#: gateway-side ones)
+HTTP_STAGES = [name for name, stage in STAGES.items() if stage.transport == "http"]
+#: errors in a row on one tool after which its other cases are not run
+MAX_ERRORS_IN_A_ROW = 3
+
+#: ``progress(done, total, label)``: called after each case
+Progress = Callable[[int, int, str], None]
+
+
+def _pick(names: Sequence[str], patterns: Sequence[str] | None, what: str) -> list[str]:
+    """``names`` matching any of ``patterns`` (globs; None: all), in ``names``' order."""
+    if patterns is None:
+        return list(names)
+    chosen = [n for n in names if any(fnmatch.fnmatchcase(n, p) for p in patterns)]
+    unmatched = [p for p in patterns if not any(fnmatch.fnmatchcase(n, p) for n in names)]
+    if unmatched:
+        raise AuditError(
+            f"--{what} {', '.join(unmatched)} matches no {what[:-1]}; "
+            f"known: {', '.join(names) or 'none'}"
+        )
+    return chosen
+
+
+#: words in a variable's (or header's) name that say its value is a secret
+_SECRET_NAMES = ("TOKEN", "KEY", "SECRET", "PASSWORD", "PASSWD", "PASS", "AUTH", "COOKIE",
+                 "CREDENTIAL", "SESSION", "PAT", "SIGNATURE", "PRIVATE")  # fmt: skip
+
+
+def literal_secrets(spec: ServerSpec) -> list[Secret]:
+    """The literal values (no template field) of the server's secret-named environment
+    variables and headers (``*TOKEN*``, ``*KEY*``, ``*SECRET*``, ``*PASSWORD*``,
+    ``Authorization``...) that are strong enough to be secrets: every text the command
+    prints is masked with them too (a server that prints its real token on startup)."""
+    values: list[str] = []
+    for name, template in [*spec.env.items(), *spec.headers.items()]:
+        if not any(word in name.upper() for word in _SECRET_NAMES):
+            continue
+        try:
+            if template_kinds(template):
+                continue
+        except ValueError:
+            pass
+        values.append(str(template))
+    secrets = []
+    for i, value in enumerate(dict.fromkeys(values)):
+        try:
+            secrets.append(Secret.from_user(value, kind="secret", id=f"configured#{i + 1}"))
+        except (WeakSecretError, ValueError):
+            continue
+    return secrets
+
+
+def _select_tools(
+    listed: list[ToolInfo],
+    patterns: Sequence[str] | None,
+    pinned: Mapping[str, Mapping[str, Any]],
+) -> list[ToolInfo]:
+    names = [tool.name for tool in listed]
+    chosen = set(_pick(names, patterns, "tools"))
+    unknown = sorted(set(pinned) - set(names))
+    if unknown:
+        raise AuditError(
+            f"--arguments names tool(s) the server does not list: {', '.join(unknown)}; "
+            f"it lists: {', '.join(names)}"
+        )
+    for tool in listed:
+        if tool.name not in chosen:
+            tool.status = ToolStatus.LEFT_OUT
+            continue
+        check_input_schema(tool.name, tool.schema)
+        if tool.name in pinned:
+            tool.arguments, tool.source = dict(pinned[tool.name]), "pinned"
+            continue
+        try:
+            tool.arguments = arguments_for(tool.schema)
+        except ArgumentError as exc:
+            tool.status, tool.why = ToolStatus.NO_ARGUMENTS, str(exc)
+            continue
+        tool.source = "generated" if tool.arguments else "none needed"
+    return listed
+
+
+@dataclass
+class _Plan:
+    target: AuditStdioTarget
+    specs: list[CaseSpec]
+    seed: int | str
+
+
+# the plan of the run, for forked workers (set before the pool starts)
+_PLAN: _Plan | None = None
+
+
+def _run_one(spec: CaseSpec) -> CaseOutcome:
+    assert _PLAN is not None
+    return run_one(_PLAN.target, spec, _PLAN.seed)
+
+
+def run_one(target: AuditStdioTarget, spec: CaseSpec, seed: int | str) -> CaseOutcome:
+    """One case in a fresh server process, judged; never raises for the server's sake."""
+    check = LeakCheck(seed=seed, namespace=f"leakcheck-mcp::{spec.id}", sinks=[])
+    tool = target.tool_of(spec.operation)
+    started = time.monotonic()
+    failure = error = ""
+    try:
+        run_case(check, target, spec)
+    except MatrixFailure as exc:
+        failure = str(exc)
+    except CaseError as exc:
+        error = check.mask(str(exc))
+    except HarnessError as exc:
+        error = check.mask(f"the harness could not run the case: {exc}")
+    except Exception as exc:  # noqa: BLE001 - the harness's own failure, said, not raised
+        error = check.mask(f"the harness failed: {type(exc).__name__}: {exc}")
+    try:
+        check.stop()
+    except Exception as exc:  # noqa: BLE001
+        error = error or check.mask(f"the harness could not stop the case's fault: {exc}")
+    unreached = check.harness_errors()
+    leaks = check.findings()
+    for sink in check.sinks:
+        if isinstance(sink, HomeFilesSink):
+            shutil.rmtree(sink.root, ignore_errors=True)
+    forbidden = [leak for leak in leaks if not leak.allowed]
+    result = check.matrix
+    failed = {a.value for a in result.failed} if result is not None else set()
+    failed.discard(Assertion.HARNESS.value)
+    if forbidden:
+        failed.add(Assertion.LEAKS.value)
+    outcome = CaseOutcome(tool, spec.stage, spec.placement, Outcome.PASSED)
+    outcome.seconds = time.monotonic() - started
+    outcome.findings = [_masked(leak.to_dict(), check.mask) for leak in leaks]
+    details = [line for line in failure.splitlines()[1:] if not line.startswith("rerun:")]
+    if forbidden:
+        causes = len(root_causes(forbidden))
+        header = (
+            f"  [leaks] {len(forbidden)} forbidden hit(s) of "
+            f"{len({leak.finding.secret_id for leak in forbidden})} secret(s) in {causes} "
+            f"root cause(s) (canary seed {check.seed}):"
+        )
+        text = format_leaks(forbidden, header=header)
+        details += [header] + ["    " + line for line in text.splitlines()[1:]]
+    reasons = []
+    if forbidden:
+        sinks = ", ".join(sorted({leak.sink for leak in forbidden}))
+        ids = ", ".join(sorted({leak.finding.secret_id for leak in forbidden}))
+        reasons.append(f"leaks: {ids} (in {sinks})")
+    for name in sorted(failed - {Assertion.LEAKS.value}):
+        reasons.append(
+            {
+                "contract": "MCP result contract",
+                "raised": "a JSON-RPC error instead of a result",
+            }.get(name, name)
+        )
+    if error:
+        outcome.outcome, outcome.reason = Outcome.ERROR, error
+        if failed:  # what it showed before it broke still counts
+            outcome.outcome = Outcome.FAILED
+            outcome.reason = "; ".join([*reasons, f"error: {error}"])
+    elif failed:
+        outcome.outcome, outcome.reason = Outcome.FAILED, "; ".join(reasons)
+    elif unreached:
+        outcome.outcome = Outcome.NOT_REACHED
+        outcome.reason = "the server made no request at this stage: " + unreached.splitlines()[0]
+    if unreached and outcome.outcome is Outcome.FAILED:
+        details.append("  (and the stage was not reached: " + unreached.splitlines()[0] + ")")
+    outcome.failed = sorted(failed)
+    outcome.details = check.mask("\n".join(details))
+    outcome.reason = check.mask(outcome.reason)
+    return outcome
+
+
+def _masked(data: Any, mask: Callable[[str], str]) -> Any:
+    if isinstance(data, str):
+        return mask(data)
+    if isinstance(data, dict):
+        return {k: _masked(v, mask) for k, v in data.items()}
+    if isinstance(data, list):
+        return [_masked(v, mask) for v in data]
+    return data
+
+
+def _probe_of(specs: Iterable[CaseSpec]) -> CaseSpec | None:
+    """A tool's probe: its first case at an answered stage (else its first case)."""
+    specs = list(specs)
+    answered = [s for s in specs if STAGES[s.stage].response_received]
+    base = [s for s in answered if s.placement == "authorization-header"]
+    chosen = base or answered or specs
+    return chosen[0] if chosen else None
+
+
+def audit_mcp_server(
+    command: str | Sequence[str] = "",
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: str | Path | None = None,
+    tools: Sequence[str] | None = None,
+    stages: Sequence[str] | None = None,
+    placements: Sequence[str] | None = None,
+    arguments: Mapping[str, Mapping[str, Any]] | str | Path | None = None,
+    seed: int | str | None = None,
+    jobs: int = 1,
+    budget: float | None = None,
+    call_timeout: float = 10.0,
+    startup_timeout: float = 30.0,
+    timeout: float = 0.5,
+    isolate_home: bool = True,
+    progress: Progress | None = None,
+) -> AuditResult:
+    """Audit the MCP server started by ``command`` (a command line as a list, or its
+    program alone) over stdio; return the ``AuditResult`` (``.exit_code``: 0 clean, 1
+    leaks, 2 incomplete). ``env`` templates name ``{upstream}``, ``{ca_file}``,
+    ``{timeout}`` and canary kinds (``{bearer}``, ``{api_key}``...); ``tools``,
+    ``stages`` and ``placements`` are glob patterns narrowing the run; ``arguments``
+    pins a tool's arguments (a mapping, or a JSON file). Raises ``AuditError`` (one line)
+    when the audit cannot run: the server does not start, lists no tools, offers an
+    invalid input schema, a template or a name is unknown."""
+    from leakcheck.plugins.mcp_target import McpTemplateError
+
+    began = time.monotonic()
+    argv = [command] if isinstance(command, str) else list(command)
+    if not argv or not argv[0]:
+        raise AuditError("no server command: leakcheck mcp [options] -- COMMAND [ARGS...]")
+    if jobs < 1:
+        raise AuditError("--jobs is at least 1")
+    for name, value in (("call", call_timeout), ("startup", startup_timeout)):
+        if not value > 0:
+            raise AuditError(f"--{name}-timeout is a positive number of seconds")
+    spec = ServerSpec(
+        command=argv[0], args=tuple(argv[1:]), env=dict(env or {}),
+        cwd=str(cwd) if cwd is not None else None, startup_timeout=startup_timeout,
+        call_timeout=call_timeout, timeout=timeout, isolate_home=isolate_home,
+    )  # fmt: skip
+    pinned = load_pinned(arguments) if isinstance(arguments, str | Path) else dict(arguments or {})
+    chosen_stages = _pick(HTTP_STAGES, stages, "stages")
+    chosen_placements = _pick(list(PLACEMENTS), placements, "placements") if placements else None
+    masker = LeakCheck(sinks=[])
+    for secret in literal_secrets(spec):
+        masker.register_secret(secret)
+    workdir = tempfile.mkdtemp(prefix="leakcheck-mcp-")
+    try:
+        result = _audit(spec, workdir, tools, pinned, chosen_stages, chosen_placements,
+                        placements, seed, jobs, budget, began, progress)  # fmt: skip
+    except McpTemplateError as exc:
+        raise AuditError(masker.mask(str(exc).replace("AuditStdioTarget ", "--"))) from None
+    except AuditError as exc:
+        raise AuditError(masker.mask(str(exc))) from None
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    result.seconds = time.monotonic() - began
+    if masker.secrets:  # what the server was configured with literally: never printed
+        result.server = masker.mask(result.server)
+        for tool in result.tools:
+            tool.why = masker.mask(tool.why)
+        for case in result.cases:
+            case.reason, case.details = masker.mask(case.reason), masker.mask(case.details)
+            case.findings = _masked(case.findings, masker.mask)
+    return result
+
+
+def _audit(
+    spec: ServerSpec,
+    workdir: str,
+    tools: Sequence[str] | None,
+    pinned: Mapping[str, Mapping[str, Any]],
+    stages: list[str],
+    placements: list[str] | None,
+    asked_placements: Sequence[str] | None,
+    seed: int | str | None,
+    jobs: int,
+    budget: float | None,
+    began: float,
+    progress: Progress | None,
+) -> AuditResult:
+    listed = _select_tools(list_tools(spec, workdir), tools, pinned)
+    audited = [t for t in listed if t.status is ToolStatus.AUDITED]
+    result = AuditResult(server=spec.describe(), seed=seed if seed is not None else 0)
+    result.tools, result.budget = listed, budget
+    if not audited:
+        return result
+    target = AuditStdioTarget(
+        spec, workdir=workdir, tools=[t.name for t in audited],
+        arguments={t.name: t.arguments or {} for t in audited},
+        stages=stages, placements=placements,
+    )  # fmt: skip
+    target.use_tools(audited)
+    try:
+        specs = cases_for(target)
+    except ValueError as exc:
+        raise AuditError(str(exc)) from None
+    if seed is None:
+        seed = LeakCheck().seed
+    result.seed = seed
+    _carried_note(result, target, asked_placements)
+    _run_all(result, target, specs, seed, jobs, budget, began, progress)
+    return result
+
+
+def _carried_note(
+    result: AuditResult, target: AuditStdioTarget, asked: Sequence[str] | None
+) -> None:
+    if asked is not None:
+        return
+    credential = [n for n, p in PLACEMENTS.items() if p.where == "credential"]
+    skipped = [n for n in credential if n not in (target.placements or [])]
+    if skipped:
+        result.notes.append(
+            f"credential placements not run: {', '.join(skipped)}: the server's templates do "
+            "not carry their credentials (give it {auth_headers}, {auth_query} or {auth_url}, "
+            "the placement's credentials, where it takes them)"
+        )
+
+
+def _run_all(
+    result: AuditResult,
+    target: AuditStdioTarget,
+    specs: list[CaseSpec],
+    seed: int | str,
+    jobs: int,
+    budget: float | None,
+    began: float,
+    progress: Progress | None,
+) -> None:
+    global _PLAN
+    by_tool: dict[str, list[CaseSpec]] = {}
+    for spec in specs:
+        by_tool.setdefault(spec.operation, []).append(spec)
+    probes = {op: _probe_of(group) for op, group in by_tool.items()}
+    outcomes: dict[CaseSpec, CaseOutcome] = {}
+    total = len(specs)
+    stopped: dict[str, str] = {}  # operation -> why its other cases are not run
+    errors_in_a_row: dict[str, int] = {}
+    tool_info = {t.name: t for t in result.tools}
+
+    def over_budget() -> bool:
+        return budget is not None and time.monotonic() - began >= budget
+
+    def record(spec: CaseSpec, outcome: CaseOutcome) -> None:
+        outcomes[spec] = outcome
+        op = spec.operation
+        if outcome.outcome is Outcome.ERROR:
+            errors_in_a_row[op] = errors_in_a_row.get(op, 0) + 1
+            if errors_in_a_row[op] >= MAX_ERRORS_IN_A_ROW and op not in stopped:
+                stopped[op] = f"stopped after {MAX_ERRORS_IN_A_ROW} errors in a row on this tool"
+        else:
+            errors_in_a_row[op] = 0
+        if probes.get(op) == spec and outcome.outcome is Outcome.NOT_REACHED:
+            info = tool_info[target.tool_of(op)]
+            names = ", ".join(sorted(info.arguments or {})) or "none"
+            info.status = ToolStatus.NOT_CALLABLE
+            info.why = (
+                f"with its {info.source or 'generated'} arguments ({names}) the server made "
+                "no request to the upstream (it rejected them, or the tool calls no HTTP "
+                "API): pin valid ones with --arguments FILE, or leave it out with --tools"
+            )
+            stopped[op] = "its tool made no request with its arguments (see the tool)"
+        if progress is not None:
+            progress(len(outcomes), total, outcome.id)
+
+    def not_run(spec: CaseSpec, why: str) -> CaseOutcome:
+        return CaseOutcome(
+            target.tool_of(spec.operation), spec.stage, spec.placement, Outcome.NOT_RUN,
+            reason=why,
+        )  # fmt: skip
+
+    first = [p for p in probes.values() if p is not None]
+    rest = [s for s in specs if s not in first]
+    if jobs == 1:
+        for spec in [*first, *rest]:
+            if spec.operation in stopped:
+                record(spec, not_run(spec, stopped[spec.operation]))
+            elif over_budget():
+                result.budget_spent = True
+                record(spec, not_run(spec, "the wall-clock budget was spent"))
+            else:
+                record(spec, run_one(target, spec, seed))
+    else:
+        _PLAN = _Plan(target, specs, seed)
+        try:
+            context = multiprocessing.get_context("fork")
+            with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=context) as pool:
+                for batch in (first, rest):
+                    queue = list(batch)
+                    running: dict[concurrent.futures.Future[CaseOutcome], CaseSpec] = {}
+                    while queue or running:
+                        while queue and len(running) < jobs * 2:
+                            spec = queue.pop(0)
+                            if spec.operation in stopped:
+                                record(spec, not_run(spec, stopped[spec.operation]))
+                            elif over_budget():
+                                result.budget_spent = True
+                                record(spec, not_run(spec, "the wall-clock budget was spent"))
+                            else:
+                                running[pool.submit(_run_one, spec)] = spec
+                        if not running:
+                            continue
+                        done, _ = concurrent.futures.wait(
+                            running, return_when=concurrent.futures.FIRST_COMPLETED
+                        )
+                        for future in done:
+                            spec = running.pop(future)
+                            try:
+                                outcome = future.result()
+                            except Exception as exc:  # noqa: BLE001 - a worker that died
+                                outcome = not_run(spec, f"the worker failed: {type(exc).__name__}")
+                                outcome.outcome = Outcome.ERROR
+                            record(spec, outcome)
+        finally:
+            _PLAN = None
+    result.cases = [outcomes[spec] for spec in specs]
+    for op in by_tool:
+        info = tool_info[target.tool_of(op)]
+        if info.status is ToolStatus.AUDITED and op in stopped and "errors" in stopped[op]:
+            info.why = stopped[op]
+
+
+def cpu_jobs() -> int:
+    """A default for ``--jobs``: the CPUs this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)

@@ -1,0 +1,366 @@
+"""Starting the server under audit, listing its tools, and one case's server process.
+
+``AuditStdioTarget`` is ``StdioMcpTarget`` (a fresh server process per case, the official
+SDK client, the fault's ``child_environment()``) plus what an outside audit needs:
+
+* a fresh ``HOME`` and ``TMPDIR`` per case (``ServerSpec.isolate_home``), whose files are
+  read after the call as an operator sink (``server files``): a server that writes a
+  cache, a log or a crash dump there is judged on it;
+* the MCP client's own log records (the SDK logs a line a server wrote to stdout that is
+  not JSON-RPC, with the line in it) as an operator sink (``mcp client log``), never on
+  the auditing process's stderr;
+* a Node.js proof hook (``NODE_OPTIONS=--require``): a Node server's failed lookups and
+  connects are proven inside it as a Python child's are (``node_proof``);
+* a server that crashes, breaks the protocol or does not answer in time is a
+  ``CaseError`` (the case could not be judged), not a verdict on the tool.
+
+``list_tools`` starts the server once with placeholder credentials and the unreachable
+upstream, as the target does at collection, and turns every way that can fail into one
+line (``AuditError``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import tempfile
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from leakcheck.plugins.mcp_target import (
+    StdioMcpTarget,
+    _placeholder,
+    _run,
+    _Tool,
+)
+
+from ..capture import Captured
+from ..faults import HarnessError
+from ..matrix import UNREACHABLE_URL, Case
+from ..policy import SinkClass
+from .model import AuditError, ServerSpec, ToolInfo
+from .node_proof import node_options
+
+__all__ = [
+    "AuditStdioTarget",
+    "CaseError",
+    "ClientLogSink",
+    "HomeFilesSink",
+    "capture_client_log",
+    "list_tools",
+]
+
+#: what a files sink reads at most per file and in all (a server writing a huge cache)
+_FILE_LIMIT = 1 << 20
+_FILES_LIMIT = 8 << 20
+
+
+class CaseError(HarnessError):
+    """A case that could not be judged: the server crashed, broke the protocol or did not
+    answer within the call timeout. Its message is masked by the runner."""
+
+
+# --- the MCP client's own log -----------------------------------------------------------------
+
+
+class ClientLogSink:
+    """What the MCP client library logged while a case ran (a host's log): operator."""
+
+    name = "mcp client log"
+    sink_class = SinkClass.OPERATOR
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def start(self) -> None:
+        return None
+
+    def stop(self) -> None:
+        return None
+
+    def collect(self) -> Iterator[Captured]:
+        for i, text in enumerate(self.texts):
+            yield Captured(self.name, self.sink_class, f"record {i + 1}", text)
+
+
+_current = threading.local()
+
+
+class _ClientLogHandler(logging.Handler):
+    """Hands each record of the ``mcp`` loggers to the sink of the thread that logged it
+    (each case runs its event loop in one thread); a record with no sink is dropped."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        sink = getattr(_current, "sink", None)
+        if sink is None:
+            return
+        try:
+            text = record.getMessage()
+            if record.exc_info:
+                text += "\n" + logging.Formatter().formatException(record.exc_info)
+            sink.texts.append(text)
+        except Exception:  # noqa: BLE001 - a record that cannot be formatted: not ours
+            return
+
+
+_handler = _ClientLogHandler(level=logging.DEBUG)
+_handler_lock = threading.Lock()
+_handler_users = 0
+
+
+class capture_client_log:  # noqa: N801 - used as a context manager, like a function
+    """While active, the ``mcp`` loggers' records go to ``sink`` (for this thread) and
+    never to the process's handlers (they may quote what a server wrote, secrets and all)."""
+
+    def __init__(self, sink: ClientLogSink | None) -> None:
+        self.sink = sink
+        self._saved: tuple[bool, int] | None = None
+
+    def __enter__(self) -> ClientLogSink | None:
+        global _handler_users
+        logger = logging.getLogger("mcp")
+        with _handler_lock:
+            if _handler_users == 0:
+                logger.addHandler(_handler)
+                _handler.saved = (logger.propagate, logger.level)  # type: ignore[attr-defined]
+                logger.propagate = False
+                logger.setLevel(logging.DEBUG)
+            _handler_users += 1
+        self._previous = getattr(_current, "sink", None)
+        _current.sink = self.sink
+        return self.sink
+
+    def __exit__(self, *exc_info: Any) -> None:
+        global _handler_users
+        _current.sink = self._previous
+        logger = logging.getLogger("mcp")
+        with _handler_lock:
+            _handler_users -= 1
+            if _handler_users == 0:
+                logger.removeHandler(_handler)
+                propagate, level = _handler.saved  # type: ignore[attr-defined]
+                logger.propagate = propagate
+                logger.setLevel(level)
+
+
+# --- files under the case's HOME --------------------------------------------------------------
+
+
+class HomeFilesSink:
+    """The files a server wrote under its per-case HOME and TMPDIR: operator."""
+
+    name = "server files"
+    sink_class = SinkClass.OPERATOR
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+
+    def start(self) -> None:
+        return None
+
+    def stop(self) -> None:
+        return None
+
+    def collect(self) -> Iterator[Captured]:
+        total = 0
+        for path in sorted(Path(self.root).rglob("*")):
+            if total >= _FILES_LIMIT:
+                return
+            try:
+                if path.is_symlink() or not path.is_file():
+                    continue
+                with path.open("rb") as f:
+                    data = f.read(_FILE_LIMIT)
+            except OSError:
+                continue
+            total += len(data)
+            relative = path.relative_to(self.root).as_posix()
+            yield Captured(self.name, self.sink_class, relative, data.decode("utf-8", "replace"))
+
+
+# --- the target --------------------------------------------------------------------------------
+
+
+def _unwrap(exc: BaseException) -> BaseException:
+    """The first leaf of nested exception groups (anyio's task groups wrap what failed)."""
+    while True:
+        inner = getattr(exc, "exceptions", None)  # a BaseExceptionGroup (3.11+, exceptiongroup)
+        if (
+            not isinstance(inner, tuple | list)
+            or not inner
+            or not isinstance(inner[0], BaseException)
+        ):
+            return exc
+        exc = inner[0]
+
+
+def _why(exc: BaseException, spec: ServerSpec) -> str | None:
+    """What a session failure means, or None for an error the server chose to send (a
+    JSON-RPC error answer: the tool's own, judged as caller-visible)."""
+    from mcp.shared.exceptions import MCPError
+    from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+
+    leaf = _unwrap(exc)
+    if isinstance(leaf, TimeoutError) or (
+        isinstance(leaf, MCPError) and leaf.code == REQUEST_TIMEOUT
+    ):
+        return (
+            f"the server did not answer within {spec.call_timeout:g} s "
+            "(a hang, or an HTTP client timeout longer than --call-timeout)"
+        )
+    if isinstance(leaf, MCPError) and leaf.code == CONNECTION_CLOSED:
+        return "the server process exited (or closed its stdout) during the call"
+    if isinstance(leaf, FileNotFoundError | PermissionError):
+        return f"the server command cannot be started ({type(leaf).__name__})"
+    if isinstance(leaf, MCPError):
+        return None
+    if leaf is not exc or isinstance(leaf, OSError | EOFError):
+        return f"the MCP session failed ({type(leaf).__name__})"
+    return None
+
+
+def _stderr_tail(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1][:200] if lines else ""
+
+
+class AuditStdioTarget(StdioMcpTarget):
+    """``StdioMcpTarget`` for ``leakcheck mcp``: see the module's documentation."""
+
+    def __init__(self, spec: ServerSpec, *, workdir: str, **options: Any) -> None:
+        super().__init__(
+            spec.command,
+            list(spec.args),
+            env=dict(spec.env),
+            cwd=spec.cwd,
+            startup_timeout=spec.startup_timeout,
+            call_timeout=spec.call_timeout,
+            timeout=spec.timeout,
+            **options,
+        )
+        self.spec = spec
+        self.workdir = workdir
+        self._node_options = node_options(workdir)
+
+    def use_tools(self, tools: Sequence[ToolInfo]) -> None:
+        """The listed tools (already listed: the server is not started again for them)."""
+        listed = [_Tool(t.name, (), _accepts_of(t.schema)) for t in tools]
+        self._operations = self._make_operations(listed)
+
+    def tool_of(self, operation: str) -> str:
+        return self._tool_of[operation]
+
+    def _case_environment(self, case: Case) -> dict[str, str]:
+        env = super()._case_environment(case)
+        home = case.context.get("home")
+        if isinstance(home, str):
+            for name, sub in (("HOME", "home"), ("TMPDIR", "tmp")):
+                env[name] = os.path.join(home, sub)
+        if "LEAKCHECK_CHILD_FAULT" in env:
+            inherited = os.environ.get("NODE_OPTIONS", "")
+            env["NODE_OPTIONS"] = f"{self._node_options} {inherited}".strip()
+        return env
+
+    def call(self, case: Case) -> Any:
+        check = case.check
+        if self.spec.isolate_home:
+            home = tempfile.mkdtemp(prefix="case-", dir=self.workdir)
+            for sub in ("home", "tmp"):
+                os.mkdir(os.path.join(home, sub))
+            case.context["home"] = home
+            check.sinks.append(HomeFilesSink(home))
+        client_log = ClientLogSink()
+        check.sinks.append(client_log)
+        try:
+            with capture_client_log(client_log):
+                return super().call(case)
+        except HarnessError:
+            raise
+        except Exception as exc:
+            why = _why(exc, self.spec)
+            if why is None:
+                raise  # the server's own JSON-RPC error: caller-visible, judged
+            said = next(
+                (
+                    _stderr_tail(item.text if isinstance(item.text, str) else "")
+                    for sink in check.sinks
+                    if sink.name == "mcp server stderr"
+                    for item in sink.collect()
+                ),
+                "",
+            )
+            raise CaseError(why + (f"; its stderr ends: {said}" if said else "")) from None
+
+    def cleanup(self, case: Case) -> None:
+        home = case.context.pop("home", None)
+        if isinstance(home, str):
+            shutil.rmtree(home, ignore_errors=True)
+
+
+def _accepts_of(schema: Any) -> frozenset[str] | None:
+    from leakcheck.plugins.mcp_target import _accepts
+
+    return _accepts(schema)
+
+
+# --- listing the tools --------------------------------------------------------------------------
+
+
+def list_tools(spec: ServerSpec, workdir: str) -> list[ToolInfo]:
+    """Start the server once (placeholder credentials, upstream ``UNREACHABLE_URL``) and
+    list its tools; each way that fails is one ``AuditError`` line (its stderr's last
+    line in it, masked by the caller)."""
+    target = AuditStdioTarget(spec, workdir=workdir)
+
+    async def body(session: Any) -> Any:
+        return (await session.list_tools()).tools
+
+    home = tempfile.mkdtemp(prefix="list-", dir=workdir)
+    extra = {"HOME": home, "TMPDIR": home} if spec.isolate_home else {}
+    sink = ClientLogSink()
+    errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
+    try:
+        with errlog, capture_client_log(sink):
+            try:
+                listed = _run(
+                    lambda: target._session(target._parameters(_placeholder, extra), errlog, body)
+                )
+            except Exception as exc:  # noqa: BLE001 - each said as one line
+                errlog.seek(0)
+                raise AuditError(_start_failure(spec, exc, _stderr_tail(errlog.read()))) from None
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+    if not listed:
+        raise AuditError(
+            f"the server lists no tools ({spec.describe()!r} answered tools/list with an "
+            "empty list): nothing to audit"
+        )
+    return [ToolInfo(t.name, t.input_schema if t.input_schema is not None else {}) for t in listed]
+
+
+def _start_failure(spec: ServerSpec, exc: BaseException, said: str) -> str:
+    from mcp.shared.exceptions import MCPError
+    from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+
+    leaf = _unwrap(exc)
+    command = spec.describe()
+    if isinstance(leaf, FileNotFoundError):
+        what = f"cannot start the server: no such command {spec.command!r}"
+    elif isinstance(leaf, PermissionError):
+        what = f"cannot start the server: {spec.command!r} is not executable"
+    elif isinstance(leaf, TimeoutError) or (
+        isinstance(leaf, MCPError) and leaf.code == REQUEST_TIMEOUT
+    ):
+        what = (
+            f"the server did not complete the MCP handshake within "
+            f"{spec.startup_timeout:g} s ({command!r}; --startup-timeout)"
+        )
+    elif isinstance(leaf, MCPError) and leaf.code == CONNECTION_CLOSED:
+        what = f"the server exited before listing its tools ({command!r})"
+    else:
+        what = f"could not list the tools of {command!r}: {type(leaf).__name__}"
+    what += f" with placeholder credentials and upstream {UNREACHABLE_URL}"
+    return what + (f"; its stderr ends: {said}" if said else "; it wrote nothing to stderr")

@@ -1,0 +1,233 @@
+"""``leakcheck mcp -- COMMAND [ARGS...]``: audit an MCP server from the outside.
+
+Starts the server over stdio once per case, with canaries templated into its environment
+(``--env NAME=TEMPLATE``: ``{bearer}``, ``{api_key}``..., ``{upstream}`` for the loopback
+fault server, ``{ca_file}``, ``{timeout}``), lists its tools, calls each with arguments
+generated from its input schema (or pinned with ``--arguments FILE``) under every HTTP
+failure stage and placement that applies, and judges what the model and the operator
+see (``leakcheck.audit``). Exit status: 0 clean, 1 a leak (or a broken MCP-result or
+hygiene rule), 2 a usage error or an incomplete audit (the server does not start, crashes,
+hangs, lists no tools, has an invalid schema; a stage it never reached). Nothing printed
+carries a secret: every text is masked with every canary and every literal value the
+server was configured with.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from .console import EXIT_ERROR, UsageError, print_stderr, write_stdout
+from .output import Output
+
+__all__ = ["add_mcp_parser", "mcp_command"]
+
+_FORMATS = ("text", "json", "sarif", "junit")
+
+
+def add_mcp_parser(commands: Any) -> None:
+    """The ``mcp`` subcommand's arguments (``commands``: the subparsers object)."""
+    mcp = commands.add_parser(
+        "mcp",
+        help="audit an MCP server (any language) for leaks, from the outside",
+        description="Start an MCP server over stdio once per case, with canary credentials "
+        "in its environment and its upstream pointed at leakcheck's loopback fault server, "
+        "call every tool under every HTTP failure stage and placement, and judge what the "
+        "model and the operator see. Exit 0 when clean, 1 on leaks, 2 on usage errors or "
+        "an incomplete audit.",
+        usage="leakcheck mcp [options] -- COMMAND [ARGS...]",
+    )
+    mcp.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="NAME=TEMPLATE",
+        help="an environment variable of the server; templates: {upstream} (the fault "
+        "server's URL), {bearer}, {api_key}, {user_name}... (canaries), {auth_headers}, "
+        "{auth_query}, {auth_url}, {ca_file}, {timeout}",
+    )
+    mcp.add_argument("--cwd", metavar="DIR", help="the server's working directory")
+    mcp.add_argument(
+        "--tools",
+        action="append",
+        metavar="PATTERN",
+        help="audit only the tools matching these globs (repeat or comma-separate)",
+    )
+    mcp.add_argument(
+        "--stages",
+        action="append",
+        metavar="PATTERN",
+        help="only these HTTP stages (globs such as 'http_*', 'tls_*'; default: all 15)",
+    )
+    mcp.add_argument(
+        "--placements",
+        action="append",
+        metavar="PATTERN",
+        help="only these placements (default: every placement the templates carry)",
+    )
+    mcp.add_argument(
+        "--arguments",
+        metavar="FILE",
+        help='valid arguments per tool, a JSON object: {"tool": {"arg": "value"}} '
+        "(default: generated from each tool's input schema)",
+    )
+    mcp.add_argument("--format", choices=_FORMATS, default="text")
+    mcp.add_argument("--output", "-o", metavar="FILE", help="write the report here")
+    mcp.add_argument("--seed", help="the canary seed (default: random, printed)")
+    mcp.add_argument(
+        "--jobs", "-j", type=int, default=1, metavar="N", help="cases run at once (default 1)"
+    )
+    mcp.add_argument(
+        "--budget",
+        type=float,
+        metavar="SECONDS",
+        help="wall-clock budget: no case starts after it (those left are reported not run)",
+    )
+    mcp.add_argument(
+        "--call-timeout",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="one tool call (default 10); a server that does not answer by then: error",
+    )
+    mcp.add_argument(
+        "--startup-timeout",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="the server's start and MCP handshake (default 30)",
+    )
+    mcp.add_argument(
+        "--timeout",
+        type=float,
+        default=0.5,
+        metavar="SECONDS",
+        help="the HTTP client timeout the server is told, as {timeout} (default 0.5)",
+    )
+    mcp.add_argument(
+        "--keep-home",
+        action="store_true",
+        help="do not give each case a fresh HOME and TMPDIR (their files are then not read)",
+    )
+    mcp.add_argument(
+        "server", nargs=argparse.REMAINDER, metavar="COMMAND", help="the server's command line"
+    )
+
+
+def _patterns(values: list[str] | None) -> list[str] | None:
+    if not values:
+        return None
+    return [p.strip() for value in values for p in value.split(",") if p.strip()]
+
+
+def _environment(pairs: list[str]) -> dict[str, str]:
+    env: dict[str, str] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name or not name.replace("_", "a").isalnum():
+            raise UsageError(
+                f"--env takes NAME=TEMPLATE (such as API_TOKEN={{bearer}}), not {name[:40]!r}"
+            )
+        env[name] = value
+    return env
+
+
+class _Progress:
+    """A progress line on standard error, only when it is a terminal."""
+
+    def __init__(self) -> None:
+        self.on = sys.stderr.isatty()
+        self.started = time.monotonic()
+        self.shown = False
+
+    def __call__(self, done: int, total: int, label: str) -> None:
+        if not self.on:
+            return
+        elapsed = time.monotonic() - self.started
+        line = f"[{done}/{total}] {elapsed:5.0f} s  {label}"[:100]
+        try:
+            sys.stderr.write("\r" + line.ljust(100))
+            sys.stderr.flush()
+            self.shown = True
+        except (OSError, ValueError):
+            self.on = False
+
+    def clear(self) -> None:
+        if self.shown:
+            try:
+                sys.stderr.write("\r" + " " * 100 + "\r")
+                sys.stderr.flush()
+            except (OSError, ValueError):
+                pass
+
+
+def mcp_command(args: argparse.Namespace, output: Output) -> int:
+    try:
+        from ..audit import AuditError, audit_mcp_server, literal_secrets, render
+        from ..audit.model import ServerSpec
+    except ImportError as exc:  # the mcp extra is not installed
+        raise UsageError(
+            f"leakcheck mcp needs the MCP client and hypothesis-jsonschema ({exc.name} is "
+            "missing): pip install 'pytest-leakcheck[mcp]'"
+        ) from None
+    server = list(args.server)
+    if server and server[0] == "--":
+        server = server[1:]
+    if not server:
+        raise UsageError("no server command: leakcheck mcp [options] -- COMMAND [ARGS...]")
+    env = _environment(args.env)
+    spec = ServerSpec(command=server[0], args=tuple(server[1:]), env=env)
+    output.use(literal_secrets(spec))  # a literal token given to the server: never shown
+    seed: int | str | None = args.seed
+    if isinstance(seed, str) and seed.isdigit():
+        seed = int(seed)
+    progress = _Progress()
+    try:
+        result = audit_mcp_server(
+            server,
+            env=env,
+            cwd=args.cwd,
+            tools=_patterns(args.tools),
+            stages=_patterns(args.stages),
+            placements=_patterns(args.placements),
+            arguments=args.arguments,
+            seed=seed,
+            jobs=args.jobs,
+            budget=args.budget,
+            call_timeout=args.call_timeout,
+            startup_timeout=args.startup_timeout,
+            timeout=args.timeout,
+            isolate_home=not args.keep_home,
+            progress=progress,
+        )
+    except AuditError as exc:
+        raise UsageError(str(exc)) from None
+    finally:
+        progress.clear()
+    report = output.mask_one(render(result, args.format))
+    if args.output:
+        try:
+            Path(args.output).write_text(report, encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"cannot write {args.output}: {exc.strerror or exc}") from None
+    else:
+        write_stdout(report)
+    if args.output or args.format != "text":
+        # the verdict and the time, where a person reads them
+        from ..audit.report import _timing, _verdict
+
+        print_stderr(output.mask_one(f"leakcheck mcp: {_verdict(result)}; {_timing(result)}"))
+    code = result.exit_code
+    if code == EXIT_ERROR:
+        first = next(
+            (c.reason for c in result.cases if c.outcome.value in ("error", "not reached")),
+            next((t.why for t in result.unaudited_tools), ""),
+        )
+        line = f"leakcheck: error: the audit is incomplete: {result.incomplete()}"
+        if first:
+            line += f"; first: {first}"
+        print_stderr(output.mask_one(line[:600]))
+    return code

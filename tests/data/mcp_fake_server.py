@@ -1,0 +1,114 @@
+"""A tiny MCP stdio server (stdlib only, starts in milliseconds) for the tests of
+``leakcheck mcp``: newline-delimited JSON-RPC, one tool ``fetch`` that GETs
+``$API_URL/items/{item}`` with ``Authorization: Bearer $API_TOKEN`` (urllib, timeout
+``$API_TIMEOUT``). ``FAKE_MODE`` picks how it behaves:
+
+=============  ==================================================================
+careful        each failure is one fixed sentence (isError)
+leaky          the error text carries the exception text and the token's Authorization
+crash          exits (status 3) when a tool is called
+hang           never answers a tool call
+hang-start     never answers ``initialize``
+exit-start     writes ``fatal: API_TOKEN=... rejected`` to stderr and exits 1 at once
+stdout-start   writes the token to stdout before any JSON-RPC (a broken stream)
+no-tools       lists no tools
+bad-schema     the tool's input schema is not a valid JSON Schema
+no-request     the tool answers isError without calling the API
+=============  ==================================================================
+"""
+
+import json
+import os
+import sys
+import urllib.error
+import urllib.request
+
+MODE = os.environ.get("FAKE_MODE", "careful")
+TOKEN = os.environ.get("API_TOKEN", "")
+URL = os.environ.get("API_URL", "").rstrip("/")
+TIMEOUT = float(os.environ.get("API_TIMEOUT", "0.5"))
+
+SCHEMA = {
+    "type": "object",
+    "properties": {"item": {"type": "string", "pattern": "^it_[0-9]+$"}},
+    "required": ["item"],
+    "additionalProperties": False,
+}
+if MODE == "bad-schema":
+    SCHEMA = {"type": "object", "properties": {"item": {"type": 12}}}
+
+
+def send(message):
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+
+def text(message, error):
+    return {"content": [{"type": "text", "text": message}], "isError": error}
+
+
+def fetch(item):
+    if MODE == "no-request":
+        return text("fetch is not configured on this server.", True)
+    request = urllib.request.Request(
+        f"{URL}/items/{item}", headers={"Authorization": f"Bearer {TOKEN}"}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=TIMEOUT) as answer:
+            body = json.loads(answer.read().decode("utf-8"))
+        return text(json.dumps(body), False)
+    except urllib.error.HTTPError as exc:
+        if MODE == "leaky":
+            return text(f"HTTP {exc.code} for Authorization: Bearer {TOKEN}", True)
+        return text(f"The API answered HTTP {exc.code}.", True)
+    except Exception as exc:  # noqa: BLE001
+        if MODE == "leaky":
+            return text(f"request failed: {exc} (Authorization: Bearer {TOKEN})", True)
+        return text("The API could not be reached or its answer was unusable.", True)
+
+
+def main():
+    if MODE == "exit-start":
+        sys.stderr.write(f"fatal: API_TOKEN={TOKEN} rejected\n")
+        sys.exit(1)
+    if MODE == "stdout-start":
+        sys.stdout.write(f"starting with token {TOKEN}\n")
+        sys.stdout.flush()
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        message = json.loads(line)
+        method, ident = message.get("method"), message.get("id")
+        if ident is None:
+            continue
+        if method == "initialize":
+            if MODE == "hang-start":
+                continue
+            params = message.get("params") or {}
+            send({"jsonrpc": "2.0", "id": ident, "result": {
+                "protocolVersion": params.get("protocolVersion", "2025-06-18"),
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "fake", "version": "1"},
+            }})  # fmt: skip
+        elif method == "tools/list":
+            tools = [] if MODE == "no-tools" else [
+                {"name": "fetch", "description": "Fetch an item.", "inputSchema": SCHEMA}
+            ]  # fmt: skip
+            send({"jsonrpc": "2.0", "id": ident, "result": {"tools": tools}})
+        elif method == "tools/call":
+            if MODE == "crash":
+                sys.stderr.write("fake: crashing\n")
+                sys.exit(3)
+            if MODE == "hang":
+                continue
+            args = (message.get("params") or {}).get("arguments") or {}
+            result = fetch(args.get("item", ""))
+            send({"jsonrpc": "2.0", "id": ident, "result": result})
+        elif method == "ping":
+            send({"jsonrpc": "2.0", "id": ident, "result": {}})
+        else:
+            send({"jsonrpc": "2.0", "id": ident, "error": {"code": -32601, "message": "no"}})
+
+
+if __name__ == "__main__":
+    main()
