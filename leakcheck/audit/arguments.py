@@ -16,6 +16,7 @@ in Hypothesis 6.1xx; objects are composed here, and the library draws the leaves
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import warnings
@@ -297,10 +298,22 @@ _NOTHING = object()
 
 def _hypothesis_value(schema: Mapping[str, Any]) -> Any:
     """The smallest value hypothesis-jsonschema finds for ``schema`` (derandomized), or
-    ``_NOTHING`` when it finds none (or is not installed)."""
+    ``_NOTHING`` when it finds none (or is not installed). Cached per schema text."""
     try:
-        from hypothesis import HealthCheck, find, settings
-        from hypothesis.errors import HypothesisException
+        key = json.dumps(schema, sort_keys=True, default=str)
+    except (TypeError, ValueError):
+        return _draw(schema)
+    if key not in _DRAWN:
+        _DRAWN[key] = _draw(schema)
+    return copy.deepcopy(_DRAWN[key])
+
+
+_DRAWN: dict[str, Any] = {}
+
+
+def _draw(schema: Mapping[str, Any]) -> Any:
+    try:
+        from hypothesis import HealthCheck, Phase, find, settings
         from hypothesis_jsonschema import from_schema
     except ImportError:
         return _NOTHING
@@ -314,10 +327,11 @@ def _hypothesis_value(schema: Mapping[str, Any]) -> Any:
                 settings=settings(
                     database=None,
                     derandomize=True,
-                    max_examples=100,
+                    max_examples=50,
                     deadline=None,
+                    phases=(Phase.generate, Phase.shrink),  # not "explain": seconds
                     suppress_health_check=list(HealthCheck),
                 ),
             )
-    except (HypothesisException, Exception):  # noqa: BLE001 - an unsatisfiable schema
+    except Exception:  # noqa: BLE001 - an unsatisfiable schema, a library that cannot
         return _NOTHING
