@@ -130,6 +130,8 @@ class CaseOutcome:
     details: str = ""
     findings: list[dict[str, Any]] = field(default_factory=list)
     seconds: float = 0.0
+    #: the first line of the tool result's text (masked): what the model read first
+    answer: str = ""
 
     @property
     def id(self) -> str:
@@ -149,6 +151,7 @@ class CaseOutcome:
             "reason": self.reason,
             "details": self.details,
             "findings": self.findings,
+            "answer": self.answer,
             "seconds": round(self.seconds, 3),
         }
 

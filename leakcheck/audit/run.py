@@ -219,6 +219,8 @@ def run_one(target: AuditStdioTarget, spec: CaseSpec, seed: int | str) -> CaseOu
         outcome.reason = "the server made no request at this stage: " + unreached.splitlines()[0]
     if unreached and outcome.outcome is Outcome.FAILED:
         details.append("  (and the stage was not reached: " + unreached.splitlines()[0] + ")")
+    answer = getattr(check, "audit_answer", "")
+    outcome.answer = check.mask(answer) if isinstance(answer, str) else ""
     outcome.failed = sorted(failed)
     outcome.details = check.mask("\n".join(details))
     outcome.reason = check.mask(outcome.reason)
@@ -309,6 +311,7 @@ def audit_mcp_server(
             tool.why = masker.mask(tool.why)
         for case in result.cases:
             case.reason, case.details = masker.mask(case.reason), masker.mask(case.details)
+            case.answer = masker.mask(case.answer)
             case.findings = _masked(case.findings, masker.mask)
     return result
 
@@ -408,6 +411,8 @@ def _run_all(
                 "no request to the upstream (it rejected them, or the tool calls no HTTP "
                 "API): pin valid ones with --arguments FILE, or leave it out with --tools"
             )
+            if outcome.answer:
+                info.why += f"; it answered: {outcome.answer}"
             stopped[op] = "its tool made no request with its arguments (see the tool)"
         if progress is not None:
             progress(len(outcomes), total, outcome.id)

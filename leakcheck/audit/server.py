@@ -222,6 +222,17 @@ def _why(exc: BaseException, spec: ServerSpec) -> str | None:
     return None
 
 
+def _first_text(result: Any) -> str:
+    """The first line of a result's first text block (what the model read first)."""
+    content = result.get("content") if isinstance(result, dict) else None
+    for block in content if isinstance(content, list) else []:
+        if isinstance(block, dict) and isinstance(block.get("text"), str):
+            lines = [line.strip() for line in block["text"].splitlines() if line.strip()]
+            error = " (isError)" if result.get("isError") else ""
+            return (lines[0][:200] if lines else "") + error
+    return ""
+
+
 def _stderr_tail(text: str) -> str:
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     return lines[-1][:200] if lines else ""
@@ -276,7 +287,9 @@ class AuditStdioTarget(StdioMcpTarget):
         check.sinks.append(client_log)
         try:
             with capture_client_log(client_log):
-                return super().call(case)
+                returned = super().call(case)
+            check.audit_answer = _first_text(returned)  # what the model read, for a probe
+            return returned
         except HarnessError:
             raise
         except Exception as exc:
