@@ -8,7 +8,9 @@ with ``FORMS`` (form functions ``secret -> iterable of (name, bytes)``) and/or `
 sink classes, see ``leakcheck.capture.Sink``).
 
 A module whose import fails is skipped and listed by ``skipped_plugins()``: an
-integration is active only when its library is importable. ``broken_plugins()`` are those
+integration is active only when its library is importable. The bundled sinks of
+``WATCHED_LIBRARIES`` are loaded only once their library has been imported (by the app, a
+conftest, anything): ``waiting_plugins()`` lists the others. ``broken_plugins()`` are those
 of them that failed for another reason (the library imports, the plugin still does not: a
 version it does not fit, a bug): the pytest plugin says those in every session, the
 others only under ``-v`` (a library that is not installed is not a problem to report).
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import sys
 from functools import cache
 from importlib.metadata import entry_points
 from types import ModuleType
@@ -37,6 +40,8 @@ __all__ = [
     "plugin_forms",
     "plugin_decoders",
     "skipped_plugins",
+    "waiting_plugins",
+    "WATCHED_LIBRARIES",
 ]
 
 GROUP = "leakcheck.plugins"
@@ -46,17 +51,67 @@ _skipped: dict[str, str] = {}
 _broken: set[str] = set()
 
 
+#: The library each bundled sink plugin watches. Its plugin is loaded only once something
+#: has imported that library: an application that never imported sentry-sdk has no sentry
+#: client to send to, and a suite that uses none of these libraries no longer pays for
+#: importing them (about 0.2 s a session with all of them installed). A library first
+#: imported while a test runs is named for that test as an inactive sink (``LeakCheck``).
+WATCHED_LIBRARIES = {
+    "sentry": "sentry_sdk",
+    "opentelemetry": "opentelemetry",
+    "prometheus": "prometheus_client",
+    "structlog": "structlog",
+    "loguru": "loguru",
+}
+_OWN_PLUGINS = "leakcheck.plugins."
+#: (group, entry name) -> the plugin's module, or None when its import failed
+_loaded: dict[tuple[str, str], ModuleType | None] = {}
+
+
 @cache
+def _entries(group: str) -> tuple[Any, ...]:
+    return tuple(sorted(entry_points(group=group), key=lambda e: e.name))
+
+
+def _watched_library(group: str, entry: Any) -> str | None:
+    if group != GROUP or not entry.value.startswith(_OWN_PLUGINS):
+        return None
+    return WATCHED_LIBRARIES.get(entry.name)
+
+
 def load_plugins(group: str = GROUP) -> tuple[ModuleType, ...]:
+    """The plugin modules of ``group`` that import (each imported once), without the
+    bundled sinks whose library nothing has imported yet (``waiting_plugins``)."""
     modules = []
-    for entry in sorted(entry_points(group=group), key=lambda e: e.name):
-        try:
-            modules.append(importlib.import_module(entry.value.split(":")[0]))
-        except Exception as exc:  # noqa: BLE001 - one plugin must not take the session
-            _skipped[entry.name] = f"{type(exc).__name__}: {exc}"
-            if not _library_missing(exc):
-                _broken.add(entry.name)
+    for entry in _entries(group):
+        key = (group, entry.name)
+        if key not in _loaded:
+            library = _watched_library(group, entry)
+            if library is not None and library not in sys.modules:
+                continue
+            try:
+                _loaded[key] = importlib.import_module(entry.value.split(":")[0])
+            except Exception as exc:  # noqa: BLE001 - one plugin must not take the session
+                _loaded[key] = None
+                _skipped[entry.name] = f"{type(exc).__name__}: {exc}"
+                if not _library_missing(exc):
+                    _broken.add(entry.name)
+        module = _loaded[key]
+        if module is not None:
+            modules.append(module)
     return tuple(modules)
+
+
+def waiting_plugins() -> dict[str, str]:
+    """``{plugin: library}``: bundled sink plugins not loaded yet, their library being
+    imported by nothing so far (installed or not)."""
+    return {
+        entry.name: library
+        for entry in _entries(GROUP)
+        if (GROUP, entry.name) not in _loaded
+        and (library := _watched_library(GROUP, entry)) is not None
+        and library not in sys.modules
+    }
 
 
 def _library_missing(exc: BaseException) -> bool:

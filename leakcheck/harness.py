@@ -10,6 +10,7 @@ lc.check()                    # raises LeakError with masked evidence on a forbi
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Iterable
 from typing import Any, TypeVar
 
@@ -27,6 +28,7 @@ from .capture import (
 )
 from .detect import Scanner
 from .engine import available_backends
+from .extensions import waiting_plugins
 from .faults import Fault, StageNotReached, make_fault
 from .forms import MASKING_FORMS
 from .placements import Placed, Placement, place
@@ -81,8 +83,11 @@ class LeakCheck:
         self.stdout = TextSink("stdout", SinkClass.CALLER)
         self.stderr = TextSink("stderr", SinkClass.OPERATOR)
         self.warnings = WarningsSink(self.mask)
+        #: bundled sink plugins whose library nothing had imported when the check began
+        self._waiting: dict[str, str] = {}
         if sinks is None:
             sinks = [*builtin_sinks(), *(f() for f in plugin_sink_factories().values())]
+            self._waiting = waiting_plugins()
         every: list[Sink] = [
             self._exposed,
             self._exceptions,
@@ -281,11 +286,18 @@ class LeakCheck:
     def inactive_sinks(self) -> dict[str, str]:
         """``{sink name: why}`` for sinks that could not see anything (no sentry client,
         an OpenTelemetry provider we cannot hook): never silently taken as clean."""
-        return {
+        inactive = {
             sink.name: reason
             for sink in self.sinks
             if (reason := getattr(sink, "inactive_reason", ""))
         }
+        for plugin, library in self._waiting.items():
+            if library in sys.modules:  # imported after the check began: nothing watched it
+                inactive[f"{plugin} sink"] = (
+                    f"{library} was first imported during the test, after leakcheck started "
+                    f"watching: import it before the test starts (in a conftest.py)"
+                )
+        return inactive
 
     def report(self, leaks: list[Leak] | None = None) -> str:
         leaks = self.findings() if leaks is None else leaks

@@ -7,8 +7,10 @@ Its failure message names secret ids, forms and locations, never a value.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
+import importlib
 import json
 import logging
 import os
@@ -18,10 +20,14 @@ from typing import Any
 import pytest
 
 from leakcheck import CanaryFactory, Scanner, Secret
-from leakcheck.extensions import load_plugins
+from leakcheck.extensions import WATCHED_LIBRARIES, load_plugins
 
 # pytester restores sys.modules after each in-process run: load the integrations (and their
-# libraries) here, once, rather than in every inner run.
+# libraries) here, once, rather than in every inner run. The bundled sinks load only once
+# their library is imported (extensions.WATCHED_LIBRARIES): import them all first.
+for _library in WATCHED_LIBRARIES.values():
+    with contextlib.suppress(ImportError):
+        importlib.import_module(_library)
 load_plugins()
 
 #: Inner pytest runs load the leakcheck plugin through its entry point; unrelated plugins

@@ -358,8 +358,9 @@ def test_plugins_are_told_apart(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr(extensions, "entry_points", entry_points)
     monkeypatch.setattr(extensions, "_skipped", {})
     monkeypatch.setattr(extensions, "_broken", set())
-    # the uncached loader: no cache entry left behind for a group of this test
-    modules = extensions.load_plugins.__wrapped__(group)
+    monkeypatch.setattr(extensions, "_loaded", {})
+    monkeypatch.setattr(extensions, "_entries", lambda group: tuple(entry_points(group=group)))
+    modules = extensions.load_plugins(group)
     assert [m.__name__ for m in modules] == ["lc_quiet_fine"]
     assert set(extensions.skipped_plugins()) == {"missing", "old", "raises"}
     broken = extensions.broken_plugins()
@@ -652,3 +653,96 @@ def test_a_second_occurrence_in_the_same_field_is_named_as_such() -> None:
     self_scan(text, check.secrets, "failure text")
     assert "also in: the same text (another occurrence)" in text
     assert "also in: tool response $.message" not in text
+
+
+# --- sink libraries nothing imported ------------------------------------------------------
+
+_WATCH = """
+import json, os, sys
+from leakcheck.extensions import WATCHED_LIBRARIES
+
+def pytest_sessionfinish(session):
+    with open(os.environ["LC_WATCH_OUT"], "w") as out:
+        json.dump(sorted(lib for lib in WATCHED_LIBRARIES.values() if lib in sys.modules), out)
+"""
+
+
+def _run_subprocess(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> tuple[pytest.RunResult, dict[str, Any], list[str]]:
+    pytester.makeconftest(_WATCH)
+    watch = pytester.path / "watched.json"
+    monkeypatch.setenv("LC_WATCH_OUT", str(watch))
+    path = pytester.path / "report.json"
+    result = pytester.runpytest_subprocess(
+        *QUIET_INNER_ARGS, f"--leakcheck-seed={SEED}", f"--leakcheck-report={path}"
+    )
+    report = json.loads(path.read_text(encoding="utf-8"))
+    return result, report, json.loads(watch.read_text(encoding="utf-8"))
+
+
+def test_a_suite_that_imports_no_sink_library_does_not_pay_for_importing_them(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(
+        test_inner="""
+        import logging
+
+        def test_call(leakcheck):
+            token = leakcheck.secret("bearer")
+            logging.getLogger("gateway").warning("calling upstream")
+            leakcheck.expose({"ok": False, "code": "AUTH_FAILED"})
+            assert token
+        """
+    )
+    result, report, imported = _run_subprocess(pytester, monkeypatch)
+    result.assert_outcomes(passed=1)
+    assert imported == [], imported  # sentry-sdk, OpenTelemetry, loguru ... all installed here
+    (record,) = report["tests"]
+    assert record["inactive_sinks"] == {}, record["inactive_sinks"]
+
+
+def test_a_sink_library_first_imported_during_a_test_is_named_as_not_watched(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(
+        test_inner="""
+        def test_call(leakcheck):
+            token = leakcheck.secret("bearer")
+            from loguru import logger  # the app imports its logger lazily, mid-test
+
+            logger.remove()
+            logger.add(lambda message: None)
+            logger.info("calling upstream with {}", token)
+        """
+    )
+    result, report, imported = _run_subprocess(pytester, monkeypatch)
+    result.assert_outcomes(passed=1)
+    assert "loguru" in imported
+    (record,) = report["tests"]
+    reason = record["inactive_sinks"].get("loguru sink", "")
+    assert "loguru was first imported during the test" in reason, record["inactive_sinks"]
+    assert "conftest.py" in reason
+
+
+def test_a_sink_library_imported_before_the_test_is_watched(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the leaky twin: the same record, loguru imported at collection, fails the test
+    pytester.makepyfile(
+        test_inner="""
+        from loguru import logger
+
+        def test_call(leakcheck):
+            token = leakcheck.secret("bearer")
+            logger.remove()
+            logger.add(lambda message: None)
+            logger.info("calling upstream with {}", token)
+        """
+    )
+    result, report, _ = _run_subprocess(pytester, monkeypatch)
+    result.assert_outcomes(failed=1)
+    (record,) = report["tests"]
+    assert {finding["sink"] for finding in record["findings"]} == {"loguru"}, record["findings"]
+    assert "loguru sink" not in record["inactive_sinks"]
+    _scan(result, "test_call")
