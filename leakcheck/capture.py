@@ -805,13 +805,18 @@ def builtin_sinks() -> list[Sink]:
     return [LoggingSink(), CrashHookSink()]
 
 
-@functools.lru_cache(maxsize=1)
 def plugin_sink_factories() -> dict[str, SinkFactory]:
-    """``{sink name: factory}`` from installed plugins whose library is importable."""
+    """``{sink name: factory}`` from installed plugins whose library is importable (the
+    bundled sinks: and imported, see ``extensions.WATCHED_LIBRARIES``)."""
     from .extensions import load_plugins
 
+    return _sink_factories(load_plugins())
+
+
+@functools.lru_cache(maxsize=4)  # one set of modules, until a watched library is imported
+def _sink_factories(modules: tuple[Any, ...]) -> dict[str, SinkFactory]:
     factories: dict[str, SinkFactory] = {}
-    for module in load_plugins():
+    for module in modules:
         for factory in getattr(module, "SINKS", ()):
             factories[getattr(factory, "name", factory.__name__)] = factory
     return factories

@@ -746,3 +746,30 @@ def test_a_sink_library_imported_before_the_test_is_watched(
     assert {finding["sink"] for finding in record["findings"]} == {"loguru"}, record["findings"]
     assert "loguru sink" not in record["inactive_sinks"]
     _scan(result, "test_call")
+
+
+def test_a_sink_library_imported_by_an_earlier_test_is_watched_in_the_next(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the first test ran with loguru not imported; the second must see loguru's sink
+    pytester.makepyfile(
+        test_inner="""
+        def test_first(leakcheck):
+            leakcheck.secret("bearer")
+            from loguru import logger  # noqa: F401
+
+        def test_second(leakcheck):
+            from loguru import logger
+
+            token = leakcheck.secret("bearer")
+            logger.remove()
+            logger.add(lambda message: None)
+            logger.info("calling upstream with {}", token)
+        """
+    )
+    result, report, _ = _run_subprocess(pytester, monkeypatch)
+    result.assert_outcomes(passed=1, failed=1)
+    first, second = sorted(report["tests"], key=lambda record: record["test"])
+    assert "loguru sink" in first["inactive_sinks"]
+    assert {finding["sink"] for finding in second["findings"]} == {"loguru"}, second["findings"]
+    _scan(result, "test_first", "test_second")
