@@ -9,7 +9,9 @@ time on it:
 * each tool's first case is a probe (an answered stage, the base placement): if the
   server made no request there, the tool is "not callable" with its arguments (it
   rejected them, or it calls no HTTP API) and its other cases are not run;
-* after three errors in a row on one tool (a crash, a hang) its other cases are not run;
+* after two errors at one stage of a tool (a hang at 429) its other placements there are
+  not run, and after errors at three stages in a row (a crash on every call) none of the
+  tool's other cases;
 * past the wall-clock ``budget`` no case is started; those not run are said.
 
 ``jobs`` > 1 runs cases in that many forked worker processes (each case's server is a
@@ -55,8 +57,10 @@ __all__ = ["HTTP_STAGES", "Progress", "audit_mcp_server", "literal_secrets"]
 #: the stages an outside audit can force: every HTTP stage (a server has no seam for the
 #: gateway-side ones)
 HTTP_STAGES = [name for name, stage in STAGES.items() if stage.transport == "http"]
-#: errors in a row on one tool after which its other cases are not run
+#: stages erring in a row on one tool after which its other cases are not run
 MAX_ERRORS_IN_A_ROW = 3
+#: errors at one stage of one tool after which its other placements there are not run
+MAX_ERRORS_AT_A_STAGE = 2
 
 #: ``progress(done, total, label)``: called after each case
 Progress = Callable[[int, int, str], None]
@@ -387,7 +391,9 @@ def _run_all(
     outcomes: dict[CaseSpec, CaseOutcome] = {}
     total = len(specs)
     stopped: dict[str, str] = {}  # operation -> why its other cases are not run
-    errors_in_a_row: dict[str, int] = {}
+    errors_in_a_row: dict[str, list[str]] = {}
+    errors_at: dict[tuple[str, str], int] = {}
+    stopped_at: dict[tuple[str, str], str] = {}  # (operation, stage) -> why
     tool_info = {t.name: t for t in result.tools}
 
     def over_budget() -> bool:
@@ -395,13 +401,24 @@ def _run_all(
 
     def record(spec: CaseSpec, outcome: CaseOutcome) -> None:
         outcomes[spec] = outcome
-        op = spec.operation
+        op, key = spec.operation, (spec.operation, spec.stage)
         if outcome.outcome is Outcome.ERROR:
-            errors_in_a_row[op] = errors_in_a_row.get(op, 0) + 1
-            if errors_in_a_row[op] >= MAX_ERRORS_IN_A_ROW and op not in stopped:
-                stopped[op] = f"stopped after {MAX_ERRORS_IN_A_ROW} errors in a row on this tool"
-        else:
-            errors_in_a_row[op] = 0
+            # the same stage erring again: its other placements would too (a hang at 429)
+            errors_at[key] = errors_at.get(key, 0) + 1
+            if errors_at[key] >= MAX_ERRORS_AT_A_STAGE and key not in stopped_at:
+                stopped_at[key] = (
+                    f"stopped after {MAX_ERRORS_AT_A_STAGE} errors at this stage of this tool"
+                )
+            # errors at several stages in a row: every call fails (a crash on each call)
+            erring = errors_in_a_row.setdefault(op, [])
+            if spec.stage not in erring:
+                erring.append(spec.stage)
+            if len(erring) >= MAX_ERRORS_IN_A_ROW and op not in stopped:
+                stopped[op] = (
+                    f"stopped after errors at {MAX_ERRORS_IN_A_ROW} stages in a row on this tool"
+                )
+        elif outcome.outcome is not Outcome.NOT_RUN:
+            errors_in_a_row[op] = []
         if probes.get(op) == spec and outcome.outcome is Outcome.NOT_REACHED:
             info = tool_info[target.tool_of(op)]
             names = ", ".join(sorted(info.arguments or {})) or "none"
@@ -427,8 +444,9 @@ def _run_all(
     rest = [s for s in specs if s not in first]
     if jobs == 1:
         for spec in [*first, *rest]:
-            if spec.operation in stopped:
-                record(spec, not_run(spec, stopped[spec.operation]))
+            why = stopped.get(spec.operation) or stopped_at.get((spec.operation, spec.stage))
+            if why:
+                record(spec, not_run(spec, why))
             elif over_budget():
                 result.budget_spent = True
                 record(spec, not_run(spec, "the wall-clock budget was spent"))
@@ -445,8 +463,11 @@ def _run_all(
                     while queue or running:
                         while queue and len(running) < jobs * 2:
                             spec = queue.pop(0)
-                            if spec.operation in stopped:
-                                record(spec, not_run(spec, stopped[spec.operation]))
+                            why = stopped.get(spec.operation) or stopped_at.get(
+                                (spec.operation, spec.stage)
+                            )
+                            if why:
+                                record(spec, not_run(spec, why))
                             elif over_budget():
                                 result.budget_spent = True
                                 record(spec, not_run(spec, "the wall-clock budget was spent"))
