@@ -10,11 +10,23 @@ from elsewhere does not fall on one mode only):
   empty   the plugin on, the fixture requested, no secret registered
   three   the plugin on, three canaries per test (bearer, api_key, hostname)
 
-Targets (issue 3): tests that do not use the fixture <= 1.10x the plugin-off wall time;
-<= 2 ms added per test with three canaries. Wall time is the target; the CPU time of the
-pytest process (user + system) is printed beside it, steadier on a shared machine.
+A second suite (``--suite mcp``) is the example MCP server's: each test builds the careful
+example server (``examples.mcp_careful_server``, fastmcp ``from_openapi`` over httpx2)
+with its credentials, calls a tool through ``fastmcp.Client`` in memory against an upstream
+that answers 401, and exposes the ``CallToolResult``; ``off`` and ``three`` only.
 
-    python bench/plugin_overhead.py [--tests 1000] [--repeat 3]
+Targets (issues 3 and 13): tests that do not use the fixture <= 1.10x the plugin-off wall
+time; <= 1.5 ms added per test with three canaries; the MCP suite <= 1.10x. Wall time is
+the target; the CPU time of the pytest process (user + system) is printed beside it,
+steadier on a shared machine.
+
+Bytecode is cached as on a developer's machine (``PYTHONPYCACHEPREFIX`` in the run's
+temporary directory, one unmeasured warm-up run per mode): with ``PYTHONDONTWRITEBYTECODE``
+set, every run would recompile each module pytest rewrites or imports fresh, a fixed cost
+of the environment, not of the plugin.
+
+    python bench/plugin_overhead.py [--tests 1000] [--mcp-tests 300] [--repeat 3]
+                                    [--suite small|mcp|both]
 """
 
 from __future__ import annotations
@@ -28,6 +40,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent  # the examples package, for the MCP suite
 
 CONFTEST = """
 import os, secrets
@@ -95,12 +109,51 @@ def test_gateway(n, lc):
 """
 
 
+MCP_SUITE = """
+import asyncio, os
+import httpx2
+import pytest
+from fastmcp import Client
+
+from examples.mcp_careful_server import build_server
+
+MODE = os.environ["LEAKCHECK_BENCH_MODE"]
+
+
+def upstream(request):
+    return httpx2.Response(401, json={"error": "invalid_token"})
+
+
+async def call(server):
+    async with Client(server) as client:
+        return await client.call_tool("create_deployment", {"repo": "web"}, raise_on_error=False)
+
+
+@pytest.mark.parametrize("n", range(COUNT))
+def test_mcp_tool(n, lc):
+    token, key, host = lc.secret("bearer"), lc.secret("api_key"), lc.secret("hostname")
+    server = build_server(
+        f"https://{host}/", token=token, headers={"X-Api-Key": key},
+        transport=httpx2.MockTransport(upstream),
+    )
+    result = asyncio.run(call(server))
+    lc.expose(result, "tool result")
+    assert result.is_error
+"""
+
 MODES = ("off", "unused", "empty", "three")
+MCP_MODES = ("off", "three")
 
 
 def run(suite: Path, mode: str) -> tuple[float, float]:
     """(wall seconds, CPU seconds) of one pytest run of the suite."""
-    env = {**os.environ, "LEAKCHECK_BENCH_MODE": mode, "PYTHONDONTWRITEBYTECODE": "1"}
+    env = {
+        **os.environ,
+        "LEAKCHECK_BENCH_MODE": mode,
+        "PYTHONPYCACHEPREFIX": str(suite.parent / "pycache"),
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     args = [
         sys.executable,
         "-m",
@@ -128,57 +181,85 @@ def run(suite: Path, mode: str) -> tuple[float, float]:
     return elapsed, cpu
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--tests", type=int, default=1000)
-    parser.add_argument("--repeat", type=int, default=3)
-    args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="leakcheck-overhead-") as tmp:
-        root = Path(tmp)
-        (root / "conftest.py").write_text(CONFTEST)
-        suite = root / "test_suite.py"
-        suite.write_text(SUITE.replace("COUNT", str(args.tests)))
-        runs: dict[str, list[tuple[float, float]]] = {mode: [] for mode in MODES}
-        for _ in range(args.repeat):
-            for mode in MODES:
-                runs[mode].append(run(suite, mode))
-    times = {mode: min(wall for wall, _ in results) for mode, results in runs.items()}
+def measure(
+    suite: Path, modes: tuple[str, ...], repeat: int
+) -> tuple[dict[str, float], dict[str, float]]:
+    """Best wall and CPU seconds of each mode, after one unmeasured warm-up run of each
+    (the modes take turns, so that a burst of load from elsewhere does not fall on one)."""
+    for mode in modes:
+        run(suite, mode)
+    runs: dict[str, list[tuple[float, float]]] = {mode: [] for mode in modes}
+    for _ in range(repeat):
+        for mode in modes:
+            runs[mode].append(run(suite, mode))
+    wall = {mode: min(w for w, _ in results) for mode, results in runs.items()}
     cpu = {mode: min(c for _, c in results) for mode, results in runs.items()}
-    print(f"plugin overhead: {args.tests} tests, best of {args.repeat} runs")
+    return wall, cpu
+
+
+def table(title: str, count: int, wall: dict[str, float], cpu: dict[str, float]) -> None:
+    print(title)
     print(
         f"  {'mode':<8}{'wall s':>8}{'ratio':>8}{'ms/test':>9}"
         f"{'cpu s':>9}{'ratio':>8}{'ms/test':>9}"
     )
-    for mode in MODES:
-        wall, c = times[mode], cpu[mode]
+    for mode in wall:
+        w, c = wall[mode], cpu[mode]
         print(
-            f"  {mode:<8}{wall:>8.2f}{wall / times['off']:>7.2f}x"
-            f"{(wall - times['off']) / args.tests * 1000:>9.2f}"
-            f"{c:>9.2f}{c / cpu['off']:>7.2f}x{(c - cpu['off']) / args.tests * 1000:>9.2f}"
+            f"  {mode:<8}{w:>8.2f}{w / wall['off']:>7.2f}x"
+            f"{(w - wall['off']) / count * 1000:>9.2f}"
+            f"{c:>9.2f}{c / cpu['off']:>7.2f}x{(c - cpu['off']) / count * 1000:>9.2f}"
         )
-    off = times["off"]
-    unused_ratio = times["unused"] / off
-    ratio, added = times["three"] / off, (times["three"] - off) / args.tests * 1000
-    print(
-        f"  targets: unused <= 1.10x: {'PASS' if unused_ratio <= 1.10 else 'MISS'} "
-        f"({unused_ratio:.2f}x); three <= 2 ms/test: {'PASS' if added <= 2 else 'MISS'} "
-        f"({added:.2f} ms, {ratio:.2f}x)"
-    )
+
+
+def verdict(name: str, ok: bool, figure: str) -> str:
+    return f"{name}: {'PASS' if ok else 'MISS'} ({figure})"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--tests", type=int, default=1000)
+    parser.add_argument("--mcp-tests", type=int, default=300)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--suite", choices=("small", "mcp", "both"), default="both")
+    args = parser.parse_args()
+    results: dict[str, object] = {"load_average_start": os.getloadavg()}
+    targets = []
+    with tempfile.TemporaryDirectory(prefix="leakcheck-overhead-") as tmp:
+        root = Path(tmp)
+        (root / "conftest.py").write_text(CONFTEST)
+        if args.suite in ("small", "both"):
+            suite = root / "test_suite.py"
+            suite.write_text(SUITE.replace("COUNT", str(args.tests)))
+            wall, cpu = measure(suite, MODES, args.repeat)
+            table(f"small tests: {args.tests}, best of {args.repeat}", args.tests, wall, cpu)
+            unused = wall["unused"] / wall["off"]
+            added = (wall["three"] - wall["off"]) / args.tests * 1000
+            targets += [
+                verdict("unused <= 1.10x", unused <= 1.10, f"{unused:.2f}x"),
+                verdict(
+                    "three <= 1.5 ms/test",
+                    added <= 1.5,
+                    f"{added:.2f} ms, {wall['three'] / wall['off']:.2f}x",
+                ),
+            ]
+            results["small"] = {"tests": args.tests, "seconds": wall, "cpu_seconds": cpu}
+        if args.suite in ("mcp", "both"):
+            suite = root / "test_mcp_suite.py"
+            suite.write_text(MCP_SUITE.replace("COUNT", str(args.mcp_tests)))
+            wall, cpu = measure(suite, MCP_MODES, args.repeat)
+            table(
+                f"example MCP suite: {args.mcp_tests}, best of {args.repeat}",
+                args.mcp_tests, wall, cpu,
+            )  # fmt: skip
+            ratio = wall["three"] / wall["off"]
+            targets.append(verdict("MCP suite <= 1.10x", ratio <= 1.10, f"{ratio:.2f}x"))
+            results["mcp"] = {"tests": args.mcp_tests, "seconds": wall, "cpu_seconds": cpu}
+    results["load_average_end"] = os.getloadavg()
+    print("  targets: " + "; ".join(targets))
     out = Path(__file__).parent / "out"
     out.mkdir(exist_ok=True)
-    (out / "plugin_overhead.json").write_text(
-        json.dumps(
-            {
-                "tests": args.tests,
-                "seconds": times,
-                "cpu_seconds": cpu,
-                "ratio_unused": unused_ratio,
-                "ratio_three": ratio,
-                "ms_added_three": added,
-            },
-            indent=2,
-        )
-    )
+    (out / "plugin_overhead.json").write_text(json.dumps(results, indent=2))
     return 0
 
 
