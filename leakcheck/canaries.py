@@ -15,6 +15,7 @@ import math
 import random
 import re
 import string
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from enum import Enum
@@ -100,9 +101,11 @@ class Secret:
             raise TypeError(f"secret {id!r}: expected str, got {type(value).__name__}")
         if secret_class is None:
             secret_class = KINDS[kind].secret_class if kind in KINDS else SecretClass.DIRECT
-        bits = _bits_of(value)
-        total = sum(bits)
         label = f"secret {id!r} (kind {kind}, {len(value)} chars)"
+        bits = _early_bits(value, min_bits) if len(value.strip()) >= 12 else None
+        if bits is None:
+            bits = _bits_of(value)
+        total = sum(bits)
         if len(value.strip()) < 12:
             raise WeakSecretError(
                 _without_pieces_of(
@@ -237,6 +240,351 @@ def estimate_bits(value: str) -> list[float]:
         for i in range(match.start(), match.end()):
             bits[i] = 0.0
     return bits
+
+
+# --- early accept -------------------------------------------------------------------------
+#
+# zxcvbn costs 3 to 40 ms a value, and its import and dictionaries another 25 ms: most of
+# what ``leakcheck scan`` spent on a few secrets, and hours on 100,000. A value whose
+# estimate provably reaches the bar is accepted without it. The proof is a lower bound of
+# ``estimate_bits``, character by character: zxcvbn gives a match that is not a whole
+# window at least 50 guesses (10 for one character: MIN_SUBMATCH_GUESSES_*), a dictionary
+# word at least its rank, and ``estimate_bits`` spreads log2(guesses) over the match's
+# characters. So a character inside no possible match keeps its class bits, and one inside
+# possible matches gets at least log2(guesses) / length of the longest of them. The
+# possible matches are a superset of zxcvbn's, found with its public data
+# (``_zxcvbn_bound``, generated from the installed zxcvbn and checked against it by the
+# tests):
+#
+# * dictionary words (forward, reversed, l33t) of 1 to 3 characters, at their best rank;
+#   longer ones wherever every 4-gram of a run (each character lowered, or any letter its
+#   l33t spelling stands for) occurs in some word: 50 guesses over the whole run;
+# * runs of 3 or more adjacent keys on any of its keyboards, runs of a constant code-point
+#   step of at most 5, periodic runs (repeats), 50 guesses each; runs of digits and date
+#   separators (years, dates: a match of at most 11 characters), 50 guesses per 11.
+#
+# A value with a possible match of EARLY_LONGEST characters or more (it could be a whole
+# window, which has no such floor), whose lowering changes its length (zxcvbn's positions
+# would shift), or judged by another zxcvbn than the data was made from, takes the full
+# estimate; so does one whose bound falls short of the bar: a value that the full estimate
+# rejects is never accepted early. An early-accepted value's bits are its class bits, as a
+# generated canary's, except inside possible matches of 4 characters or more (a word, a
+# keyboard run, a date), which keep the bound: a random token's characters are random, a
+# word in it is not.
+
+#: A possible match this long could be a whole window (a window is at least 12 characters,
+#: as a secret is): the value takes the full estimate.
+EARLY_LONGEST = 12
+_FLOOR = math.log2(50.0)  # zxcvbn's MIN_SUBMATCH_GUESSES_MULTI_CHAR
+_FLOOR_SINGLE = math.log2(10.0)  # MIN_SUBMATCH_GUESSES_SINGLE_CHAR
+#: 4-gram buckets: these characters, and the 37th for any other
+_BUCKETS = "abcdefghijklmnopqrstuvwxyz0123456789"
+_BUCKET = {c: i for i, c in enumerate(_BUCKETS)}
+_DATE_RUN = re.compile(r"[\d\s/\\_.-]{4,}")
+#: zxcvbn's longest date token: 1-4 digits, separator, 1-2, separator, 1-4, and the line
+#: end that its ``$`` lets through
+_DATE_LONGEST = 11
+_SQUARE = re.compile(r"(?=(.+?)\1)", re.DOTALL)
+#: zxcvbn's longest dictionary word (checked by the tests)
+_LONGEST_WORD = 23
+
+
+@dataclass(frozen=True)
+class _EarlyData:
+    short: dict[str, int]  # each spelling of a word of 1 to 3 characters: its best rank
+    fourgrams: bytes  # a bit per 4-gram of buckets: set when some longer word holds it
+    words: bytes  # a Bloom filter of the words of 4 characters or more (_in_words)
+    adjacent: frozenset[str]  # adjacent keys (previous + next), on any keyboard
+    readings: dict[str, tuple[str, ...]]  # l33t: the letters a character may stand for
+
+
+@functools.cache
+def _early_data() -> _EarlyData | None:
+    """The bound's data, when made from the zxcvbn installed (its files' sizes match);
+    else None, and every value takes the full estimate."""
+    import base64
+    import importlib.util
+    import os
+
+    from . import _zxcvbn_bound as data
+
+    try:
+        spec = importlib.util.find_spec("zxcvbn")
+        where = list(spec.submodule_search_locations or []) if spec else []
+        sizes = {name: os.stat(os.path.join(where[0], name)).st_size for name in data.FILES}
+    except (ImportError, OSError, IndexError, ValueError):
+        return None
+    if sizes != data.FILES:
+        return None
+    readings: dict[str, tuple[str, ...]] = {}
+    for letter, spellings in data.L33T.items():
+        for spelling in spellings:
+            readings[spelling] = (*readings.get(spelling, ()), letter)
+    pairs = data.ADJACENT
+    listed = data.SHORT_WORDS.split(" ")
+    return _EarlyData(
+        short=dict(zip(listed[::2], map(int, listed[1::2]), strict=True)),
+        fourgrams=zlib.decompress(base64.b64decode(data.FOURGRAMS)),
+        words=base64.b64decode(data.WORDS),
+        adjacent=frozenset(pairs[i : i + 2] for i in range(0, len(pairs), 2)),
+        readings=readings,
+    )
+
+
+def _possible_matches(value: str, data: _EarlyData) -> list[tuple[int, int, float]] | None:
+    """``(start, end, least bits per character)`` of each match zxcvbn could make in
+    ``value`` (a superset of them), or None when one could be EARLY_LONGEST characters
+    or more."""
+    n = len(value)
+    lower = value.lower()
+    found: list[tuple[int, int, float]] = []
+    # dictionary words of 1 to 3 characters, forward or reversed, l33t spellings included
+    rank_of = data.short.get
+    for size in (1, 2, 3):
+        floor = _FLOOR_SINGLE if size == 1 else _FLOOR
+        for start in range(n - size + 1):
+            rank = rank_of(lower[start : start + size])
+            if rank is not None:
+                found.append((start, start + size, max(math.log2(rank), floor) / size))
+    # longer words: runs whose every 4-gram some word holds
+    grams = data.fourgrams
+    readings = data.readings
+    buckets = [(_BUCKET.get(c, 36), *(_BUCKET[x] for x in readings.get(c, ()))) for c in lower]
+    single = [b[0] if len(b) == 1 else -1 for b in buckets]
+    start = -1
+    for k in range(n - 2):
+        held = False
+        if k < n - 3:
+            x0, x1, x2, x3 = single[k : k + 4]
+            if x0 >= 0 and x1 >= 0 and x2 >= 0 and x3 >= 0:
+                key = ((x0 * 37 + x1) * 37 + x2) * 37 + x3
+                held = grams[key >> 3] >> (key & 7) & 1 == 1
+            else:
+                b0, b1, b2, b3 = buckets[k : k + 4]
+                held = any(
+                    grams[key >> 3] >> (key & 7) & 1
+                    for key in (
+                        ((y0 * 37 + y1) * 37 + y2) * 37 + y3
+                        for y0 in b0
+                        for y1 in b1
+                        for y2 in b2
+                        for y3 in b3
+                    )
+                )
+        if held and start < 0:
+            start = k
+        elif not held and start >= 0:
+            found += _words_in(lower[start : k + 3], start, data)
+            start = -1
+    runs: list[tuple[int, int]] = []
+    # keyboard runs of 3 keys or more
+    start = 0
+    for k in range(1, n + 1):
+        if k == n or value[k - 1 : k + 1] not in data.adjacent:
+            if k - start >= 3:
+                runs.append((start, k))
+            start = k
+    # constant steps of at most 5 (2 characters for a step of 1, else 3)
+    start = 0
+    for k in range(2, n + 1):
+        step = ord(value[k - 1]) - ord(value[k - 2])
+        if k < n and ord(value[k]) - ord(value[k - 1]) == step:
+            continue
+        if 0 < abs(step) <= 5 and (k - start >= 3 or abs(step) == 1):
+            runs.append((start, k))
+        start = k - 1
+    # repeats: each starts with a square (a unit twice), extended as far as the period holds
+    for square in _SQUARE.finditer(value):
+        at = square.start()
+        for unit in range(len(square.group(1)), (n - at) // 2 + 1):
+            if value[at : at + unit] == value[at + unit : at + 2 * unit]:
+                end = at + 2 * unit
+                while end < n and value[end] == value[end - unit]:
+                    end += 1
+                runs.append((at, end))
+    for start, end in runs:
+        if end - start >= EARLY_LONGEST:
+            return None
+        found.append((start, end, _FLOOR / (end - start)))
+    # years and dates: no match is longer than _DATE_LONGEST
+    for run in _DATE_RUN.finditer(value):
+        if any(c.isdigit() for c in run.group()):
+            found.append((run.start(), run.end(), _FLOOR / min(len(run.group()), _DATE_LONGEST)))
+    return found
+
+
+_BLOOM_HASHES = 7
+
+
+def _bloom_bits(word: str, size: int) -> list[int]:
+    """The filter's bits for ``word`` (double hashing over crc32 and adler32)."""
+    data = word.encode("utf-8", "surrogatepass")
+    h1, h2 = zlib.crc32(data), zlib.adler32(data) | 1
+    return [(h1 + i * h2) % size for i in range(_BLOOM_HASHES)]
+
+
+def _in_words(word: str, words: bytes) -> bool:
+    """Whether ``word`` may be a dictionary word (a Bloom filter: never a false no);
+    ``_bloom_bits``, stopping at the first bit not set."""
+    data = word.encode("utf-8", "surrogatepass")
+    h1, h2, size = zlib.crc32(data), zlib.adler32(data) | 1, len(words) * 8
+    for i in range(_BLOOM_HASHES):
+        b = (h1 + i * h2) % size
+        if not words[b >> 3] >> (b & 7) & 1:
+            return False
+    return True
+
+
+def _words_in(run: str, offset: int, data: _EarlyData) -> list[tuple[int, int, float]]:
+    """The possible words of 4 characters or more in ``run`` (lowered; every 4-gram held),
+    read as written or through l33t, forward or reversed: 50 guesses each."""
+    readings = data.readings
+    found = []
+    for size in range(4, min(len(run), _LONGEST_WORD) + 1):
+        for start in range(len(run) - size + 1):
+            piece = run[start : start + size]
+            spellings = [""]
+            for c in piece:
+                spellings = [s + r for s in spellings for r in (c, *readings.get(c, ()))]
+                if len(spellings) > 64:
+                    break
+            if len(spellings) > 64 or any(
+                _in_words(w, data.words) for s in spellings for w in (s, s[::-1])
+            ):
+                if size >= EARLY_LONGEST:
+                    raise _TooLong
+                found.append((offset + start, offset + start + size, _FLOOR / size))
+    return found
+
+
+class _TooLong(Exception):
+    """A possible match could be a whole window."""
+
+
+@functools.lru_cache(maxsize=4096)
+def _early(value: str) -> tuple[tuple[float, ...], float] | None:
+    """(the bits of ``value`` if accepted early, the lower bound of ``estimate_bits``'s
+    total), or None when the bound cannot be made (see above)."""
+    bound = early_bound(value)
+    return None if bound is None else (tuple(bound[0]), sum(bound[1]))
+
+
+def early_bound(value: str) -> tuple[list[float], list[float]] | None:
+    """(the bits of ``value`` if accepted early, a lower bound of each of
+    ``estimate_bits(value)``), or None when the bound cannot be made (see above)."""
+    data = _early_data()
+    if data is None or len(value) < EARLY_LONGEST or len(value.lower()) != len(value):
+        return None
+    judged = len(value) if len(value) <= 256 else _ZXCVBN_WINDOW
+    try:
+        found = _possible_matches(value[:judged], data)
+    except _TooLong:
+        return None
+    if found is None:
+        return None
+    body = _PUBLIC_STRUCTURE.sub("", value)
+    alphabet_bits = math.log2(_class_alphabet(body or value))
+    least = [alphabet_bits] * len(value)
+    kept = [alphabet_bits] * len(value)
+    for start, end, spread in found:
+        for i in range(start, end):
+            least[i] = min(least[i], spread)
+            if end - start >= 4:
+                kept[i] = min(kept[i], spread)
+    for match in _PUBLIC_STRUCTURE.finditer(value):
+        for i in range(match.start(), match.end()):
+            least[i] = kept[i] = 0.0
+    return kept, least
+
+
+def early_data_source() -> str:
+    """The text of ``leakcheck/_zxcvbn_bound.py`` made from the installed zxcvbn (the
+    tests check that the file's values are these; after a zxcvbn upgrade, write it anew:
+    ``python -c "import leakcheck.canaries as c; print(c.early_data_source(), end='')"
+    > leakcheck/_zxcvbn_bound.py``)."""
+    import base64
+    import importlib.util
+    import os
+
+    from zxcvbn import adjacency_graphs, matching
+
+    _, _, dictionaries = _zxcvbn()
+    words = dictionaries["merged"]
+    # every way of writing a word of 1 to 3 characters or its reverse (l33t), best rank
+    short: dict[str, int] = {}
+    for word, rank in sorted(words.items()):
+        for spelling in (word, word[::-1]) if len(word) <= 3 else ():
+            written = [""]
+            for letter in spelling:
+                ways = (letter, *matching.L33T_TABLE.get(letter, ()))
+                written = [w + c for w in written for c in ways]
+            for w in written:
+                short[w] = min(rank, short.get(w, rank))
+    short = dict(sorted(short.items()))
+    assert not any(" " in w for w in short)  # the file lists them space-separated
+    grams = bytearray((37**4 + 7) // 8)
+    for word in words:
+        for spelling in (word, word[::-1]) if len(word) >= 4 else ():
+            b = [_BUCKET.get(c, 36) for c in spelling]
+            for i in range(len(b) - 3):
+                key = ((b[i] * 37 + b[i + 1]) * 37 + b[i + 2]) * 37 + b[i + 3]
+                grams[key >> 3] |= 1 << (key & 7)
+    bloom = bytearray(1 << 17)  # 2^20 bits: 11 a word, about 0.5% false yes
+    for word in words:
+        assert len(word) <= _LONGEST_WORD
+        for bit in _bloom_bits(word, len(bloom) * 8) if len(word) >= 4 else []:
+            bloom[bit >> 3] |= 1 << (bit & 7)
+    pairs = sorted(
+        {
+            key + c
+            for graph in adjacency_graphs.ADJACENCY_GRAPHS.values()
+            for key, adjacents in graph.items()
+            for adjacent in adjacents or ()
+            for c in adjacent or ""
+        }
+    )
+    spec = importlib.util.find_spec("zxcvbn")
+    assert spec is not None and spec.submodule_search_locations
+    where = list(spec.submodule_search_locations)[0]
+    files = {
+        name: os.stat(os.path.join(where, name)).st_size
+        for name in ("adjacency_graphs.py", "frequency_lists.py", "matching.py", "scoring.py")
+    }
+    packed = base64.b64encode(zlib.compress(bytes(grams), 9)).decode()
+    lines = [
+        '"""Generated by ``leakcheck.canaries.early_data_source()`` from zxcvbn\'s public',
+        "data (dictionaries, keyboards, l33t table): what the early accept of a user secret",
+        'needs (see ``canaries``, "early accept"). Do not edit; regenerate."""',
+        "",
+        "# ruff: noqa: E501",
+        "# fmt: off",
+        f"FILES = {files!r}",
+        f"L33T = {dict(matching.L33T_TABLE)!r}",
+        "# word rank word rank ...: each way of writing a word of 1 to 3 characters",
+        "SHORT_WORDS = (",
+        *(f"    {chunk!r}" for chunk in _chunks(" ".join(f"{w} {r}" for w, r in short.items()))),
+        ")",
+        f"ADJACENT = {''.join(pairs)!r}",
+        "FOURGRAMS = (",
+        *(f"    {chunk!r}" for chunk in _chunks(packed)),
+        ")",
+        "WORDS = (",
+        *(f"    {chunk!r}" for chunk in _chunks(base64.b64encode(bytes(bloom)).decode())),
+        ")",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _chunks(text: str, size: int = 96) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def _early_bits(value: str, min_bits: float) -> tuple[float, ...] | None:
+    """The bits of a value whose estimate provably reaches ``min_bits``; None when that
+    takes the full estimate."""
+    early = _early(value)
+    return early[0] if early is not None and early[1] >= min_bits else None
 
 
 # --- canary shapes ----------------------------------------------------------------------

@@ -494,27 +494,35 @@ def test_a_user_secret_is_judged_once_however_often_it_is_registered(
 ) -> None:
     import leakcheck.canaries as canaries_module
 
-    judged: list[int] = []
-    real = canaries_module.estimate_bits
+    judged: list[int] = []  # by zxcvbn
+    bounded: list[int] = []  # by the early accept's bound
+    real, real_bound = canaries_module.estimate_bits, canaries_module.early_bound
 
     def counting(value: str) -> list[float]:
         judged.append(len(value))
         return real(value)
 
+    def counting_bound(value: str) -> tuple[list[float], list[float]] | None:
+        bounded.append(len(value))
+        return real_bound(value)
+
     monkeypatch.setattr(canaries_module, "estimate_bits", counting)
+    monkeypatch.setattr(canaries_module, "early_bound", counting_bound)
     canaries_module._bits_of.cache_clear()
+    canaries_module._early.cache_clear()
     rng = random.Random(7)
     token = "ghp_" + "".join(rng.choice(string.ascii_letters) for _ in range(36))
     first = Secret.from_user(token, kind="api_key", id="a")
     second = Secret.from_user(token, kind="api_key", id="b")
     assert first.bits == second.bits
-    assert len(judged) == 1
+    assert (len(bounded), len(judged)) == (1, 0)  # plainly random: accepted early, once
     # a weak value is refused every time, not only when first judged
     for _ in range(2):
         with pytest.raises(WeakSecretError):
             Secret.from_user("password1234password", id="weak")
-    assert len(judged) == 2
+    assert (len(bounded), len(judged)) == (2, 1)
     canaries_module._bits_of.cache_clear()
+    canaries_module._early.cache_clear()
 
 
 def _bits_by_zxcvbn_itself(value: str) -> list[float]:

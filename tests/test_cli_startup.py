@@ -1,0 +1,176 @@
+"""Start-up of ``leakcheck scan``: a plainly random user secret is accepted without zxcvbn
+(the early accept: a proven lower bound of the full estimate), a weak one is refused
+exactly as before, and a plain scan imports nothing heavy."""
+
+from __future__ import annotations
+
+import json
+import random
+import string
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import leakcheck.canaries as canaries_module
+from leakcheck import Secret, WeakSecretError
+from leakcheck.canaries import MIN_SECRET_BITS, early_bound, estimate_bits
+
+ALNUM = string.ascii_letters + string.digits
+PREFIXES = ("", "ghp_", "sk_live_", "xoxb-", "glpat-", "AKIA", "sk-proj-")
+
+
+def _token(rng: random.Random, length: int, alphabet: str = ALNUM) -> str:
+    return "".join(rng.choice(alphabet) for _ in range(length))
+
+
+def _values(seed: int, count: int) -> list[str]:
+    """Random tokens, and values made of words, l33t, keyboard runs, dates and repeats."""
+    from zxcvbn.matching import RANKED_DICTIONARIES
+
+    rng = random.Random(seed)
+    words = "qwerty asdfgh 1q2w3e zxcvbn 123456 abcdef 2019 1987-05-12 12/31/99 hunter2".split()
+    words += "P@ssw0rd Tr0ub4dor aaaa abab xyzxyz 9876 correct horse battery staple".split()
+    for _, ranked in sorted(RANKED_DICTIONARIES.items()):
+        by_rank = sorted(ranked, key=ranked.__getitem__)
+        words += by_rank[:10] + rng.sample(by_rank, 25)
+    alphabets = [ALNUM, "0123456789abcdef", ALNUM + "-_/+=!@$%", string.digits + "-./ "]
+    values = []
+    for _ in range(count):
+        alphabet, roll = rng.choice(alphabets), rng.random()
+        if roll < 0.4:
+            values.append(rng.choice(PREFIXES) + _token(rng, rng.randint(12, 64), alphabet))
+            continue
+        parts = [
+            rng.choice(words) if rng.random() < 0.6 else _token(rng, rng.randint(1, 10), alphabet)
+            for _ in range(rng.randint(2, 6))
+        ]
+        value = "".join(c.upper() if rng.random() < 0.2 else c for c in "".join(parts))
+        if roll < 0.6:
+            value = value.translate(str.maketrans("aeiost", "4310$7"))
+        values.append(value)
+    return values
+
+
+def test_the_bound_never_exceeds_the_full_estimate_at_any_character() -> None:
+    """The early accept's proof, checked: each character's bound is at most the bits the
+    full estimate gives it, so a value the full estimate rejects is never accepted early."""
+    bounded = 0
+    for value in _values(1, 400):
+        bound = early_bound(value)
+        if bound is None:
+            continue
+        bounded += 1
+        full = estimate_bits(value)
+        assert all(b <= f + 1e-9 for b, f in zip(bound[1], full, strict=True)), len(value)
+        # what an early-accepted value keeps lies between the bound and its class bits
+        assert all(k >= b - 1e-9 for k, b in zip(bound[0], bound[1], strict=True))
+    assert bounded > 150
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "password1234password",
+        "correcthorsebatterystaple",
+        "Tr0ub4dor&3Tr0ub4dor&3",
+        "qwertyuiopasdfghjkl",
+        "1q2w3e4r5t6y7u8i9o0p",
+        "abcdefghijklmnopqrstuvwxyz",
+        "aaaaaaaaaaaaaaaaaaaaaaaa",
+        "ghp_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+        "sk_live_1234567890123456",
+        "2019-05-12 2020-01-01 1999",
+        "P@ssw0rdP@ssw0rd!!",
+        "hunter2hunter2hunter2",
+        "ilovemydogilovemydog",
+        "abcabcabcabcabcabcabc",
+        "Summer2024!Summer2024!",
+    ],
+)
+def test_a_weak_secret_is_refused_as_strictly_as_by_the_full_estimate(value: str) -> None:
+    assert sum(estimate_bits(value)) < MIN_SECRET_BITS  # refused by the full estimate
+    assert canaries_module._early_bits(value, MIN_SECRET_BITS) is None  # never early
+    with pytest.raises(WeakSecretError) as info:
+        Secret.from_user(value, id="weak")
+    assert value not in str(info.value)
+
+
+def test_plainly_random_tokens_are_accepted_early_with_their_class_bits() -> None:
+    rng = random.Random(3)
+    early = 0
+    for n in range(200):
+        value = PREFIXES[n % len(PREFIXES)] + _token(rng, 36)
+        bits = canaries_module._early_bits(value, MIN_SECRET_BITS)
+        if bits is None:
+            continue
+        early += 1
+        secret = Secret.from_user(value, id=f"t{n}")
+        assert secret.bits == bits and secret.total_bits >= MIN_SECRET_BITS
+        full = estimate_bits(value)
+        assert sum(full) >= MIN_SECRET_BITS  # accepted by the full estimate too
+    assert early >= 190  # 36 random characters: practically always
+
+
+def test_a_higher_bar_still_takes_the_full_estimate() -> None:
+    value = "ghp_" + _token(random.Random(4), 36)
+    assert canaries_module._early_bits(value, MIN_SECRET_BITS) is not None
+    assert canaries_module._early_bits(value, 1000.0) is None
+    with pytest.raises(WeakSecretError):
+        Secret.from_user(value, min_bits=1000.0)
+
+
+def test_another_zxcvbn_than_the_data_was_made_from_disables_the_early_accept(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from leakcheck import _zxcvbn_bound
+
+    monkeypatch.setattr(_zxcvbn_bound, "FILES", {**_zxcvbn_bound.FILES, "matching.py": 1})
+    canaries_module._early_data.cache_clear()
+    canaries_module._early.cache_clear()
+    try:
+        assert early_bound("ghp_" + _token(random.Random(5), 36)) is None
+    finally:
+        monkeypatch.undo()
+        canaries_module._early_data.cache_clear()
+        canaries_module._early.cache_clear()
+
+
+def test_the_shipped_data_is_made_from_the_installed_zxcvbn() -> None:
+    path = Path(canaries_module.__file__).with_name("_zxcvbn_bound.py")
+    assert path.read_text(encoding="utf-8") == canaries_module.early_data_source()
+    from zxcvbn.matching import RANKED_DICTIONARIES
+
+    longest = max(len(w) for ranked in RANKED_DICTIONARIES.values() for w in ranked)
+    assert longest <= canaries_module._LONGEST_WORD
+
+
+_PROBE = """
+import json, sys
+from leakcheck.cli import main
+code = main(sys.argv[1:])
+heavy = ("zxcvbn", "jsonschema", "hypothesis", "pytest", "leakcheck.matrix",
+         "leakcheck.harness", "leakcheck.capture", "leakcheck.contract", "leakcheck.audit",
+         "httpx", "mcp", "sentry_sdk", "opentelemetry")
+print(json.dumps({"code": code, "heavy": sorted(m for m in heavy if m in sys.modules)}),
+      file=sys.stderr)
+"""
+
+
+def test_a_plain_scan_of_twenty_user_secrets_imports_nothing_heavy(tmp_path: Path) -> None:
+    rng = random.Random(6)
+    secrets_file = tmp_path / "secrets.txt"
+    tokens = [PREFIXES[n % len(PREFIXES)] + _token(rng, 36) for n in range(20)]
+    secrets_file.write_text("\n".join(tokens) + "\n")
+    log = tmp_path / "app.log"
+    log.write_text("GET /health 200\n" * 100 + f"token={tokens[3]}\n")
+    done = subprocess.run(
+        [sys.executable, "-c", _PROBE, "scan", "--secrets-file", str(secrets_file), str(log)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    probe = json.loads(done.stderr.strip().splitlines()[-1])
+    assert probe == {"code": 1, "heavy": []}, done.stderr
+    assert not any(token in done.stdout + done.stderr for token in tokens)
