@@ -10,16 +10,31 @@ from dataclasses import dataclass
 from ..canaries import Secret
 from .console import UsageError
 
-__all__ = ["HYPERSCAN_MAX_SECRETS", "MAX_SECRETS", "MAX_SECRET_CHARS", "Budget", "budget_for"]
+__all__ = [
+    "BATCH_CHARS",
+    "BATCH_SECRETS",
+    "HYPERSCAN_MAX_SECRETS",
+    "MAX_SECRETS",
+    "MAX_SECRET_CHARS",
+    "Budget",
+    "batches_of",
+    "budget_for",
+]
 
 
 #: The most secrets one scan searches for: the secrets file's and the rebuilt canaries
-#: together, duplicates included. Past it the run is refused before any work on them (a
-#: user's secret costs ~2 ms of zxcvbn, every secret ~100 needles; see README, "Scale").
-MAX_SECRETS = 10_000
+#: together, duplicates included. Past it the run is refused before any work on them
+#: (every secret makes ~85 needles; a random token is judged in ~0.3 ms, one that zxcvbn
+#: must judge in ~4 ms; 100,000 random tokens take ~2 minutes; see README, "Scale").
+MAX_SECRETS = 100_000
 #: The most characters those secrets may hold together: needles, and the masking windows
 #: of what is printed, grow with the length of each secret.
-MAX_SECRET_CHARS = 500_000
+MAX_SECRET_CHARS = 5_000_000
+#: A scan searches for this many secrets (or characters of them) at a time, reading its
+#: inputs once per batch: memory stays that of one batch's needles (~85 needles and ~35 KB
+#: a secret in the automaton) however many secrets there are.
+BATCH_SECRETS = 5_000
+BATCH_CHARS = 250_000
 #: The most secrets ``--engine hyperscan`` is accepted for: compiling takes ~3 KB of memory
 #: and ~0.1 ms per needle (2,000 secrets: ~190,000 needles, 0.6 GB, 20 s; 10,000: 3 GB, 2
 #: minutes, where the automaton takes 0.45 GB). ``auto`` takes the automaton there by
@@ -72,3 +87,19 @@ def budget_for(engine: str = "auto") -> Budget:
             "takes more)",
         )
     return Budget(secrets=MAX_SECRETS, chars=MAX_SECRET_CHARS)
+
+
+def batches_of(secrets: list[Secret]) -> list[list[Secret]]:
+    """``secrets`` in batches of at most BATCH_SECRETS secrets and BATCH_CHARS characters
+    (a longer secret alone); one batch when they fit."""
+    batches: list[list[Secret]] = [[]]
+    chars = 0
+    for secret in secrets:
+        if batches[-1] and (
+            len(batches[-1]) >= BATCH_SECRETS or chars + len(secret.value) > BATCH_CHARS
+        ):
+            batches.append([])
+            chars = 0
+        batches[-1].append(secret)
+        chars += len(secret.value)
+    return batches

@@ -13,9 +13,10 @@ from ..decode import all_decoders, decode_runs
 from ..detect import JOIN_SEPARATOR, Scanner
 from ..engine import available_backends
 from ..extensions import plugin_forms
-from ..findings import MASK_LABEL
+from ..findings import MASK_LABEL, Finding
 from ..forms import FORMS, MASKING_FORMS, FormFn
 from ..serialize import map_strings
+from .budget import batches_of
 
 __all__ = ["GRAM", "GRAM_SET_LIMIT", "Output", "masking_forms", "strings_of"]
 
@@ -128,7 +129,7 @@ class Output:
         by_id: dict[str, list[int]] = {}
         for index, secret in enumerate(self.secrets):
             by_id.setdefault(secret.id, []).append(index)
-        for finding in self._detector().scan(joined):
+        for finding in self._detections(joined):
             chosen.update(by_id.get(finding.secret_id, ()))
         windows = self._window_heads()
         for grams in _gram_sets(segments):
@@ -142,10 +143,15 @@ class Output:
                 chosen.add(index)
         return chosen
 
-    def _detector(self) -> Scanner:
-        if self._detection is None:  # an error before the scan's own scanner was built
-            self._detection = Scanner(self.secrets, backend=_small_texts_backend())
-        return self._detection
+    def _detections(self, joined: bytes) -> Iterator[Finding]:
+        """What the detection scanner finds in ``joined``: the scan's own, or (an error
+        before it was built, or a scan of many secrets, which has one scanner per batch)
+        one batch of secrets at a time."""
+        if self._detection is not None:
+            yield from self._detection.scan(joined)
+            return
+        for batch in batches_of(self.secrets):
+            yield from Scanner(batch, backend=_small_texts_backend()).scan(joined)
 
     def _window_heads(self) -> list[bytes]:
         """Per secret, the first GRAM bytes of each of its masking-only needles, packed."""

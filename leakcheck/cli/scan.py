@@ -6,13 +6,14 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import IO, BinaryIO, cast
 
 from ..canaries import Secret
 from ..detect import Scanner
 from ..findings import Finding
 from ..report import ScanSummary, document, dump, path_uri
 from ..serialize import map_strings
-from .budget import budget_for
+from .budget import batches_of, budget_for
 from .canaries_from import distinct_reports, load_all_canaries, looks_like_report
 from .console import (
     EXIT_CLEAN,
@@ -94,36 +95,33 @@ def scan_command(args: argparse.Namespace, out: Path | None, output: Output) -> 
     inputs = Inputs()
     for arg in args.paths:
         inputs.add(arg)
-    scanner = _scanner(secrets, args.decode, args.engine, total_size(inputs.targets))
-    output.use(secrets, scanner)
+    size = total_size(inputs.targets)
+    batches = batches_of(secrets)
     trusted = _check_named(named, args.secrets_file, output)
     if out is not None or args.format != "text":  # else the report on stdout lists them
         said += [f"leakcheck: note: not read ({why}): {path}" for path, why in inputs.not_read]
     findings: list[Finding] = []
-    sources = 0
-    uris: dict[str, str] = {}
-    for target in inputs.targets:
-        if target is None:
-            if sys.stdin is None:
-                inputs.errors.append("cannot read <stdin>: it is closed")
-                continue
-            sources += 1
-            findings += scanner.scan_stream(sys.stdin.buffer, "<stdin>")
-            continue
-        name = display(target)
-        uris[name] = path_uri(target)
-        try:
-            with open(target, "rb") as stream:
-                sources += 1
-                findings += scanner.scan_stream(stream, name)
-        except OSError as exc:
-            inputs.errors.append(f"cannot read {name}: {exc.strerror}")
+    needles, engines = 0, []
+    with _Reader(inputs, many=len(batches) > 1) as reader:
+        for batch in batches:
+            # one scanner at a time: many secrets take bounded memory (see budget.BATCH_*)
+            scanner = _scanner(batch, args.decode, args.engine, size)
+            if len(batches) == 1:
+                output.use(secrets, scanner)
+            needles += scanner.needle_count
+            engines.append(scanner.engine.name)
+            findings += reader.scan(scanner)
+            del scanner
+    if len(batches) > 1:  # each source's findings in the order one scanner gives them
+        order = {name: n for n, name in enumerate(reader.names)}
+        findings.sort(key=lambda f: (order.get(f.source, 0), f.offset, -f.length))
+    sources, uris = reader.sources, reader.uris
     summary = ScanSummary(
         findings=findings,
         sources=sources,
         secrets=[(s.id, s.kind) for s in secrets],
-        needles=scanner.needle_count,
-        engine=scanner.engine.name,
+        needles=needles,
+        engine="+".join(dict.fromkeys(engines)),
         decode=args.decode,
         errors=inputs.errors,
         not_read=inputs.not_read,
@@ -159,6 +157,69 @@ def scan_command(args: argparse.Namespace, out: Path | None, output: Output) -> 
     for line in notes + said:
         print_stderr(line)
     return code
+
+
+class _Reader:
+    """The inputs, read once per batch of secrets: stdin, which cannot be read twice, is
+    kept in a temporary file when there are several batches."""
+
+    def __init__(self, inputs: Inputs, many: bool) -> None:
+        self.inputs, self.many = inputs, many
+        self.sources = 0
+        self.uris: dict[str, str] = {}
+        self.names: list[str] = []
+        self._stdin: IO[bytes] | None = None
+        self._first = True
+
+    def __enter__(self) -> _Reader:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        if self._stdin is not None:
+            self._stdin.close()
+
+    def scan(self, scanner: Scanner) -> list[Finding]:
+        findings: list[Finding] = []
+        first, self._first = self._first, False
+        for target in self.inputs.targets:
+            if target is None:
+                stream = self._stdin_stream(first)
+                if stream is None:
+                    continue
+                if first:
+                    self.sources += 1
+                    self.names.append("<stdin>")
+                findings += scanner.scan_stream(stream, "<stdin>")
+                continue
+            name = display(target)
+            if first:
+                self.uris[name] = path_uri(target)
+            try:
+                with open(target, "rb") as stream:
+                    if first:
+                        self.sources += 1
+                        self.names.append(name)
+                    findings += scanner.scan_stream(stream, name)
+            except OSError as exc:
+                if first:
+                    self.inputs.errors.append(f"cannot read {name}: {exc.strerror}")
+        return findings
+
+    def _stdin_stream(self, first: bool) -> BinaryIO | None:
+        if sys.stdin is None:
+            if first:
+                self.inputs.errors.append("cannot read <stdin>: it is closed")
+            return None
+        if not self.many:
+            return sys.stdin.buffer
+        if self._stdin is None:  # the first batch: a copy for the others
+            import shutil
+            import tempfile
+
+            self._stdin = tempfile.TemporaryFile()
+            shutil.copyfileobj(sys.stdin.buffer, self._stdin, 1 << 20)
+        self._stdin.seek(0)
+        return cast(BinaryIO, self._stdin)
 
 
 def _check_paths_are_not_reports(paths: list[str], reports: list[str]) -> None:
