@@ -210,8 +210,7 @@ def _describe(
 ) -> Iterator[Captured]:
     kind = type(obj)
     if issubclass(kind, BaseException):
-        for field, text in exception_texts(obj):
-            yield Captured(sink, sink_class, f"{prefix}{type_name(obj)}.{field}", text, group=group)
+        yield from caller_exception_texts(obj, sink, sink_class, prefix, group)
     serialized = Serialized(obj, long_texts=True, budget=BUDGET_CHARS)
     fields = 0
     for path, text, note in serialized.fields():
@@ -264,11 +263,33 @@ class ExceptionSink(_Passive):
 
     def collect(self) -> Iterator[Captured]:
         for n, exc in enumerate(self._exceptions):
-            group = f"{self.name}#{n}"
-            for field, text in exception_texts(exc):
-                yield Captured(
-                    self.name, SinkClass.CALLER, f"{type_name(exc)}.{field}", text, group=group
-                )
+            yield from caller_exception_texts(
+                exc, self.name, SinkClass.CALLER, "", f"{self.name}#{n}"
+            )
+
+
+def caller_exception_texts(
+    exc: BaseException, sink: str, sink_class: SinkClass, prefix: str, group: str
+) -> Iterator[Captured]:
+    """An exception handed to a caller, as the logging rule judges a logged one: what a
+    caller prints or serializes is its traceback (each chained exception's type, message,
+    frames and notes) and its ``args`` (its ``repr``, ``{exc!r}``, a serializer); its
+    attributes (``.request``, ``.response``, ``__context__.url``) only sit on the object:
+    latent, fallbacks of the group (reported for a secret no emitted text of it shows),
+    failing only under ``strict_latent``."""
+    kind = type_name(exc)
+    for field, text in exception_texts(exc):
+        path = f"{prefix}{kind}.{field}"
+        if field == "traceback" or field.endswith("args") or "__notes__[" in field:
+            yield Captured(sink, sink_class, path, text, group=group)
+        else:
+            note = (
+                f"latent: {field} of the {kind} handed to the caller, which its text does not "
+                "show (the traceback shows each exception's type, message and frames)"
+            )
+            yield Captured(
+                sink, SinkClass.LATENT, path, text, note=note, group=group, fallback=True
+            )
 
 
 class TextSink(_Passive):

@@ -35,7 +35,7 @@ from .placements import Placed, Placement, place
 from .policy import DEFAULT_POLICY, Policy, SinkClass
 from .records import CaseResult
 from .stages import Stage
-from .verdict import Leak, format_leaks, judge
+from .verdict import Leak, format_leaks, judge, leaks_header
 
 __all__ = ["LeakCheck", "LeakError"]
 
@@ -301,13 +301,7 @@ class LeakCheck:
 
     def report(self, leaks: list[Leak] | None = None) -> str:
         leaks = self.findings() if leaks is None else leaks
-        forbidden = sum(1 for leak in leaks if not leak.allowed)
-        header = (
-            f"leakcheck: {forbidden} forbidden hit{'s' if forbidden != 1 else ''} of "
-            f"{len({leak.finding.secret_id for leak in leaks if not leak.allowed})} secret(s) "
-            f"(canary seed {self.seed})"
-        )
-        text = format_leaks(leaks, header=header)
+        text = format_leaks(leaks, header=leaks_header(leaks, self.seed))
         if self.skip_sinks:
             text += "\nsinks opted out: " + "; ".join(
                 f"{name} ({reason})" for name, reason in self.skip_sinks.items()

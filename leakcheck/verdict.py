@@ -20,6 +20,7 @@ __all__ = [
     "Verdict",
     "judge",
     "format_leaks",
+    "leaks_header",
     "form_family",
     "root_causes",
     "sink_label",
@@ -309,6 +310,18 @@ def _also_in(head: Leak, others: list[Leak]) -> str:
     return "also in: " + ", ".join(shown) + (f", +{more} more" if more else "")
 
 
+def leaks_header(leaks: list[Leak], seed: int | str) -> str:
+    """The first line of a leak report: forbidden hits, secrets, root causes, the seed."""
+    forbidden = [leak for leak in leaks if not leak.allowed]
+    causes = sum(1 for _ in root_causes(forbidden))
+    secrets = len({leak.finding.secret_id for leak in forbidden})
+    hits = f"{len(forbidden)} forbidden hit{'s' if len(forbidden) != 1 else ''}"
+    grouped = (
+        f", {causes} root cause{'s' if causes != 1 else ''}" if causes < len(forbidden) else ""
+    )
+    return f"leakcheck: {hits} of {secrets} secret(s){grouped} (canary seed {seed})"
+
+
 def format_leaks(leaks: list[Leak], *, header: str = "") -> str:
     """A failure message a person can act on: one entry per root cause (a secret and a
     form family, ``root_causes``), its most severe, most caller-visible occurrence in
@@ -323,11 +336,13 @@ def format_leaks(leaks: list[Leak], *, header: str = "") -> str:
         if finding.secret_id not in seen_secrets:
             seen_secrets.add(finding.secret_id)
             lines.append(f"{finding.secret_id} ({finding.kind}, {finding.secret_class} secret):")
-        verdict = "allowed" if head.allowed else "LEAK"
-        lines.append(
-            f"  [{verdict}] {head.sink_class.value}: {sink_label(head.sink, head.path)}"
-            f"  form {finding.form}  line {finding.line}"
-        )
+        where = f"{sink_label(head.sink, head.path)}  form {finding.form}  line {finding.line}"
+        if not head.allowed:
+            lines.append(f"  [LEAK] {head.sink_class.value}: {where}")
+        elif head.sink_class is SinkClass.LATENT:  # present on an object, emitted by nothing
+            lines.append(f"  [latent] {where}")
+        else:
+            lines.append(f"  [allowed] {head.sink_class.value}: {where}")
         lines.append(f"      {finding.excerpt}")
         if head.note:
             lines.append(f"      ({head.note})")

@@ -148,7 +148,7 @@ def test_request_under_a_plain_formatter_is_latent(app_logger) -> None:
     (leak,) = check.findings()
     assert leak.allowed
     assert "latent: request of the logged ConnectError, which no handler renders" in leak.note
-    assert "[allowed] latent: log record" in check.report()
+    assert "[latent] log record" in check.report()
 
 
 def test_request_under_a_json_formatter_that_serializes_it_fails(app_logger) -> None:
@@ -486,3 +486,54 @@ def test_plugin_reports_latent_and_fails_on_emitted(pytester: pytest.Pytester) -
     ]
     self_scan("\n".join(result.outlines + result.errlines), secrets, "inner pytest output")
     self_scan(json.dumps(report), secrets, "inner JSON report")
+
+
+# --- the same rule for an exception handed to the caller ----------------------------------------
+
+
+def _handed_over(check: LeakCheck, *, in_message: bool, exposed: bool) -> None:
+    """A gateway hands the caller an upstream failure: raised through (the exception sink)
+    or returned as the tool's result (exposed)."""
+    token = check.secret("bearer")
+    message = f"connection refused for token {token}" if in_message else "connection refused"
+    exc = ConnectError(message, Request(f"https://api.example/v1?token={token}"))
+    if exposed:
+        check.expose(exc, "tool response")
+    else:
+        check.exception_reached_caller(exc)
+
+
+@pytest.mark.parametrize("exposed", [False, True], ids=["raised", "exposed"])
+def test_a_caller_exceptions_request_is_latent(exposed: bool) -> None:
+    """The clean twin: the caller prints or serializes the exception's text, which names
+    no URL; the ``.request`` on it is latent (it failed the test before)."""
+    check = LeakCheck(seed=SEED, namespace=f"caller-{exposed}", sinks=[])
+    _handed_over(check, in_message=False, exposed=exposed)
+    assert check.violations() == []
+    (leak,) = check.findings()
+    assert leak.sink_class is SinkClass.LATENT and leak.allowed
+    assert leak.path.endswith("ConnectError.request"), leak.path
+    assert "latent: request of the ConnectError handed to the caller" in leak.note
+    assert "[latent] " in check.report()
+
+
+@pytest.mark.parametrize("exposed", [False, True], ids=["raised", "exposed"])
+def test_a_caller_exceptions_message_still_fails(exposed: bool) -> None:
+    """The leaky sample: the token in the exception's own text is what the caller gets."""
+    check = LeakCheck(seed=SEED, namespace=f"caller-msg-{exposed}", sinks=[])
+    _handed_over(check, in_message=True, exposed=exposed)
+    failing = {(leak.path.rpartition(".")[2], leak.sink_class) for leak in check.violations()}
+    assert ("traceback", SinkClass.CALLER) in failing, failing
+    # one record, one finding: the latent .request adds nothing where the text shows it
+    assert all(leak.sink_class is not SinkClass.LATENT for leak in check.findings())
+
+
+def test_a_caller_exceptions_request_fails_under_strict_latent() -> None:
+    check = LeakCheck(
+        seed=SEED, namespace="caller-strict", sinks=[],
+        policy=DEFAULT_POLICY.with_latent(strict=True),
+    )  # fmt: skip
+    _handed_over(check, in_message=False, exposed=False)
+    (leak,) = check.violations()
+    assert leak.path.endswith("ConnectError.request")
+    assert "strict_latent: judged as emitted" in leak.note

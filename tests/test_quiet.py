@@ -133,7 +133,7 @@ def test_one_root_cause_is_one_entry_the_most_caller_visible_in_full() -> None:
     lines = text.splitlines()
     assert lines[0] == "leakcheck: test"
     assert lines.count("bearer#1 (bearer, direct secret):") == 1
-    full = [line for line in lines if line.startswith(("  [LEAK]", "  [allowed]"))]
+    full = [line for line in lines if line.startswith(("  [LEAK]", "  [allowed]", "  [latent]"))]
     assert full == [
         "  [LEAK] caller: tool response $.message  form raw  line 1",
         "  [LEAK] caller: tool response $.detail  form masked-tail-4  line 1",
@@ -773,3 +773,17 @@ def test_a_sink_library_imported_by_an_earlier_test_is_watched_in_the_next(
     assert "loguru sink" in first["inactive_sinks"]
     assert {finding["sink"] for finding in second["findings"]} == {"loguru"}, second["findings"]
     _scan(result, "test_first", "test_second")
+
+
+def test_report_outside_pytest_has_the_plugins_header() -> None:
+    """``LeakCheck.report()`` (no pytest) groups root causes as a failure does."""
+    check = LeakCheck(seed=SEED, namespace="report-header", sinks=[])
+    token = check.secret("bearer")
+    check.expose({"error": f"token {token}"}, "tool response")
+    check.expose({"detail": f"token {token}"}, "second response")
+    text = check.report()
+    first = text.splitlines()[0]
+    assert first.startswith("leakcheck: "), first
+    assert first.endswith(f", 1 root cause (canary seed {SEED})"), first
+    assert "also in: " in text
+    self_scan(text, check.secrets, "LeakCheck.report()")

@@ -13,7 +13,7 @@ from ..capture import ProtectedRecordSink
 from ..faults import HarnessError
 from ..harness import LeakCheck
 from ..records import Assertion, SecretRef, TestRecord
-from ..verdict import Leak, format_leaks, root_causes
+from ..verdict import Leak, format_leaks, leaks_header, root_causes
 from . import reports, snapshots
 from .session import PluginSession
 
@@ -117,15 +117,7 @@ def judge_report(
 def failure_text(check: LeakCheck, leaks: list[Leak], state: PluginSession) -> str:
     """A leak failure's message, masked: one entry per root cause (``format_leaks``), the
     sinks opted out, and the inactive ones that are worth saying (``-v`` says them all)."""
-    forbidden = [leak for leak in leaks if not leak.allowed]
-    causes = sum(1 for group in root_causes(forbidden))
-    secrets = len({leak.finding.secret_id for leak in forbidden})
-    hits = f"{len(forbidden)} forbidden hit{'s' if len(forbidden) != 1 else ''}"
-    grouped = (
-        f", {causes} root cause{'s' if causes != 1 else ''}" if causes < len(forbidden) else ""
-    )
-    header = f"leakcheck: {hits} of {secrets} secret(s){grouped} (canary seed {check.seed})"
-    text = format_leaks(leaks, header=header)
+    text = format_leaks(leaks, header=leaks_header(leaks, check.seed))
     if check.skip_sinks:
         text += "\nsinks opted out: " + "; ".join(
             f"{name} ({reason})" for name, reason in check.skip_sinks.items()
