@@ -787,3 +787,45 @@ def test_report_outside_pytest_has_the_plugins_header() -> None:
     assert first.endswith(f", 1 root cause (canary seed {SEED})"), first
     assert "also in: " in text
     self_scan(text, check.secrets, "LeakCheck.report()")
+
+
+def test_a_fixture_failing_in_setup_or_teardown_has_a_reason_in_the_report(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(
+        test_inner="""
+        import pytest
+
+        @pytest.fixture
+        def database(leakcheck):
+            token = leakcheck.secret("bearer")
+            raise RuntimeError(f"database down for {token}")
+
+        @pytest.fixture
+        def session(leakcheck):
+            token = leakcheck.secret("bearer")
+            yield token
+            raise RuntimeError(f"could not close session {token}")
+
+        def test_setup_fails(database):
+            pass
+
+        def test_teardown_fails(session):
+            assert session
+        """
+    )
+    result, report = _run(pytester)
+    result.assert_outcomes(passed=1, errors=2)
+    records = {r["test"].split("::")[-1]: r for r in report["tests"]}
+    setup, teardown = records["test_setup_fails"], records["test_teardown_fails"]
+    assert setup["outcome"] == "error"
+    assert setup["reason"].startswith("setup error: RuntimeError: database down for «canary:")
+    assert teardown["outcome"] == "error"  # its call passed: the record is updated
+    assert teardown["reason"].startswith("teardown error: RuntimeError: could not close")
+    assert "«canary:bearer" in teardown["reason"]
+    _scan(result, "test_setup_fails", "test_teardown_fails")
+    secrets = [
+        CanaryFactory(SEED, namespace=f"test_inner.py::{test}").secret("bearer")
+        for test in ("test_setup_fails", "test_teardown_fails")
+    ]
+    self_scan(json.dumps(report), secrets, "JSON report")

@@ -44,6 +44,8 @@ def judge_report(
     if call.when == "call" and check.unreached() and not skipped:
         # a forced stage that never fired proved nothing: never a pass
         reports.fail_report(report, lead=check.harness_errors())
+    if call.when != "call" and report.failed and state.enabled:
+        record_phase_failure(item, call, report, check, state)
     if not check.secrets:
         return
     in_id = fail_on_secret_in_test_id(item, report, check) if call.when == "call" else ""
@@ -112,6 +114,35 @@ def judge_report(
         # masked here, with every secret this process knows: under xdist the controller
         # that writes the report knows none
         state.records.append(masking.mask_strings(record.to_json(), state.mask))
+
+
+def record_phase_failure(
+    item: pytest.Item,
+    call: pytest.CallInfo[None],
+    report: pytest.TestReport,
+    check: LeakCheck,
+    state: PluginSession,
+) -> None:
+    """A fixture's setup or teardown failed (pytest's "error"): the JSON report says why,
+    on the test's record (written by its call phase), or on a record of its own for a test
+    whose setup failed and which so never ran."""
+    reason = f"{call.when} error: " + _own_failure(call, report).removeprefix("test failed: ")
+    for index in range(len(state.records) - 1, -1, -1):
+        written = state.records[index]
+        if written.get("test") == item.nodeid:
+            earlier = str(written.get("reason", ""))
+            updated = {**written, "outcome": "error", "reason": f"{earlier}\n{reason}".strip()}
+            state.records[index] = masking.mask_strings(updated, state.mask)
+            return
+    record = TestRecord(
+        test=item.nodeid,
+        forbidden=0,
+        secrets=[SecretRef(s.id, s.kind, s.generated) for s in check.secrets],
+        inactive_sinks={},
+        outcome="error",
+        reason=reason,
+    )
+    state.records.append(masking.mask_strings(record.to_json(), state.mask))
 
 
 def failure_text(check: LeakCheck, leaks: list[Leak], state: PluginSession) -> str:
