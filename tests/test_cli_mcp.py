@@ -334,3 +334,14 @@ def test_library_call_and_pytest_helper() -> None:
     assert "fetch/http_401/authorization-header fails: leaks: bearer#1" in str(failed.value)
     canaries = case_canaries(["fetch"], ["http_401"], ["authorization-header"], seed="3")
     no_echo(str(failed.value), canaries, "the helper's failure")
+
+
+def test_invalid_input_stage(mcp) -> None:
+    # the token where the schema's pattern does not take it: the careful server says a
+    # fixed sentence (it calls the API, which refuses on this machine), the leaky one leaks
+    only = ["--stages", "invalid_input", "--placements", "authorization-header"]
+    careful = mcp(*fake("careful"), *only)
+    assert careful.code == 0 and "invalid_input  1/1 ok" in careful.out
+    leaky = mcp(*fake("leaky"), *only)
+    assert leaky.code == 1 and "invalid_input  0/1" in leaky.out
+    assert "fetch/invalid_input/authorization-header" in leaky.out

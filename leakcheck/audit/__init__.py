@@ -30,9 +30,10 @@ from __future__ import annotations
 
 from .model import AuditError, AuditResult, CaseOutcome, Outcome, ServerSpec, ToolInfo, ToolStatus
 from .report import FORMATS, format_grid, render
-from .run import HTTP_STAGES, audit_mcp_server, literal_secrets
+from .run import AUDIT_STAGES, HTTP_STAGES, audit_mcp_server, literal_secrets
 
 __all__ = [
+    "AUDIT_STAGES",
     "FORMATS",
     "HTTP_STAGES",
     "AuditError",

@@ -29,10 +29,12 @@ import jsonschema
 from .model import AuditError
 
 __all__ = [
+    "INVALID_FIELD",
     "ArgumentError",
     "SchemaProblem",
     "arguments_for",
     "check_input_schema",
+    "invalid_input_for",
     "load_pinned",
     "resolve_refs",
 ]
@@ -59,6 +61,31 @@ _FORMAT_SAMPLES = {
     "regex": "leakcheck",
     "json-pointer": "/leakcheck",
 }
+
+
+#: the field an invalid input adds when no property can be made invalid by its type but the
+#: schema refuses other properties
+INVALID_FIELD = "leakcheck_unknown_field"
+
+
+def invalid_input_for(schema: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The fields that make a valid argument set invalid, as templates naming the
+    ``bearer`` canary (the agent pasted the token where it does not belong), or None when
+    the schema takes any string anywhere: the first property (required ones first) whose
+    type, enum, pattern or format a token breaks; else, when the schema refuses other
+    properties, an unknown one holding the token."""
+    resolved = resolve_refs(schema)
+    properties = resolved.get("properties") if isinstance(resolved, Mapping) else None
+    properties = properties if isinstance(properties, Mapping) else {}
+    required = resolved.get("required") if isinstance(resolved.get("required"), list) else []
+    order = [n for n in required if n in properties] + [n for n in properties if n not in required]
+    for name in order:
+        prop = properties[name]
+        if isinstance(prop, Mapping) and not _valid(prop, "leakcheck-invalid {bearer}"):
+            return {str(name): "{bearer}"}
+    if isinstance(resolved, Mapping) and resolved.get("additionalProperties") is False:
+        return {INVALID_FIELD: "{bearer}"}
+    return None
 
 
 class ArgumentError(ValueError):

@@ -82,6 +82,8 @@ class ToolInfo:
     schema: Mapping[str, Any]
     arguments: dict[str, Any] | None = None
     source: str = ""
+    #: the invalid_input stage's fields (templates), None: the schema takes any input
+    invalid: dict[str, Any] | None = None
     status: ToolStatus = ToolStatus.AUDITED
     #: why it was not audited (masked)
     why: str = ""

@@ -40,7 +40,13 @@ from ..placements import PLACEMENTS, template_kinds
 from ..records import Assertion
 from ..stages import STAGES
 from ..verdict import format_leaks, root_causes
-from .arguments import ArgumentError, arguments_for, check_input_schema, load_pinned
+from .arguments import (
+    ArgumentError,
+    arguments_for,
+    check_input_schema,
+    invalid_input_for,
+    load_pinned,
+)
 from .model import (
     AuditError,
     AuditResult,
@@ -52,11 +58,14 @@ from .model import (
 )
 from .server import AuditStdioTarget, CaseError, HomeFilesSink, list_tools
 
-__all__ = ["HTTP_STAGES", "Progress", "audit_mcp_server", "literal_secrets"]
+__all__ = ["AUDIT_STAGES", "HTTP_STAGES", "Progress", "audit_mcp_server", "literal_secrets"]
 
 #: the stages an outside audit can force: every HTTP stage (a server has no seam for the
 #: gateway-side ones)
 HTTP_STAGES = [name for name, stage in STAGES.items() if stage.transport == "http"]
+#: and invalid input: the bearer canary where a tool's schema does not take it (a tool
+#: whose schema takes any string everywhere has no such case), base placement only
+AUDIT_STAGES = ["invalid_input", *HTTP_STAGES]
 #: stages erring in a row on one tool after which its other cases are not run
 MAX_ERRORS_IN_A_ROW = 3
 #: errors at one stage of one tool after which its other placements there are not run
@@ -136,6 +145,9 @@ def _select_tools(
             tool.status, tool.why = ToolStatus.NO_ARGUMENTS, str(exc)
             continue
         tool.source = "generated" if tool.arguments else "none needed"
+    for tool in listed:
+        if tool.status is ToolStatus.AUDITED:
+            tool.invalid = invalid_input_for(tool.schema)
     return listed
 
 
@@ -293,7 +305,7 @@ def audit_mcp_server(
         call_timeout=call_timeout, timeout=timeout, isolate_home=isolate_home,
     )  # fmt: skip
     pinned = load_pinned(arguments) if isinstance(arguments, str | Path) else dict(arguments or {})
-    chosen_stages = _pick(HTTP_STAGES, stages, "stages")
+    chosen_stages = _pick(AUDIT_STAGES, stages, "stages")
     chosen_placements = _pick(list(PLACEMENTS), placements, "placements") if placements else None
     masker = LeakCheck(sinks=[])
     for secret in literal_secrets(spec):
@@ -344,10 +356,11 @@ def _audit(
         spec, workdir=workdir, tools=[t.name for t in audited],
         arguments={t.name: t.arguments or {} for t in audited},
         stages=stages, placements=placements,
+        seams={"validation"} if "invalid_input" in stages else (),
     )  # fmt: skip
     target.use_tools(audited)
     try:
-        specs = cases_for(target)
+        specs = _invalid_once(cases_for(target), target)
     except ValueError as exc:
         raise AuditError(str(exc)) from None
     if seed is None:
@@ -356,6 +369,22 @@ def _audit(
     _carried_note(result, target, asked_placements)
     _run_all(result, target, specs, seed, jobs, budget, began, progress)
     return result
+
+
+def _invalid_once(specs: list[CaseSpec], target: AuditStdioTarget) -> list[CaseSpec]:
+    """The ``invalid_input`` cases: only for a tool with an invalid input, and only with
+    its first placement (the base credential when the templates carry it): the canary
+    under test is the one in the arguments."""
+    operations = {op.name: op for op in target.operations}
+    seen: set[str] = set()
+    kept = []
+    for spec in specs:
+        if spec.stage == "invalid_input":
+            if operations[spec.operation].invalid_input is None or spec.operation in seen:
+                continue
+            seen.add(spec.operation)
+        kept.append(spec)
+    return kept
 
 
 def _carried_note(
@@ -368,8 +397,8 @@ def _carried_note(
     if skipped:
         result.notes.append(
             f"credential placements not run: {', '.join(skipped)}: the server's templates do "
-            "not carry their credentials (give it {auth_headers}, {auth_query} or {auth_url}, "
-            "the placement's credentials, where it takes them)"
+            "not carry their credentials (each needs the base token, {bearer} or "
+            "{auth_headers}, and its own: {auth_headers}, {auth_query} or {auth_url})"
         )
 
 

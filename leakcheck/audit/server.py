@@ -21,9 +21,12 @@ line (``AuditError``).
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import logging
 import os
 import shutil
+import socket
 import tempfile
 import threading
 from collections.abc import Iterator, Sequence
@@ -222,6 +225,25 @@ def _why(exc: BaseException, spec: ServerSpec) -> str | None:
     return None
 
 
+@contextlib.contextmanager
+def _closing(case: Case) -> Iterator[None]:
+    try:
+        yield
+    finally:
+        sock = case.context.pop("closed_port", None)
+        if isinstance(sock, socket.socket):
+            sock.close()
+
+
+def _closed_port(case: Case) -> int:
+    """A loopback port bound without listening (the kernel refuses connects to it), held
+    until the case's check stops."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    case.context["closed_port"] = sock
+    return int(sock.getsockname()[1])
+
+
 def _first_text(result: Any) -> str:
     """The first line of a result's first text block (what the model read first)."""
     content = result.get("content") if isinstance(result, dict) else None
@@ -257,9 +279,15 @@ class AuditStdioTarget(StdioMcpTarget):
         self._node_options = node_options(workdir)
 
     def use_tools(self, tools: Sequence[ToolInfo]) -> None:
-        """The listed tools (already listed: the server is not started again for them)."""
+        """The listed tools (already listed: the server is not started again for them),
+        each with its invalid input for the ``invalid_input`` stage."""
         listed = [_Tool(t.name, (), _accepts_of(t.schema)) for t in tools]
-        self._operations = self._make_operations(listed)
+        operations = self._make_operations(listed)
+        invalid = {t.name: t.invalid for t in tools}
+        self._operations = [
+            dataclasses.replace(op, invalid_input=invalid.get(self._tool_of[op.name]))
+            for op in operations
+        ]
 
     def tool_of(self, operation: str) -> str:
         return self._tool_of[operation]
@@ -285,10 +313,19 @@ class AuditStdioTarget(StdioMcpTarget):
             check.sinks.append(HomeFilesSink(home))
         client_log = ClientLogSink()
         check.sinks.append(client_log)
+        invalid = case.stage.name == "invalid_input"
+        if invalid:
+            # no upstream for this stage: a server that calls one anyway is refused at once,
+            # on this machine (never a resolver asked about UNREACHABLE_URL's host)
+            case.upstream_url = f"http://127.0.0.1:{_closed_port(case)}"
         try:
-            with capture_client_log(client_log):
+            with capture_client_log(client_log), _closing(case):
                 returned = super().call(case)
             setattr(check, "audit_answer", _first_text(returned))  # noqa: B010 - read by the runner
+            if invalid:
+                # the server was handed the invalid arguments and answered: the stage fired
+                # (what the double records when a gateway reads its input)
+                next(iter(case.agent_input), None)
             return returned
         except HarnessError:
             raise
@@ -306,11 +343,6 @@ class AuditStdioTarget(StdioMcpTarget):
                 "",
             )
             raise CaseError(why + (f"; its stderr ends: {said}" if said else "")) from None
-
-    def cleanup(self, case: Case) -> None:
-        home = case.context.pop("home", None)
-        if isinstance(home, str):
-            shutil.rmtree(home, ignore_errors=True)
 
 
 def _accepts_of(schema: Any) -> frozenset[str] | None:
