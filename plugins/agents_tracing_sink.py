@@ -57,8 +57,12 @@ from leakcheck.capture import Captured
 from leakcheck.policy import SinkClass
 from leakcheck.serialize import BUDGET_CHARS, FIELD_BUDGET, Serialized, safe_str, type_name
 
-if importlib.util.find_spec("agents") is None:  # the plugin is skipped without it
-    raise ImportError("openai-agents is not installed (no module named 'agents')")
+if importlib.util.find_spec("agents") is None:  # the plugin is skipped without it, quietly
+    # (a ModuleNotFoundError naming a package that cannot be found: a library not
+    # installed, said only under -v, not a broken plugin said in every session)
+    raise ModuleNotFoundError(
+        "openai-agents is not installed (no module named 'agents')", name="agents"
+    )
 try:
     importlib.metadata.distribution("openai-agents")
 except importlib.metadata.PackageNotFoundError:

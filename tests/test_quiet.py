@@ -829,3 +829,25 @@ def test_a_fixture_failing_in_setup_or_teardown_has_a_reason_in_the_report(
         for test in ("test_setup_fails", "test_teardown_fails")
     ]
     self_scan(json.dumps(report), secrets, "JSON report")
+
+
+def test_openai_agents_not_installed_is_quiet() -> None:
+    """Without openai-agents the tracing plugin is skipped as a library not installed (said
+    under -v), not listed in every session as a broken plugin."""
+    import subprocess
+
+    code = (
+        "import importlib.util, json\n"
+        "real = importlib.util.find_spec\n"
+        "importlib.util.find_spec = lambda name, *a: None if name == 'agents' else real(name, *a)\n"
+        "from leakcheck import extensions\n"
+        "extensions.load_plugins()\n"
+        "print(json.dumps([sorted(extensions.skipped_plugins()), "
+        "sorted(extensions.broken_plugins())]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    skipped, broken = json.loads(done.stdout.strip().splitlines()[-1])
+    assert "agents_tracing" in skipped, skipped
+    assert "agents_tracing" not in broken, broken
