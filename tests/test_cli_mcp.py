@@ -345,3 +345,26 @@ def test_invalid_input_stage(mcp) -> None:
     leaky = mcp(*fake("leaky"), *only)
     assert leaky.code == 1 and "invalid_input  0/1" in leaky.out
     assert "fetch/invalid_input/authorization-header" in leaky.out
+
+
+def test_streamable_http_server_by_url(mcp) -> None:
+    sys.path.insert(0, str(ROOT / "tests" / "data"))
+    import mcp_fake_http_server
+
+    server = mcp_fake_http_server.serve()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    headers = ["--header", "Authorization=Bearer {bearer}", "--header", "X-Upstream={upstream}",
+               "--stages", "http_401", "--placements", "authorization-header",
+               *TIMEOUTS]  # fmt: skip
+    try:
+        careful = mcp("--url", f"{base}/careful/mcp", *headers, server=[])
+        assert careful.code == 0 and "http_401  1/1 ok" in careful.out
+        leaky = mcp("--url", f"{base}/leaky/mcp", *headers, server=[])
+        assert leaky.code == 1 and "leaks: bearer#1 (in tool response)" in leaky.out
+    finally:
+        server.shutdown()
+        server.server_close()
+    gone = mcp("--url", f"{base}/careful/mcp", *headers, server=[])
+    one_error_line(gone, f"cannot reach the MCP server at {base}/careful/mcp: ConnectError")
+    both = mcp("--url", f"{base}/mcp", *headers)
+    one_error_line(both, "either --url (a running streamable-HTTP server) or a COMMAND")

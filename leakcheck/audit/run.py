@@ -56,7 +56,14 @@ from .model import (
     ToolInfo,
     ToolStatus,
 )
-from .server import AuditStdioTarget, CaseError, HomeFilesSink, list_tools
+from .server import (
+    UNSENDABLE,
+    AuditTarget,
+    CaseError,
+    HomeFilesSink,
+    list_tools,
+    make_target,
+)
 
 __all__ = ["AUDIT_STAGES", "HTTP_STAGES", "Progress", "audit_mcp_server", "literal_secrets"]
 
@@ -153,7 +160,7 @@ def _select_tools(
 
 @dataclass
 class _Plan:
-    target: AuditStdioTarget
+    target: AuditTarget
     specs: list[CaseSpec]
     seed: int | str
 
@@ -167,7 +174,7 @@ def _run_one(spec: CaseSpec) -> CaseOutcome:
     return run_one(_PLAN.target, spec, _PLAN.seed)
 
 
-def run_one(target: AuditStdioTarget, spec: CaseSpec, seed: int | str) -> CaseOutcome:
+def run_one(target: AuditTarget, spec: CaseSpec, seed: int | str) -> CaseOutcome:
     """One case in a fresh server process, judged; never raises for the server's sake."""
     check = LeakCheck(seed=seed, namespace=f"leakcheck-mcp::{spec.id}", sinks=[])
     tool = target.tool_of(spec.operation)
@@ -279,28 +286,41 @@ def audit_mcp_server(
     timeout: float = 0.5,
     isolate_home: bool = True,
     progress: Progress | None = None,
+    url: str = "",
+    headers: Mapping[str, str] | None = None,
 ) -> AuditResult:
     """Audit the MCP server started by ``command`` (a command line as a list, or its
-    program alone) over stdio; return the ``AuditResult`` (``.exit_code``: 0 clean, 1
-    leaks, 2 incomplete). ``env`` templates name ``{upstream}``, ``{ca_file}``,
-    ``{timeout}`` and canary kinds (``{bearer}``, ``{api_key}``...); ``tools``,
-    ``stages`` and ``placements`` are glob patterns narrowing the run; ``arguments``
-    pins a tool's arguments (a mapping, or a JSON file). Raises ``AuditError`` (one line)
-    when the audit cannot run: the server does not start, lists no tools, offers an
-    invalid input schema, a template or a name is unknown."""
+    program alone) over stdio, or the streamable-HTTP server running at ``url`` (each
+    case a new session, ``headers`` templates rendered from it).
+
+    Returns the ``AuditResult`` (``.exit_code``: 0 clean, 1 leaks, 2 incomplete). ``env``
+    templates name ``{upstream}``, ``{ca_file}``, ``{timeout}`` and canary kinds
+    (``{bearer}``, ``{api_key}``...); ``tools``, ``stages`` and ``placements`` are glob
+    patterns narrowing the run; ``arguments`` pins a tool's arguments (a mapping, or a
+    JSON file). Raises ``AuditError`` (one line) when the audit cannot run: the server
+    does not start, lists no tools, offers an invalid input schema, a template or a name
+    is unknown."""
     from leakcheck.plugins.mcp_target import McpTemplateError
 
     began = time.monotonic()
     argv = [command] if isinstance(command, str) else list(command)
-    if not argv or not argv[0]:
+    argv = [part for part in argv if part]
+    if url and argv:
+        raise AuditError("either --url (a running streamable-HTTP server) or a COMMAND, not both")
+    if url and not url.startswith(("http://", "https://")):
+        raise AuditError(f"--url is an http:// or https:// URL, not {url[:60]!r}")
+    if not argv and not url:
         raise AuditError("no server command: leakcheck mcp [options] -- COMMAND [ARGS...]")
+    if headers and not url:
+        raise AuditError("--header is for a streamable-HTTP server (--url); over stdio use --env")
     if jobs < 1:
         raise AuditError("--jobs is at least 1")
     for name, value in (("call", call_timeout), ("startup", startup_timeout)):
         if not value > 0:
             raise AuditError(f"--{name}-timeout is a positive number of seconds")
     spec = ServerSpec(
-        command=argv[0], args=tuple(argv[1:]), env=dict(env or {}),
+        command=argv[0] if argv else "", args=tuple(argv[1:]), env=dict(env or {}),
+        url=url, headers=dict(headers or {}),
         cwd=str(cwd) if cwd is not None else None, startup_timeout=startup_timeout,
         call_timeout=call_timeout, timeout=timeout, isolate_home=isolate_home,
     )  # fmt: skip
@@ -315,7 +335,7 @@ def audit_mcp_server(
         result = _audit(spec, workdir, tools, pinned, chosen_stages, chosen_placements,
                         placements, seed, jobs, budget, began, progress)  # fmt: skip
     except McpTemplateError as exc:
-        raise AuditError(masker.mask(str(exc).replace("AuditStdioTarget ", "--"))) from None
+        raise AuditError(masker.mask(str(exc).replace("AuditTarget ", "--"))) from None
     except AuditError as exc:
         raise AuditError(masker.mask(str(exc))) from None
     finally:
@@ -352,8 +372,8 @@ def _audit(
     result.tools, result.budget = listed, budget
     if not audited:
         return result
-    target = AuditStdioTarget(
-        spec, workdir=workdir, tools=[t.name for t in audited],
+    target = make_target(
+        spec, workdir, tools=[t.name for t in audited],
         arguments={t.name: t.arguments or {} for t in audited},
         stages=stages, placements=placements,
         seams={"validation"} if "invalid_input" in stages else (),
@@ -371,7 +391,7 @@ def _audit(
     return result
 
 
-def _invalid_once(specs: list[CaseSpec], target: AuditStdioTarget) -> list[CaseSpec]:
+def _invalid_once(specs: list[CaseSpec], target: AuditTarget) -> list[CaseSpec]:
     """The ``invalid_input`` cases: only for a tool with an invalid input, and only with
     its first placement (the base credential when the templates carry it): the canary
     under test is the one in the arguments."""
@@ -387,13 +407,13 @@ def _invalid_once(specs: list[CaseSpec], target: AuditStdioTarget) -> list[CaseS
     return kept
 
 
-def _carried_note(
-    result: AuditResult, target: AuditStdioTarget, asked: Sequence[str] | None
-) -> None:
+def _carried_note(result: AuditResult, target: AuditTarget, asked: Sequence[str] | None) -> None:
     if asked is not None:
         return
     credential = [n for n, p in PLACEMENTS.items() if p.where == "credential"]
     skipped = [n for n in credential if n not in (target.placements or [])]
+    if target.spec.url:  # the auditor is the HTTP client: it sends no header with a newline
+        skipped = [n for n in skipped if n not in UNSENDABLE]
     if skipped:
         result.notes.append(
             f"credential placements not run: {', '.join(skipped)}: the server's templates do "
@@ -404,7 +424,7 @@ def _carried_note(
 
 def _run_all(
     result: AuditResult,
-    target: AuditStdioTarget,
+    target: AuditTarget,
     specs: list[CaseSpec],
     seed: int | str,
     jobs: int,

@@ -29,16 +29,27 @@ import shutil
 import socket
 import tempfile
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import anyio
+from mcp.shared.exceptions import MCPError
+
 from leakcheck.plugins.mcp_target import (
+    McpTarget,
     StdioMcpTarget,
+    _Call,
+    _call,
+    _check_fields,
+    _notification,
     _placeholder,
     _run,
+    _settle,
     _Tool,
+    render,
 )
+from leakcheck.plugins.process_sink import provisioning
 
 from ..capture import Captured
 from ..faults import HarnessError
@@ -48,12 +59,14 @@ from .model import AuditError, ServerSpec, ToolInfo
 from .node_proof import node_options
 
 __all__ = [
+    "AuditHttpTarget",
     "AuditStdioTarget",
     "CaseError",
     "ClientLogSink",
     "HomeFilesSink",
     "capture_client_log",
     "list_tools",
+    "make_target",
 ]
 
 #: what a files sink reads at most per file and in all (a server writing a huge cache)
@@ -260,23 +273,12 @@ def _stderr_tail(text: str) -> str:
     return lines[-1][:200] if lines else ""
 
 
-class AuditStdioTarget(StdioMcpTarget):
-    """``StdioMcpTarget`` for ``leakcheck mcp``: see the module's documentation."""
+class _Audit(McpTarget):
+    """What both audit targets add to an MCP target: the listed tools without another
+    start, the invalid-input stage, the MCP client's log, a failed session as a
+    ``CaseError``."""
 
-    def __init__(self, spec: ServerSpec, *, workdir: str, **options: Any) -> None:
-        super().__init__(
-            spec.command,
-            list(spec.args),
-            env=dict(spec.env),
-            cwd=spec.cwd,
-            startup_timeout=spec.startup_timeout,
-            call_timeout=spec.call_timeout,
-            timeout=spec.timeout,
-            **options,
-        )
-        self.spec = spec
-        self.workdir = workdir
-        self._node_options = node_options(workdir)
+    spec: ServerSpec
 
     def use_tools(self, tools: Sequence[ToolInfo]) -> None:
         """The listed tools (already listed: the server is not started again for them),
@@ -292,25 +294,12 @@ class AuditStdioTarget(StdioMcpTarget):
     def tool_of(self, operation: str) -> str:
         return self._tool_of[operation]
 
-    def _case_environment(self, case: Case) -> dict[str, str]:
-        env = super()._case_environment(case)
-        home = case.context.get("home")
-        if isinstance(home, str):
-            for name, sub in (("HOME", "home"), ("TMPDIR", "tmp")):
-                env[name] = os.path.join(home, sub)
-        if "LEAKCHECK_CHILD_FAULT" in env:
-            inherited = os.environ.get("NODE_OPTIONS", "")
-            env["NODE_OPTIONS"] = f"{self._node_options} {inherited}".strip()
-        return env
+    def _before(self, case: Case) -> None:
+        """Per-case set-up before the server is started or connected to."""
 
     def call(self, case: Case) -> Any:
         check = case.check
-        if self.spec.isolate_home:
-            home = tempfile.mkdtemp(prefix="case-", dir=self.workdir)
-            for sub in ("home", "tmp"):
-                os.mkdir(os.path.join(home, sub))
-            case.context["home"] = home
-            check.sinks.append(HomeFilesSink(home))
+        self._before(case)
         client_log = ClientLogSink()
         check.sinks.append(client_log)
         invalid = case.stage.name == "invalid_input"
@@ -345,6 +334,134 @@ class AuditStdioTarget(StdioMcpTarget):
             raise CaseError(why + (f"; its stderr ends: {said}" if said else "")) from None
 
 
+class AuditStdioTarget(_Audit, StdioMcpTarget):
+    """``StdioMcpTarget`` for ``leakcheck mcp``: see the module's documentation."""
+
+    def __init__(self, spec: ServerSpec, *, workdir: str, **options: Any) -> None:
+        super().__init__(
+            spec.command,
+            list(spec.args),
+            env=dict(spec.env),
+            cwd=spec.cwd,
+            startup_timeout=spec.startup_timeout,
+            call_timeout=spec.call_timeout,
+            timeout=spec.timeout,
+            **options,
+        )
+        self.spec = spec
+        self.workdir = workdir
+        self._node_options = node_options(workdir)
+
+    def _case_environment(self, case: Case) -> dict[str, str]:
+        env = super()._case_environment(case)
+        home = case.context.get("home")
+        if isinstance(home, str):
+            for name, sub in (("HOME", "home"), ("TMPDIR", "tmp")):
+                env[name] = os.path.join(home, sub)
+        if "LEAKCHECK_CHILD_FAULT" in env:
+            inherited = os.environ.get("NODE_OPTIONS", "")
+            env["NODE_OPTIONS"] = f"{self._node_options} {inherited}".strip()
+        return env
+
+    def _before(self, case: Case) -> None:
+        if self.spec.isolate_home:
+            home = tempfile.mkdtemp(prefix="case-", dir=self.workdir)
+            for sub in ("home", "tmp"):
+                os.mkdir(os.path.join(home, sub))
+            case.context["home"] = home
+            case.check.sinks.append(HomeFilesSink(home))
+
+
+#: placements whose credential no HTTP client sends (a header value with a newline): the
+#: auditor itself is the client of a streamable-HTTP server
+UNSENDABLE = ("credential-trailing-newline", "credential-trailing-crlf")
+
+
+class AuditHttpTarget(_Audit):
+    """A streamable-HTTP MCP server already running at ``spec.url``. Each case is a new
+    MCP session (its own connection and ``Mcp-Session-Id``) whose request headers are
+    ``spec.headers`` rendered from the case: the documented reuse is the server process,
+    one for every case (what it keeps across sessions can cross from case to case). Its
+    upstream is the case's fault only where a header carries ``{upstream}``; the stages
+    proven inside a server process (DNS failure, refused, connect timeout) are not
+    proven for a server leakcheck did not start; its stderr is not captured."""
+
+    http_via = "loopback"
+
+    def __init__(self, spec: ServerSpec, *, workdir: str, **options: Any) -> None:
+        super().__init__(call_timeout=spec.call_timeout, timeout=spec.timeout, **options)
+        self.spec = spec
+        self.workdir = workdir
+        self.headers = dict(spec.headers)
+        _check_fields(self.headers.values(), "--header")
+        self._choose_placements(self.headers.values())
+        chosen: Sequence[str] | None = getattr(self, "placements", None)
+        if not self._placements_given and chosen is not None:
+            self.placements = [p for p in chosen if p not in UNSENDABLE]
+
+    async def _session(
+        self,
+        headers: Mapping[str, str],
+        body: Callable[[Any], Any],
+        on_log: Any = None,
+    ) -> Any:
+        import httpx2
+        from mcp.client.session import ClientSession
+        from mcp.client.streamable_http import streamable_http_client
+
+        timeout = httpx2.Timeout(self.call_timeout, connect=self.spec.startup_timeout)
+        with anyio.fail_after(self.spec.startup_timeout + self.call_timeout):
+            async with httpx2.AsyncClient(headers=dict(headers), timeout=timeout) as http:
+                async with streamable_http_client(self.spec.url, http_client=http) as streams:
+                    read, write = streams[0], streams[1]
+                    async with ClientSession(
+                        read,
+                        write,
+                        read_timeout_seconds=self.spec.startup_timeout,
+                        logging_callback=on_log,
+                    ) as session:
+                        await session.initialize()
+                        return await body(session)
+
+    def _headers(self, lookup: Callable[[str], Any]) -> dict[str, str]:
+        return {k: render(v, lookup, text=True) for k, v in self.headers.items()}
+
+    async def _list_tools(self) -> list[_Tool]:
+        async def body(session: Any) -> Any:
+            return (await session.list_tools()).tools
+
+        listed = await self._session(self._headers(_placeholder), body)
+        return [_Tool(t.name, (), _accepts_of(t.input_schema)) for t in listed]
+
+    async def _call_tool(self, case: Case, values: Any, tool: str, args: Any) -> _Call:
+        notes: list[dict[str, Any]] = []
+
+        async def on_log(params: Any) -> None:
+            notes.append(_notification(params))
+
+        async def body(session: Any) -> Any:
+            with anyio.fail_after(self.call_timeout):
+                result = await _call(session, tool, args, self.call_timeout)
+                with contextlib.suppress(MCPError):
+                    await session.send_ping()  # a round trip: what came before is in
+                await _settle()
+            return result
+
+        with provisioning():
+            result = await self._session(self._headers(values), body, on_log)
+        return _Call(result, notes)
+
+
+AuditTarget = AuditStdioTarget | AuditHttpTarget
+
+
+def make_target(spec: ServerSpec, workdir: str, **options: Any) -> AuditTarget:
+    """The audit target for ``spec``: over stdio, or streamable HTTP when it has a URL."""
+    if spec.url:
+        return AuditHttpTarget(spec, workdir=workdir, **options)
+    return AuditStdioTarget(spec, workdir=workdir, **options)
+
+
 def _accepts_of(schema: Any) -> frozenset[str] | None:
     from leakcheck.plugins.mcp_target import _accepts
 
@@ -355,10 +472,10 @@ def _accepts_of(schema: Any) -> frozenset[str] | None:
 
 
 def list_tools(spec: ServerSpec, workdir: str) -> list[ToolInfo]:
-    """Start the server once (placeholder credentials, upstream ``UNREACHABLE_URL``) and
-    list its tools; each way that fails is one ``AuditError`` line (its stderr's last
-    line in it, masked by the caller)."""
-    target = AuditStdioTarget(spec, workdir=workdir)
+    """Start the server once (placeholder credentials, upstream ``UNREACHABLE_URL``), or
+    connect to it, and list its tools; each way that fails is one ``AuditError`` line
+    (its stderr's last line in it, masked by the caller)."""
+    target = make_target(spec, workdir)
 
     async def body(session: Any) -> Any:
         return (await session.list_tools()).tools
@@ -370,9 +487,12 @@ def list_tools(spec: ServerSpec, workdir: str) -> list[ToolInfo]:
     try:
         with errlog, capture_client_log(sink):
             try:
-                listed = _run(
-                    lambda: target._session(target._parameters(_placeholder, extra), errlog, body)
-                )
+                if isinstance(target, AuditHttpTarget):
+                    headers = target._headers(_placeholder)
+                    listed = _run(lambda: target._session(headers, body))
+                else:
+                    parameters = target._parameters(_placeholder, extra)
+                    listed = _run(lambda: target._session(parameters, errlog, body))
             except Exception as exc:  # noqa: BLE001 - each said as one line
                 errlog.seek(0)
                 raise AuditError(_start_failure(spec, exc, _stderr_tail(errlog.read()))) from None
@@ -392,6 +512,11 @@ def _start_failure(spec: ServerSpec, exc: BaseException, said: str) -> str:
 
     leaf = _unwrap(exc)
     command = spec.describe()
+    if spec.url and not isinstance(leaf, TimeoutError | MCPError):
+        return (
+            f"cannot reach the MCP server at {spec.url}: {type(leaf).__name__} (is it "
+            "running, and is that its streamable-HTTP endpoint?)"
+        )
     if isinstance(leaf, FileNotFoundError):
         what = f"cannot start the server: no such command {spec.command!r}"
     elif isinstance(leaf, PermissionError):
@@ -407,5 +532,7 @@ def _start_failure(spec: ServerSpec, exc: BaseException, said: str) -> str:
         what = f"the server exited before listing its tools ({command!r})"
     else:
         what = f"could not list the tools of {command!r}: {type(leaf).__name__}"
+    if spec.url:
+        return what
     what += f" with placeholder credentials and upstream {UNREACHABLE_URL}"
     return what + (f"; its stderr ends: {said}" if said else "; it wrote nothing to stderr")

@@ -51,6 +51,21 @@ def add_mcp_parser(commands: Any) -> None:
     )
     mcp.add_argument("--cwd", metavar="DIR", help="the server's working directory")
     mcp.add_argument(
+        "--url",
+        metavar="URL",
+        default="",
+        help="audit the streamable-HTTP MCP server running there instead of starting a "
+        "COMMAND (each case a new session)",
+    )
+    mcp.add_argument(
+        "--header",
+        action="append",
+        default=[],
+        metavar="NAME=TEMPLATE",
+        help="a request header for --url, such as 'Authorization=Bearer {bearer}' "
+        "(templates as for --env)",
+    )
+    mcp.add_argument(
         "--tools",
         action="append",
         metavar="PATTERN",
@@ -123,14 +138,13 @@ def _patterns(values: list[str] | None) -> list[str] | None:
     return [p.strip() for value in values for p in value.split(",") if p.strip()]
 
 
-def _environment(pairs: list[str]) -> dict[str, str]:
+def _environment(pairs: list[str], option: str = "--env") -> dict[str, str]:
     env: dict[str, str] = {}
+    example = "Authorization=Bearer {bearer}" if option == "--header" else "API_TOKEN={bearer}"
     for pair in pairs:
         name, sep, value = pair.partition("=")
-        if not sep or not name or not name.replace("_", "a").isalnum():
-            raise UsageError(
-                f"--env takes NAME=TEMPLATE (such as API_TOKEN={{bearer}}), not {name[:40]!r}"
-            )
+        if not sep or not name or not name.replace("_", "a").replace("-", "a").isalnum():
+            raise UsageError(f"{option} takes NAME=TEMPLATE (such as {example}), not {name[:40]!r}")
         env[name] = value
     return env
 
@@ -176,10 +190,13 @@ def mcp_command(args: argparse.Namespace, output: Output) -> int:
     server = list(args.server)
     if server and server[0] == "--":
         server = server[1:]
-    if not server:
+    if not server and not args.url:
         raise UsageError("no server command: leakcheck mcp [options] -- COMMAND [ARGS...]")
     env = _environment(args.env)
-    spec = ServerSpec(command=server[0], args=tuple(server[1:]), env=env)
+    headers = _environment(args.header, "--header")
+    spec = ServerSpec(
+        command=server[0] if server else "", args=tuple(server[1:]), env=env, headers=headers
+    )
     output.use(literal_secrets(spec))  # a literal token given to the server: never shown
     seed: int | str | None = args.seed
     if isinstance(seed, str) and seed.isdigit():
@@ -202,6 +219,8 @@ def mcp_command(args: argparse.Namespace, output: Output) -> int:
             timeout=args.timeout,
             isolate_home=not args.keep_home,
             progress=progress,
+            url=args.url,
+            headers=headers,
         )
     except AuditError as exc:
         raise UsageError(str(exc)) from None
