@@ -168,15 +168,22 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--quick", action="store_true", help="smoke run: 8 MiB, 128 MiB big")
     parser.add_argument("--no-find-loop", action="store_true", help="skip the bytes.find loop")
+    parser.add_argument(
+        "--many-secrets",
+        type=int,
+        default=100_000,
+        help="user secrets of the many-secrets row (0: skip it)",
+    )
     parser.add_argument("--profile", action="store_true", help="cProfile the default CLI scan")
     parser.add_argument("--out", default=str(HERE / "out" / "results.json"))
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
     args = parser.parse_args(argv)
     if args.quick:
-        args.size_mib, args.big_gib, args.repeat = (
+        args.size_mib, args.big_gib, args.repeat, args.many_secrets = (
             min(args.size_mib, 8),
             min(args.big_gib, 0.125),
             1,
+            min(args.many_secrets, 10_000),
         )
 
     work = Path(tempfile.mkdtemp(prefix="leakcheck-bench-", dir="/tmp"))
@@ -350,6 +357,12 @@ def _run(args: argparse.Namespace, work: Path, results: dict[str, Any]) -> int:
                 rss_mib=max(r[2] for r in runs),
             )
         )
+
+    # (b3) start-up (20 user secrets, a small file) and many secrets (100,000), each with
+    # ripgrep -F on the same needles
+    results["startup"], results["many_secrets"] = startup_and_many(
+        args, work, data, leakcheck_bin, rg, rows
+    )
 
     # (c) ripgrep over the same needles
     rg_rows: dict[str, Row] = {}
@@ -547,6 +560,141 @@ def _run(args: argparse.Namespace, work: Path, results: dict[str, Any]) -> int:
     out.write_text(json.dumps(results, indent=2) + "\n")
     print(f"\nresults: {out}")
     return 0
+
+
+def user_tokens(count: int, seed: str) -> list[str]:
+    """Realistic user secrets: random tokens behind well-known prefixes (what a secrets
+    file holds; each is judged as a user secret, not made as a canary)."""
+    import random
+    import string
+
+    rng = random.Random(seed)
+    alphabet = string.ascii_letters + string.digits
+    prefixes = ("ghp_", "sk_live_", "xoxb-", "glpat-", "AKIA", "", "sk-proj-")
+    return [
+        prefixes[n % len(prefixes)] + "".join(rng.choice(alphabet) for _ in range(36))
+        for n in range(count)
+    ]
+
+
+def needle_file(secrets_path: Path, out: Path) -> tuple[int, int]:
+    """The distinct needles ``leakcheck scan`` builds for a secrets file, one a line, a
+    batch of secrets at a time as the scan does: (needles written, needles with a newline
+    skipped)."""
+    from leakcheck.cli import load_secrets
+    from leakcheck.cli.budget import batches_of
+    from leakcheck.detect import Scanner
+
+    written = skipped = 0
+    seen: set[bytes] = set()
+    with open(out, "wb") as sink:
+        for batch in batches_of(load_secrets(str(secrets_path))):
+            scanner = Scanner(batch, backend="ahocorasick")
+            for needle in scanner.needles:
+                pattern = needle.pattern
+                if pattern in seen:
+                    continue
+                seen.add(pattern)
+                if b"\n" in pattern:
+                    skipped += 1
+                    continue
+                sink.write(pattern + b"\n")
+                written += 1
+            del scanner
+    return written, skipped
+
+
+def startup_and_many(
+    args: argparse.Namespace,
+    work: Path,
+    data: bytes,
+    leakcheck_bin: str | None,
+    rg: str | None,
+    rows: list[Row],
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The start-up row (a small file, 20 user secrets, best of 10; the interpreter floor
+    beside it) and the many-secrets row (``--many-secrets`` user secrets, default 100,000,
+    on the first MiB of the corpus; its peak RSS), each against ``rg -F`` on the same
+    needles."""
+    startup: dict[str, Any] = {}
+    many: dict[str, Any] = {}
+    if leakcheck_bin is None:
+        return startup, many
+    out = work / "startup.out"
+    small = work / "small.log"
+    small.write_bytes(data[: 16 * 1024])
+    repeat = max(args.repeat, 10)
+    python = sys.executable
+    floor = {
+        "python -c pass": best([run_child([python, "-c", "pass"], out)[0] for _ in range(repeat)]),
+        "python -S -c pass": best(
+            [run_child([python, "-S", "-c", "pass"], out)[0] for _ in range(repeat)]
+        ),
+    }
+    for label, count, path, runs in (
+        ("start-up", 20, small, repeat),
+        ("many secrets", args.many_secrets, work / "first-mib.log", 1),
+    ):
+        if count <= 0:
+            continue
+        if path != small:
+            path.write_bytes(data[:MIB])
+        secrets_path = work / f"user-secrets-{count}.txt"
+        secrets_path.write_text("\n".join(user_tokens(count, f"bench-{args.seed}")) + "\n")
+        os.chmod(secrets_path, 0o600)
+        cmd = [leakcheck_bin, "scan", "--secrets-file", str(secrets_path), "--format", "json"]
+        measured = [run_child([*cmd, str(path)], out) for _ in range(runs)]
+        wall, code, rss = (
+            best([m[0] for m in measured]),
+            measured[-1][1],
+            max(m[2] for m in measured),
+        )
+        report = json.loads(out.read_text())
+        entry: dict[str, Any] = {
+            "secrets": count,
+            "input_bytes": path.stat().st_size,
+            "seconds": wall,
+            "exit": code,
+            "peak_rss_mib": rss,
+            "needles": report.get("needles"),
+            "engine": report.get("engine"),
+            "findings": len(report["findings"]),
+        }
+        size_mib = path.stat().st_size / MIB
+        note = (
+            f"{count:,} user secrets, {report.get('needles'):,} needles, "
+            f"{report.get('engine')}, exit {code}, {len(report['findings'])} findings"
+        )
+        if label == "start-up":
+            entry["floor"] = floor
+            note += (
+                f"; interpreter floor: python -c pass {floor['python -c pass'] * 1000:.0f} ms, "
+                f"python -S -c pass {floor['python -S -c pass'] * 1000:.0f} ms"
+            )
+        rows.append(Row(f"leakcheck scan, {label}", wall, size_mib, note, rss_mib=rss))
+        if rg is not None:
+            patterns = work / f"needles-{count}.txt"
+            written, skipped = needle_file(secrets_path, patterns)
+            rg_cmd = [rg, "--no-config", "-F", "-a", "-c", "-j1", "-f", str(patterns), str(path)]
+            rg_runs = [run_child(rg_cmd, out) for _ in range(runs)]
+            entry["rg"] = {
+                "seconds": best([r[0] for r in rg_runs]),
+                "peak_rss_mib": max(r[2] for r in rg_runs),
+                "patterns": written,
+                "skipped_with_newline": skipped,
+            }
+            rows.append(
+                Row(
+                    f"rg -F -f -j1, {label}",
+                    entry["rg"]["seconds"],
+                    size_mib,
+                    f"the same {written:,} needles ({skipped} with a newline skipped)",
+                    rss_mib=entry["rg"]["peak_rss_mib"],
+                )
+            )
+            patterns.unlink()
+        (startup if label == "start-up" else many).update(entry)
+    return startup, many
 
 
 def print_table(rows: list[Row], rg_row: Row | None) -> None:

@@ -253,7 +253,7 @@ def estimate_bits(value: str) -> list[float]:
 # characters. So a character inside no possible match keeps its class bits, and one inside
 # possible matches gets at least log2(guesses) / length of the longest of them. The
 # possible matches are a superset of zxcvbn's, found with its public data
-# (``_zxcvbn_bound``, generated from the installed zxcvbn and checked against it by the
+# (``zxcvbn_bound``, generated from the installed zxcvbn and checked against it by the
 # tests):
 #
 # * dictionary words (forward, reversed, l33t) of 1 to 3 characters, at their best rank;
@@ -268,9 +268,9 @@ def estimate_bits(value: str) -> list[float]:
 # would shift), or judged by another zxcvbn than the data was made from, takes the full
 # estimate; so does one whose bound falls short of the bar: a value that the full estimate
 # rejects is never accepted early. An early-accepted value's bits are its class bits, as a
-# generated canary's, except inside possible matches of 4 characters or more (a word, a
-# keyboard run, a date), which keep the bound: a random token's characters are random, a
-# word in it is not.
+# generated canary's: never fewer than zxcvbn's at any character, so every 6-character
+# masking window that the full estimate would make is made (a lower figure would leave a
+# piece of the secret unmasked in what is printed).
 
 #: A possible match this long could be a whole window (a window is at least 12 characters,
 #: as a secret is): the value takes the full estimate.
@@ -306,7 +306,7 @@ def _early_data() -> _EarlyData | None:
     import importlib.util
     import os
 
-    from . import _zxcvbn_bound as data
+    from . import zxcvbn_bound as data
 
     try:
         spec = importlib.util.find_spec("zxcvbn")
@@ -489,8 +489,6 @@ def early_bound(value: str) -> tuple[list[float], list[float]] | None:
     for start, end, spread in found:
         for i in range(start, end):
             least[i] = min(least[i], spread)
-            if end - start >= 4:
-                kept[i] = min(kept[i], spread)
     for match in _PUBLIC_STRUCTURE.finditer(value):
         for i in range(match.start(), match.end()):
             least[i] = kept[i] = 0.0
@@ -498,10 +496,10 @@ def early_bound(value: str) -> tuple[list[float], list[float]] | None:
 
 
 def early_data_source() -> str:
-    """The text of ``leakcheck/_zxcvbn_bound.py`` made from the installed zxcvbn (the
+    """The text of ``leakcheck/zxcvbn_bound.py`` made from the installed zxcvbn (the
     tests check that the file's values are these; after a zxcvbn upgrade, write it anew:
     ``python -c "import leakcheck.canaries as c; print(c.early_data_source(), end='')"
-    > leakcheck/_zxcvbn_bound.py``)."""
+    > leakcheck/zxcvbn_bound.py``)."""
     import base64
     import importlib.util
     import os

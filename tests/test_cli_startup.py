@@ -124,9 +124,9 @@ def test_a_higher_bar_still_takes_the_full_estimate() -> None:
 def test_another_zxcvbn_than_the_data_was_made_from_disables_the_early_accept(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from leakcheck import _zxcvbn_bound
+    from leakcheck import zxcvbn_bound
 
-    monkeypatch.setattr(_zxcvbn_bound, "FILES", {**_zxcvbn_bound.FILES, "matching.py": 1})
+    monkeypatch.setattr(zxcvbn_bound, "FILES", {**zxcvbn_bound.FILES, "matching.py": 1})
     canaries_module._early_data.cache_clear()
     canaries_module._early.cache_clear()
     try:
@@ -138,7 +138,7 @@ def test_another_zxcvbn_than_the_data_was_made_from_disables_the_early_accept(
 
 
 def test_the_shipped_data_is_made_from_the_installed_zxcvbn() -> None:
-    path = Path(canaries_module.__file__).with_name("_zxcvbn_bound.py")
+    path = Path(canaries_module.__file__).with_name("zxcvbn_bound.py")
     assert path.read_text(encoding="utf-8") == canaries_module.early_data_source()
     from zxcvbn.matching import RANKED_DICTIONARIES
 

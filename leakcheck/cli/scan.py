@@ -97,7 +97,7 @@ def scan_command(args: argparse.Namespace, out: Path | None, output: Output) -> 
         inputs.add(arg)
     size = total_size(inputs.targets)
     batches = batches_of(secrets)
-    trusted = _check_named(named, args.secrets_file, output)
+    trusted: set[str] | None = None
     if out is not None or args.format != "text":  # else the report on stdout lists them
         said += [f"leakcheck: note: not read ({why}): {path}" for path, why in inputs.not_read]
     findings: list[Finding] = []
@@ -108,6 +108,7 @@ def scan_command(args: argparse.Namespace, out: Path | None, output: Output) -> 
             scanner = _scanner(batch, args.decode, args.engine, size)
             if len(batches) == 1:
                 output.use(secrets, scanner)
+                trusted = _check_named(named, args.secrets_file, output)
             needles += scanner.needle_count
             engines.append(scanner.engine.name)
             findings += reader.scan(scanner)
@@ -115,6 +116,8 @@ def scan_command(args: argparse.Namespace, out: Path | None, output: Output) -> 
     if len(batches) > 1:  # each source's findings in the order one scanner gives them
         order = {name: n for n, name in enumerate(reader.names)}
         findings.sort(key=lambda f: (order.get(f.source, 0), f.offset, -f.length))
+    if trusted is None:  # several batches: the masker's detection batches too
+        trusted = _check_named(named, args.secrets_file, output)
     sources, uris = reader.sources, reader.uris
     summary = ScanSummary(
         findings=findings,
