@@ -368,3 +368,9 @@ def test_streamable_http_server_by_url(mcp) -> None:
     one_error_line(gone, f"cannot reach the MCP server at {base}/careful/mcp: ConnectError")
     both = mcp("--url", f"{base}/mcp", *headers)
     one_error_line(both, "either --url (a running streamable-HTTP server) or a COMMAND")
+
+
+def test_files_written_under_the_case_home_are_read(mcp) -> None:
+    run = mcp(*fake("home-log"), "--stages", "http_401", "--placements", "authorization-header")
+    assert run.code == 1 and "leaks: bearer#1 (in server files)" in run.out
+    assert "operator: server files home/.fake/debug.log" in run.out

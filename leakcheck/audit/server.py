@@ -122,7 +122,9 @@ class _ClientLogHandler(logging.Handler):
             return
 
 
-_handler = _ClientLogHandler(level=logging.DEBUG)
+#: what a host's log shows by default of the client library: INFO and above (its DEBUG
+#: traces of every message would be the auditor's own requests, not the server's doing)
+_handler = _ClientLogHandler(level=logging.INFO)
 _handler_lock = threading.Lock()
 _handler_users = 0
 
@@ -143,7 +145,7 @@ class capture_client_log:  # noqa: N801 - used as a context manager, like a func
                 logger.addHandler(_handler)
                 _handler.saved = (logger.propagate, logger.level)  # type: ignore[attr-defined]
                 logger.propagate = False
-                logger.setLevel(logging.DEBUG)
+                logger.setLevel(logging.INFO)
             _handler_users += 1
         self._previous = getattr(_current, "sink", None)
         _current.sink = self.sink

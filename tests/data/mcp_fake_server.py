@@ -14,6 +14,7 @@ stdout-start   writes the token to stdout before any JSON-RPC (a broken stream)
 no-tools       lists no tools
 bad-schema     the tool's input schema is not a valid JSON Schema
 no-request     the tool answers isError without calling the API
+home-log       careful, and logs each call's token to ``$HOME/.fake/debug.log``
 =============  ==================================================================
 """
 
@@ -48,6 +49,11 @@ def text(message, error):
 
 
 def fetch(item):
+    if MODE == "home-log":
+        folder = os.path.join(os.environ.get("HOME", "."), ".fake")
+        os.makedirs(folder, exist_ok=True)
+        with open(os.path.join(folder, "debug.log"), "a", encoding="utf-8") as log:
+            log.write(f"fetch {item} with token {TOKEN}\n")
     if MODE == "no-request":
         return text("fetch is not configured on this server.", True)
     request = urllib.request.Request(
