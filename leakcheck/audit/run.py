@@ -142,7 +142,10 @@ def _select_tools(
         if tool.name not in chosen:
             tool.status = ToolStatus.LEFT_OUT
             continue
-        check_input_schema(tool.name, tool.schema)
+        try:
+            check_input_schema(tool.name, tool.schema)
+        except AuditError as exc:
+            raise AuditError(f"{exc}; leave it out with --tools to audit the others") from None
         if tool.name in pinned:
             tool.arguments, tool.source = dict(pinned[tool.name]), "pinned"
             continue
