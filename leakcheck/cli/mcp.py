@@ -38,7 +38,8 @@ def add_mcp_parser(commands: Any) -> None:
         "call every tool under every HTTP failure stage and placement, and judge what the "
         "model and the operator see. Exit 0 when clean, 1 on leaks, 2 on usage errors or "
         "an incomplete audit.",
-        usage="leakcheck mcp [options] -- COMMAND [ARGS...]",
+        usage="leakcheck mcp [options] -- COMMAND [ARGS...]\n       leakcheck mcp --url URL "
+        "[--header NAME=TEMPLATE]... [options]",
     )
     mcp.add_argument(
         "--env",
@@ -75,7 +76,8 @@ def add_mcp_parser(commands: Any) -> None:
         "--stages",
         action="append",
         metavar="PATTERN",
-        help="only these HTTP stages (globs such as 'http_*', 'tls_*'; default: all 15)",
+        help="only these stages (globs such as 'http_*', 'tls_*'; default: invalid_input and "
+        "the 15 HTTP stages)",
     )
     mcp.add_argument(
         "--placements",
