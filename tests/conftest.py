@@ -184,7 +184,38 @@ def run_example_matrix(
     timeout: float = 600,
 ) -> tuple[int, str, dict[str, Any]]:
     """Run ``examples/<module>.py`` as a user runs it, serially in a subprocess, with a fixed
-    seed and a JSON report in ``tmp``: (exit code, output, report)."""
+    seed and a JSON report in ``tmp``: (exit code, output, report). Under xdist the run is
+    shared by the workers of the session (a file per module and arguments, made under a
+    lock by the first worker that asks): a whole example grid takes a minute."""
+    import fcntl
+    from pathlib import Path
+
+    # a worker's temporary directories are under popen-gwN, in the session's own directory
+    # (pytest keeps the last three sessions' and removes the rest)
+    worker = next((p for p in Path(tmp).resolve().parents if p.name.startswith("popen-gw")), None)
+    if not os.environ.get("PYTEST_XDIST_TESTRUNUID") or worker is None:
+        return _run_example_matrix(module, tmp, seed, extra_args, env, timeout)
+    key = hashlib.sha256(json.dumps([module, seed, extra_args, env]).encode()).hexdigest()[:16]
+    shared = worker.parent / "example-runs"
+    shared.mkdir(exist_ok=True)
+    done = shared / f"{module}-{key}.json"
+    with open(shared / f"{module}-{key}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not done.exists():
+            result = _run_example_matrix(module, tmp, seed, extra_args, env, timeout)
+            done.write_text(json.dumps(result))
+        code, out, report = json.loads(done.read_text())
+    return code, out, report
+
+
+def _run_example_matrix(
+    module: str,
+    tmp: str,
+    seed: str,
+    extra_args: tuple[str, ...],
+    env: dict[str, str] | None,
+    timeout: float,
+) -> tuple[int, str, dict[str, Any]]:
     import subprocess
     import sys
     from pathlib import Path

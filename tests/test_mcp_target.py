@@ -279,10 +279,14 @@ def test_leaky_server_fails_exactly_where_its_mistakes_are(
 # --- the mocked transport finds what real sockets find --------------------------------------------
 
 
+#: the leaky grid's node ids: its canaries are drawn for them (the plugin's namespace)
+LEAKY_NODE = "examples/test_mcp_leaky_matrix.py::test_mcp_leaky[{}]"
+
+
 def _caller_leaks(target: Any, spec: CaseSpec) -> tuple[str, set[tuple[str, str, str, str]]]:
-    """The harness errors of one case, and each caller-visible hit: (kind, sink, path,
-    form). Same seed for both transports: the same canaries."""
-    with LeakCheck(seed=SEED, namespace=spec.id) as check:
+    """The harness errors of one case run here, and each caller-visible hit: (kind, sink,
+    path, form). The canaries are those of the same case in the leaky grid's run."""
+    with LeakCheck(seed=SEED, namespace=LEAKY_NODE.format(spec.id)) as check:
         try:
             run_case(check, target, spec)
         except MatrixFailure:
@@ -296,10 +300,20 @@ def _caller_leaks(target: Any, spec: CaseSpec) -> tuple[str, set[tuple[str, str,
     return harness, leaks
 
 
+def _report_caller_leaks(record: dict[str, Any]) -> set[tuple[str, str, str, str]]:
+    """The same, from a case's record in a grid run's JSON report."""
+    return {
+        (leak["finding"]["kind"], leak["sink"], leak["path"], leak["finding"]["form"])
+        for leak in record["findings"]
+        if leak["sink_class"] == SinkClass.CALLER.value and not leak["allowed"]
+    }
+
+
 @pytest.mark.parametrize("stage", HTTP_STAGES)
-def test_mocked_and_loopback_transports_find_the_same_leaks(stage: str) -> None:
+def test_mocked_and_loopback_transports_find_the_same_leaks(stage: str, tmp_reports: str) -> None:
     """fastmcp 4 (httpx2) ``from_openapi``, in process: under respx every HTTP stage
-    fires, and the caller-visible leaks are exactly those real loopback sockets give."""
+    fires, and the caller-visible leaks are exactly those real loopback sockets give (the
+    leaky grid's run on loopback, the one the leaky test above reads: same canaries)."""
     from examples import mcp_leaky_server
     from examples.mcp_targets import in_process
 
@@ -310,14 +324,17 @@ def test_mocked_and_loopback_transports_find_the_same_leaks(stage: str) -> None:
     # the one placement real sockets cannot have: a cause the mock chains under its error
     assert {s.placement for s in specs if s not in on_sockets} <= {"exception-chain"}
     assert on_sockets <= set(specs)
+    _, _, report = _run("test_mcp_leaky_matrix", tmp_reports)
+    grid = cases_of(report)
     differ, seen = [], 0
     for spec in specs:
         harness, by_respx = _caller_leaks(mocked, spec)
         assert harness == "", f"{spec.id} via respx: {harness}"
         if spec not in on_sockets:
             continue
-        harness, by_loopback = _caller_leaks(real, spec)
-        assert harness == "", f"{spec.id} via loopback: {harness}"
+        record = grid[(spec.operation, spec.stage, spec.placement)]
+        assert "harness" not in record["matrix"]["failed"], f"{spec.id} via loopback"
+        by_loopback = _report_caller_leaks(record)
         seen += bool(by_respx)
         if by_respx != by_loopback:
             differ.append(
