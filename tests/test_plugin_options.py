@@ -181,7 +181,11 @@ def test_report_holds_every_finding(serial: tuple[pytest.RunResult, dict[str, An
             assert finding["sink_class"] in ("caller", "operator")
     # every finding of a failing test is in its failure text: the most severe of its root
     # cause (its secret and form family) in full, the others named on that one's "also in"
-    shown = [line for line in result.outlines if line.startswith(("  [LEAK] ", "  [allowed] ", "  [latent] "))]
+    shown = [
+        line
+        for line in result.outlines
+        if line.startswith(("  [LEAK] ", "  [allowed] ", "  [latent] "))
+    ]
     also = [line.strip() for line in result.outlines if line.strip().startswith("also in: ")]
     for record in data["tests"]:
         name = record["test"].split("::")[-1]
