@@ -473,12 +473,17 @@ def _run_all(
             errors_in_a_row[op] = []
         if probes.get(op) == spec and outcome.outcome is Outcome.NOT_REACHED:
             info = tool_info[target.tool_of(op)]
-            names = ", ".join(sorted(info.arguments or {})) or "none"
+            names = ", ".join(sorted(info.arguments or {}))
+            given = (
+                f"with its {info.source or 'generated'} arguments ({names})"
+                if names
+                else "with no arguments (its schema requires none)"
+            )
             info.status = ToolStatus.NOT_CALLABLE
             info.why = (
-                f"with its {info.source or 'generated'} arguments ({names}) the server made "
-                "no request to the upstream (it rejected them, or the tool calls no HTTP "
-                "API): pin valid ones with --arguments FILE, or leave it out with --tools"
+                f"{given} the server made no request to the upstream (it rejected them, or "
+                "the tool calls no HTTP API): pin valid ones with --arguments FILE, or leave "
+                "it out with --tools"
             )
             if outcome.answer:
                 info.why += f"; it answered: {outcome.answer}"
