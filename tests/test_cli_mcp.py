@@ -10,6 +10,7 @@ fastmcp examples (two seconds a start: one test, one case each). Each run is nar
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 import xml.etree.ElementTree as ET
@@ -374,3 +375,20 @@ def test_files_written_under_the_case_home_are_read(mcp) -> None:
     run = mcp(*fake("home-log"), "--stages", "http_401", "--placements", "authorization-header")
     assert run.code == 1 and "leaks: bearer#1 (in server files)" in run.out
     assert "operator: server files home/.fake/debug.log" in run.out
+
+
+def test_progress_line_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    code = main(["mcp", "--seed", SEED, *fake("careful"), *NARROW, "--format", "json",
+                 "-o", os.devnull, "--", sys.executable, FAKE])  # fmt: skip
+    assert code == 0
+    said = terminal.getvalue()
+    assert "\r[1/2]" in said and "\r[2/2]" in said  # then cleared
+    assert said.rstrip().splitlines()[-1].startswith("leakcheck mcp: clean: 2 of 2 case(s)")
