@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import base64
 import binascii
+import html
 import re
 from collections.abc import Callable, Iterator
 from urllib.parse import unquote_to_bytes
 
-__all__ = ["DECODERS", "Decoder", "all_decoders", "decode_runs"]
+__all__ = ["DECODERS", "DENSE_ESCAPES", "Decoder", "all_decoders", "decode_runs"]
 
 Decoder = Callable[[bytes], Iterator[tuple[int, int, bytes]]]
 
@@ -26,7 +27,6 @@ _URLSAFE = bytes.maketrans(b"-_", b"+/")
 _HEX_RUN = re.compile(rb"[0-9a-fA-F]{32,}")
 _PERCENT_ESCAPE = re.compile(rb"%[0-9A-Fa-f]{2}")
 _TOKEN_REST = re.compile(rb"[^\s\"'<>]*")
-_TOKEN_BYTES = frozenset(set(range(0x21, 0x100)) - set(b"\"'<>\x7f"))
 
 
 def base64_runs(buf: bytes) -> Iterator[tuple[int, int, bytes]]:
@@ -62,29 +62,130 @@ def hex_runs(buf: bytes) -> Iterator[tuple[int, int, bytes]]:
 
 
 def percent_runs(buf: bytes) -> Iterator[tuple[int, int, bytes]]:
-    """Whole tokens (up to whitespace, quotes or angle brackets) holding a ``%XX`` escape."""
-    done = 0
-    for escape in _PERCENT_ESCAPE.finditer(buf):
-        if escape.start() < done:
-            continue
-        start = escape.start()
-        floor = max(done, start - 4096)
-        while start > floor and buf[start - 1] in _TOKEN_BYTES:
-            start -= 1
-        rest = _TOKEN_REST.match(buf, escape.start())
-        assert rest is not None  # the pattern matches the empty string too
-        end = rest.end()
-        done = end
+    """Whole tokens (up to whitespace, quotes or angle brackets) holding a ``%XX`` escape,
+    every escape decoded (of any character, in either case)."""
+    for start, end in _token_runs(buf, _PERCENT_ESCAPE):
         run = buf[start:end]
         yield start, end, unquote_to_bytes(run)
         if b"+" in run:
             yield start, end, unquote_to_bytes(run.replace(b"+", b" "))
 
 
+def _token_runs(buf: bytes, marker: re.Pattern[bytes]) -> Iterator[tuple[int, int]]:
+    """Whole tokens (up to whitespace, quotes or angle brackets) holding a ``marker``."""
+    done = 0
+    for found in marker.finditer(buf):
+        if found.start() < done:
+            continue
+        start = found.start()
+        floor = max(done, start - 4096)
+        before = _TOKEN_BEFORE.match(buf[floor:start][::-1])
+        start -= before.end() if before else 0
+        rest = _TOKEN_REST.match(buf, found.start())
+        assert rest is not None  # the pattern matches the empty string too
+        done = rest.end()
+        yield start, done
+
+
+#: a token's bytes before a marker, read backwards: 0x21-0xff but quotes, angle brackets, DEL
+_TOKEN_BEFORE = re.compile(rb"[!#-&(-;=?-~\x80-\xff]*")
+_BACKSLASH_ESCAPE = re.compile(rb"\\[ux][0-9A-Fa-f]{2}")
+_ONE_ESCAPE = re.compile(
+    rb"\\u([0-9A-Fa-f]{4})|\\x([0-9A-Fa-f]{2})|\\U([0-9A-Fa-f]{8})|\\([nrt\"'/\\])"
+)
+_SIMPLE = {b"n": b"\n", b"r": b"\r", b"t": b"\t"}
+
+
+def _unescape_one(match: re.Match[bytes]) -> bytes:
+    wide, byte, wider, simple = match.groups()
+    if byte is not None:
+        return bytes([int(byte, 16)])
+    if simple is not None:
+        return _SIMPLE.get(simple, simple)
+    code = int(wide if wide is not None else wider, 16)
+    if code > 0x10FFFF:
+        return match.group()
+    return chr(code).encode("utf-8", "surrogatepass")
+
+
+def _join_surrogates(data: bytes) -> bytes:
+    """UTF-8 of lone surrogates (``\ud83d\udd11`` unescaped one at a time) made into the
+    characters the pairs spell."""
+    if b"\xed" not in data:
+        return data
+    try:
+        text = data.decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError:  # other bytes that are not UTF-8 (``\\xd6`` alone)
+        return data
+    pairs = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+    return pairs.encode("utf-8", "surrogatepass")
+
+
+def backslash_runs(buf: bytes) -> Iterator[tuple[int, int, bytes]]:
+    """Tokens holding ``\\uXXXX`` or ``\\xXX`` escapes (JSON, JavaScript, Python
+    reprs), the escapes (and ``\\n``, ``\\"``, ``\\/``...) decoded."""
+    for start, end in _token_runs(buf, _BACKSLASH_ESCAPE):
+        yield start, end, _join_surrogates(_ONE_ESCAPE.sub(_unescape_one, buf[start:end]))
+
+
+_ENTITY = re.compile(rb"&(?:#[0-9]{1,7}|#[xX][0-9A-Fa-f]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
+
+
+def html_runs(buf: bytes) -> Iterator[tuple[int, int, bytes]]:
+    """Tokens holding an HTML character reference, unescaped."""
+    for start, end in _token_runs(buf, _ENTITY):
+        text = buf[start:end].decode("utf-8", "surrogateescape")
+        yield start, end, html.unescape(text).encode("utf-8", "surrogateescape")
+
+
+# quoted-printable: "=XX" escapes and "=" soft line breaks inside a run of token characters
+_QP_MARK = re.compile(rb"=(?:[0-9A-F]{2}|\r?\n)")
+_QP_REST = re.compile(rb"(?:[^\s\"'<>]|=\r?\n)*")
+_QP_ESCAPE = re.compile(rb"=[0-9A-F]{2}")
+_QP_SOFT = re.compile(rb"=\r?\n")
+
+
+def qp_runs(buf: bytes) -> Iterator[tuple[int, int, bytes]]:
+    """Quoted-printable runs (an ``=XX`` escape and one more or a soft line break),
+    decoded."""
+    done = 0
+    for found in _QP_MARK.finditer(buf):
+        if found.start() < done:
+            continue
+        floor = max(done, found.start() - 4096)
+        before = _TOKEN_BEFORE.match(buf[floor : found.start()][::-1])
+        start = found.start() - (before.end() if before else 0)
+        rest = _QP_REST.match(buf, found.start())
+        assert rest is not None  # the pattern matches the empty string too
+        done = rest.end()
+        run = buf[start:done]
+        # an escape and one more escape or soft break (base64 padding at a line's end
+        # looks like a soft break)
+        escapes = len(_QP_ESCAPE.findall(run))
+        if escapes and (escapes >= 2 or _QP_SOFT.search(run)):
+            yield start, done, binascii.a2b_qp(run)
+
+
+#: Shapes that hide letters and digits themselves (an encoder that escapes every
+#: character): the keyed decoding pass decodes the token around any of them. Each starts
+#: with a literal byte (the fallback engine runs them with ``re``) and compiles in
+#: hyperscan too.
+DENSE_ESCAPES: tuple[bytes, ...] = (
+    rb"%[0-9A-Fa-f]{2}(?:%[0-9A-Fa-f]{2}){5}",
+    rb"\\u[0-9A-Fa-f]{4}(?:\\u[0-9A-Fa-f]{4}){3}",
+    rb"\\x[0-9A-Fa-f]{2}(?:\\x[0-9A-Fa-f]{2}){5}",
+    rb"&#[xX]?[0-9A-Fa-f]{2,6};(?:&#[xX]?[0-9A-Fa-f]{2,6};){5}",
+)
+# (quoted-printable never escapes a letter or digit: keys find it)
+
+
 DECODERS: dict[str, Decoder] = {
     "base64": base64_runs,
     "hex": hex_runs,
     "pct": percent_runs,
+    "esc": backslash_runs,
+    "html": html_runs,
+    "qp": qp_runs,
 }
 
 

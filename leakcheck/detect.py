@@ -15,7 +15,7 @@ from typing import BinaryIO
 
 from . import engine as engine_module
 from .canaries import Secret
-from .decode import all_decoders, decode_runs
+from .decode import DENSE_ESCAPES, all_decoders, decode_runs
 from .engine import Engine, build_engine, resolve_backend
 from .findings import CONTEXT_BYTES, WIDEN_BYTES, Finding, Span, mask_all, masked_excerpt
 from .forms import (
@@ -26,6 +26,7 @@ from .forms import (
     FormFn,
     Needle,
     anchor_run,
+    decode_keys,
     is_piece,
     needle_table,
 )
@@ -40,6 +41,11 @@ CHUNK_BYTES = 8 * 1024 * 1024
 # Decoded runs are joined with this between them, so one search covers them all; no needle
 # can span it (base64, hex and percent runs all stop at a newline or NUL).
 JOIN_SEPARATOR = b"\n\x00\x00\n"
+#: A scanner that decodes switches to keyed decoding (see "keyed decoding" below) when it is
+#: made for an input this large or first searches a buffer this large.
+KEYED_FROM_BYTES = 256 * 1024
+#: A token decoded around a key reaches at most this far on each side of it.
+REGION_BYTES = 4096
 
 
 @dataclass(frozen=True)
@@ -122,7 +128,33 @@ class Scanner:
         self._needles: dict[int, tuple[Needle, ...]] = {}
         self._longest = (0, 1)  # (patterns counted, longest of them): see max_needle
         self._backend = backend = resolve_backend(backend, len(self._patterns), input_bytes)
-        self.engine: Engine = build_engine(self._patterns, backend)
+        # keyed decoding: the keys and shapes searched in the needles' pass (after them)
+        self._keys: list[bytes] = []
+        self._keyed = False
+        if decode and input_bytes is not None and input_bytes >= KEYED_FROM_BYTES:
+            self._keyed = self._key_up()
+        # the engine and the number of needle patterns it was built with, swapped together
+        # (an index from the engine at or past that number is a key's)
+        self._compiled: tuple[Engine, int] = (self._build(), len(self._patterns))
+
+    @property
+    def engine(self) -> Engine:
+        return self._compiled[0]
+
+    def _build(self) -> Engine:
+        regexes = DENSE_ESCAPES if self._keyed else ()
+        return build_engine([*self._patterns, *self._keys], self._backend, regexes)
+
+    def _key_up(self) -> bool:
+        """Make the keys of every secret; False (decode every run) when a secret has none."""
+        keys: dict[bytes, None] = {}
+        for secret in self.secrets:
+            own = decode_keys(secret)
+            if own is None:
+                return False
+            keys.update(dict.fromkeys(own))
+        self._keys = list(keys)
+        return True
 
     def _index(self, deferred: Container[int]) -> _Index:
         """Every distinct pattern, with the form it is found under and the secret that
@@ -187,14 +219,29 @@ class Scanner:
     # renamed), and a secret leaves ``_deferred`` only once the engine that searches for
     # its needles is in place: a masker may be called from a logging thread mid-search.
 
-    def _search(self, buf: bytes | memoryview) -> list[tuple[int, int]]:
-        """The engine's hits in ``buf``, once every needle that could occur in it is made."""
+    def _search(
+        self, buf: bytes | memoryview
+    ) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+        """The engine's hits in ``buf``, once every needle that could occur in it is made:
+        (needle hits, key hits)."""
         if self._deferred:
             text = buf if isinstance(buf, bytes) else bytes(buf)
             due = [i for i, run in list(self._deferred.items()) if run in text]
             if due:
                 self._make_deferred(due)
-        return self.engine.scan(buf)
+        if self.decode and not self._keyed and len(buf) >= KEYED_FROM_BYTES:
+            self._make_keyed()
+        engine, split = self._compiled
+        hits = engine.scan(buf)
+        if not self._keyed or not hits:
+            return hits, []
+        return [h for h in hits if h[0] < split], [h for h in hits if h[0] >= split]
+
+    def _make_keyed(self) -> None:
+        with self._lock:
+            if not self._keyed and self._key_up():
+                self._keyed = True
+                self._compiled = (self._build(), len(self._patterns))
 
     def _make_deferred(self, due: Iterable[int]) -> None:
         """Add the put-off needles of the secrets ``due``. A put-off form that names bytes
@@ -225,7 +272,7 @@ class Scanner:
                         elif pairs[mine[0]][1] != form:
                             pairs[mine[0]] = (owner, form)
                         self._needles.pop(index, None)
-            self.engine = build_engine(self._patterns, self._backend)
+            self._compiled = (self._build(), len(self._patterns))
             for owner in due:
                 del self._deferred[owner]
 
@@ -277,7 +324,7 @@ class Scanner:
 
     def _first_pass(self, buf: bytes, first: list[tuple[int, int]] | None = None) -> list[_Hit]:
         hits = []
-        for index, end in self._search(buf) if first is None else first:
+        for index, end in self._search(buf)[0] if first is None else first:
             pattern = self._patterns[index]
             for needle in self._owners(index):
                 hits.append(_Hit(end - len(pattern), end, needle))
@@ -307,18 +354,52 @@ class Scanner:
                 hits.append(_Hit(start, end, hit.needle, f"{name}>{hit.chain}"))
         return hits
 
+    # --- keyed decoding --------------------------------------------------------------------
+    #
+    # Decoding every encoded-looking run of a large input costs far more than searching it:
+    # log-like text holds a base64, hex or UUID run every hundred bytes, and decoding them
+    # one by one in Python ran at 8 MiB/s. A chain of a secret's encodings always holds one
+    # of the secret's keys (``leakcheck.forms.decode_keys``: a run of letters and digits
+    # that every needle holds, or what one base64 or hex layer makes of it; escaping layers
+    # leave letters and digits alone), or a run of escapes dense enough to hide letters and
+    # digits (``DENSE_ESCAPES``). So past KEYED_FROM_BYTES the keys and shapes are searched in
+    # the needles' own engine pass, and only the tokens around their hits are decoded (to
+    # the same depth, with every decoder): a clean text pays for a few more literals in one
+    # pass, nothing else. A chain whose outer layer is neither an escaping layer nor one
+    # base64 or hex layer over a needle (base64 of base64 of JSON) is found in a small text,
+    # which is decoded whole, and not past KEYED_FROM_BYTES.
+
+    def _decoded_keyed(self, buf: bytes, keys: list[tuple[int, int]]) -> list[_Hit]:
+        if not keys:
+            return []
+        hits: list[_Hit] = []
+        high = -1
+        for _index, end in sorted(keys, key=lambda k: k[1]):
+            if end <= high:  # inside the token just decoded
+                continue
+            low, high = _region(buf, end)
+            for hit in self._decoded(buf[low:high], self.decode_depth):
+                hits.append(_Hit(hit.start + low, hit.end + low, hit.needle, hit.chain))
+        return hits
+
     def _hits(
-        self, buf: bytes, first: list[tuple[int, int]] | None = None
+        self, buf: bytes, first: tuple[list[tuple[int, int]], list[tuple[int, int]]] | None = None
     ) -> tuple[list[_Hit], list[_Hit]]:
         """(hits to report, every hit for masking) in ``buf``; ``first`` is the engine's
         answer for ``buf`` when the caller already has it."""
-        hits = self._first_pass(buf, first)
+        needles, keys = self._search(buf) if first is None else first
+        hits = self._first_pass(buf, needles)
         if self.decode:
             # A decoded hit adds nothing where the first pass already saw the whole secret;
             # where it saw only a fragment (a base64 piece), the decoded chain is the
             # fuller account and wins (it spans the fragment).
             whole = [h for h in hits if not is_piece(h.needle.form)]
-            for hit in self._decoded(buf, self.decode_depth):
+            decoded = (
+                self._decoded_keyed(buf, keys)
+                if self._keyed
+                else self._decoded(buf, self.decode_depth)
+            )
+            for hit in decoded:
                 if not any(
                     d.secret is hit.secret and d.start < hit.end and hit.start < d.end
                     for d in whole
@@ -416,7 +497,7 @@ class Scanner:
         """Hits of ``data`` whose absolute end lies in ``(after, limit]``, with the buffer
         (as bytes) and every span near them for masking."""
         first = self._search(data)
-        if not first and not self.decode:
+        if not first[0] and (not self.decode or (self._keyed and not first[1])):
             return
         buf = bytes(data)
         report, every = self._hits(buf, first)
@@ -465,6 +546,32 @@ class Scanner:
         if not every:
             return text
         return mask_all(buf, [h.span() for h in every])
+
+
+_BASE64_CHAR = rb"[A-Za-z0-9+/=_-]"
+#: the token after a key, and the lines of a wrapped base64 blob after it
+_AFTER = re.compile(
+    rb"[^\s\"'<>]*(?:(?<=" + _BASE64_CHAR + rb"{16})\r?\n(?=" + _BASE64_CHAR + rb"{4})[^\s\"'<>]*)*"
+)
+#: the same before it, read backwards
+_BEFORE = re.compile(
+    rb"[^\s\"'<>]*(?:(?<=" + _BASE64_CHAR + rb"{4})\n\r?(?=" + _BASE64_CHAR + rb"{16})[^\s\"'<>]*)*"
+)
+
+
+def _region(buf: bytes, end: int) -> tuple[int, int]:
+    """The token around a key that ends at ``end`` (and the other lines of a wrapped
+    base64 blob it is in), at most REGION_BYTES beyond it on each side."""
+    reach = 256  # most tokens are short: read a longer stretch backwards only when needed
+    while True:
+        low = max(0, end - reach)
+        before = _BEFORE.match(buf[low:end][::-1])
+        back = before.end() if before else 0
+        if back < end - low or reach >= REGION_BYTES:
+            break
+        reach = REGION_BYTES
+    after = _AFTER.match(buf, end, min(len(buf), end + REGION_BYTES))
+    return end - back, after.end() if after else end
 
 
 def _as_bytes(data: str | bytes) -> bytes:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import re
 from array import array
 from collections.abc import Iterable, Sequence
 from operator import itemgetter
@@ -24,28 +25,32 @@ class Engine(Protocol):
     name: str
 
     def scan(self, data: bytes | memoryview) -> list[tuple[int, int]]:
-        """Every occurrence of every pattern: ``(pattern index, end offset)``, any order."""
+        """Every occurrence of every pattern: ``(pattern index, end offset)``, any order;
+        a match of the ``regexes`` given to ``build_engine`` has index ``len(patterns) + i``
+        (for the i-th regex; hyperscan reports every end offset of a match, the fallback
+        the end of each non-overlapping match)."""
         ...
 
 
 class HyperscanEngine:
     name = "hyperscan"
 
-    def __init__(self, patterns: Sequence[bytes]) -> None:
+    def __init__(self, patterns: Sequence[bytes], regexes: Sequence[bytes] = ()) -> None:
         import hyperscan
 
         self._hs = hyperscan
         self._db = None
-        if patterns:
+        if patterns or regexes:
             # Escaped byte by byte rather than compiled as literals: the binding passes
             # literals as C strings, so a NUL byte would end the pattern.
             # (hex with a one-character separator, then the separator widened: all in C)
             expressions = [b"\\x" + p.hex("|").replace("|", "\\x").encode() for p in patterns]
+            expressions += regexes  # in the same database: one pass finds both
             self._db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
             self._db.compile(
                 expressions=expressions,
-                ids=list(range(len(patterns))),
-                elements=len(patterns),
+                ids=list(range(len(expressions))),
+                elements=len(expressions),
                 flags=0,
             )
             self._scratch = hyperscan.Scratch(self._db)
@@ -170,10 +175,13 @@ class AhoCorasickEngine:
 
     name = "ahocorasick"
 
-    def __init__(self, patterns: Sequence[bytes]) -> None:
+    def __init__(self, patterns: Sequence[bytes], regexes: Sequence[bytes] = ()) -> None:
         import ahocorasick  # here, so that a missing package fails the build, not a scan
 
         self._ahocorasick = ahocorasick
+        # regexes (the decoding pass's shapes) are run with ``re``: each has a literal first
+        # byte, which ``re`` searches for in C
+        self._regexes = [re.compile(r) for r in regexes]
         self._automaton: Any = None  # an ahocorasick.Automaton once built (no stubs)
         self._patterns = tuple(patterns)
         self._overlap = max(map(len, self._patterns), default=1) - 1
@@ -211,8 +219,16 @@ class AhoCorasickEngine:
         self._automaton = automaton
 
     def scan(self, data: bytes | memoryview) -> list[tuple[int, int]]:
-        if not self._patterns or not data:
+        if not data:
             return []
+        hits = self._scan_patterns(data) if self._patterns else []
+        if self._regexes:
+            first = len(self._patterns)
+            for i, regex in enumerate(self._regexes, start=first):
+                hits += [(i, m.end()) for m in regex.finditer(data)]
+        return hits
+
+    def _scan_patterns(self, data: bytes | memoryview) -> list[tuple[int, int]]:
         if self._automaton is None:
             size = len(data)
             if size < self._budget and self._by_keys:
@@ -316,8 +332,11 @@ def resolve_backend(backend: str, needles: int, input_bytes: int | None) -> str:
     return backend
 
 
-def build_engine(patterns: Sequence[bytes], backend: str = "auto") -> Engine:
-    """Compile ``patterns`` (distinct, non-empty byte strings) for one-pass search."""
+def build_engine(
+    patterns: Sequence[bytes], backend: str = "auto", regexes: Sequence[bytes] = ()
+) -> Engine:
+    """Compile ``patterns`` (distinct, non-empty byte strings) for one-pass search, with
+    ``regexes`` (each starting with a literal byte; indexes after the patterns')."""
     if backend not in ("auto", *BACKENDS):
         raise ValueError(f"unknown engine {backend!r}; choose auto, hyperscan or ahocorasick")
     too_long = max(map(len, patterns), default=0) > HYPERSCAN_MAX_NEEDLE_BYTES
@@ -329,14 +348,14 @@ def build_engine(patterns: Sequence[bytes], backend: str = "auto") -> Engine:
         )
     if backend == "hyperscan" or (backend == "auto" and not too_long):
         try:
-            return HyperscanEngine(patterns)
+            return HyperscanEngine(patterns, regexes)
         except ImportError:
             if backend == "hyperscan":
                 raise RuntimeError(
                     "engine 'hyperscan' requested but the hyperscan package is not importable"
                 ) from None
     try:
-        return AhoCorasickEngine(patterns)
+        return AhoCorasickEngine(patterns, regexes)
     except ImportError:
         raise RuntimeError(
             "no search engine available: install hyperscan or pyahocorasick"

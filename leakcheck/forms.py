@@ -811,3 +811,90 @@ MASKING_FORMS: tuple[FormFn, ...] = (*FORMS, window_forms)
 #: Forms that mask but never make a finding (a scanner built with MASKING_FORMS detects
 #: exactly what one built with FORMS does).
 MASK_ONLY_FORMS = frozenset(piece.name() for piece in PIECES if piece.mask_only)
+
+
+# --- keys of the decoding pass ------------------------------------------------------------
+#
+# On a large input the decoding pass decodes only the tokens around a *key*: a short run of
+# ASCII letters and digits that every decodable chain of a secret holds (see
+# ``leakcheck.detect``, "keyed decoding"). Escaping layers (percent, JSON, repr, HTML,
+# quoted-printable, ``\uXXXX``) leave letters and digits alone, so a run of them that a
+# needle holds survives any number of such layers; a base64 or hex layer maps it to a run
+# that ``key images`` below spell (at each of the three byte offsets a base64 encoder can
+# meet it at). Escapes of letters and digits themselves are found by shape instead
+# (``leakcheck.decode.DENSE_ESCAPES``).
+
+#: A key is at least this many characters ...
+KEY_MIN_CHARS = 5
+#: ... and a secret's own run (the base of its keys) carries at least this many bits.
+KEY_MIN_BITS = 24.0
+_ALNUM_ANY = re.compile(rb"[A-Za-z0-9]+")
+
+
+def _alnum_anchor(text: bytes) -> bytes | None:
+    """The longest run of ASCII letters and digits of ``text`` (KEY_MIN_CHARS or more)."""
+    best = max(_ALNUM_ANY.findall(text), key=len, default=b"")
+    return best if len(best) >= KEY_MIN_CHARS else None
+
+
+def _key_run(value: str, bits: tuple[float, ...]) -> str | None:
+    """The run of ASCII letters and digits of ``value`` carrying the most bits (at least
+    KEY_MIN_BITS and KEY_MIN_CHARS characters), the two characters after a ``%`` left out
+    (a URL form may upper-case or decode them)."""
+    if "%" in value:
+        hidden = {i + k for i, c in enumerate(value) if c == "%" for k in (1, 2)}
+        value = "".join("%" if i in hidden else c for i, c in enumerate(value))
+    best, best_bits = None, KEY_MIN_BITS
+    for match in re.finditer(r"[A-Za-z0-9]+", value):
+        if match.end() - match.start() < KEY_MIN_CHARS:
+            continue
+        carried = sum(bits[match.start() : match.end()])
+        if carried >= best_bits:
+            best, best_bits = match.group(), carried
+    return best
+
+
+def _key_images(text: bytes) -> list[bytes]:
+    """What a base64 (standard or URL-safe, each byte offset) or hex layer makes of
+    ``text``, as the runs a key can be: the letters and digits common to both alphabets."""
+    images = []
+    for core in _base64_cores(text):
+        anchor = _alnum_anchor(core)  # "+/" and "-_" split alike
+        if anchor is not None:
+            images.append(anchor)
+    images += [text.hex().encode(), text.hex().upper().encode()]
+    return images
+
+
+@functools.lru_cache(maxsize=512)
+def decode_keys(secret: Secret) -> tuple[bytes, ...] | None:
+    """The keys of ``secret`` for keyed decoding: every reportable needle of the secret
+    (masked heads and tails and base64-wrapped pieces aside) holds one, and so does what
+    one base64 or hex layer, with escaping layers around it, makes of one. None when the
+    secret has no run to build them on (the scanner then decodes every run)."""
+    value, bits = secret.value, _bits(secret)
+    base = _key_run(value, bits)
+    if base is None:
+        return None
+    run = _utf8(base)
+    utf16 = base.encode("utf-16-le")
+    bases = [run, run.lower(), run.upper()]
+    # fragments: the prefix and suffix pieces need not hold the secret's run
+    for name, fragment in fragment_forms(secret):
+        if name.startswith((PREFIX.prefix, SUFFIX.prefix, LINE.prefix)):
+            text = fragment.decode("utf-8", "surrogatepass")
+            piece_bits = bits[: len(text)] if name.startswith(PREFIX.prefix) else bits[-len(text) :]
+            if name.startswith(LINE.prefix):
+                piece_bits = (6.0,) * len(text)
+            own = _key_run(text, tuple(piece_bits))
+            if own is not None:
+                bases.append(_utf8(own))
+    # one layer: the base64 and hex needles of the secret hold these
+    first = [*_key_images(run), *_key_images(utf16)]
+    # their full cores (with "+/" or "-_"), for a second scrambling layer over them
+    cores = [c for core in _base64_cores(run) for c in (core, core.translate(_URLSAFE))]
+    keys: dict[bytes, None] = dict.fromkeys(k for k in bases if len(k) >= KEY_MIN_CHARS)
+    keys.update(dict.fromkeys(first))
+    for layer in (*bases[:1], *bases[3:], *cores, run.hex().encode(), run.hex().upper().encode()):
+        keys.update(dict.fromkeys(_key_images(layer)))
+    return tuple(keys)
