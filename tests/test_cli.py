@@ -299,13 +299,15 @@ def test_decode_finds_chains(cli, secrets_file, secrets, tmp_path) -> None:
     log = tmp_path / "double.log"
     twice = base64.b64encode(base64.b64encode(secrets[0].value.encode())).decode()
     log.write_text(f"payload={twice}\n")
-    assert cli("scan", "--secrets-file", secrets_file, log).code == 0
-    run = cli("scan", "--decode", "--format", "json", "--secrets-file", secrets_file, log)
-    assert run.code == 1
-    report = json.loads(run.out)
-    assert report["decode"] is True
-    [finding] = report["findings"]
-    assert finding["secret_id"] == "S1" and finding["form"].startswith("base64>base64")
+    # decoding is the default; --no-decode turns it off, --decode is still accepted
+    assert cli("scan", "--no-decode", "--secrets-file", secrets_file, log).code == 0
+    for options in ((), ("--decode",)):
+        run = cli("scan", *options, "--format", "json", "--secrets-file", secrets_file, log)
+        assert run.code == 1
+        report = json.loads(run.out)
+        assert report["decode"] is True
+        [finding] = report["findings"]
+        assert finding["secret_id"] == "S1" and finding["form"].startswith("base64>base64")
     assert cli("scan", "--decode", "--no-decode", "--secrets-file", secrets_file, log).code == 0
 
 

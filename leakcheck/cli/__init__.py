@@ -93,9 +93,10 @@ def _build_parser() -> argparse.ArgumentParser:
     scan.add_argument(
         "--decode",
         action=argparse.BooleanOptionalAction,
-        default=False,
-        help="also decode percent, base64 and hex runs (2 layers) to find chains such as "
-        "base64-of-JSON; off by default (see README for the cost)",
+        default=True,
+        help="decode percent, base64, hex, backslash, HTML and quoted-printable runs "
+        "(2 layers) to find chains such as base64-of-JSON (the default; --no-decode: "
+        "encoded forms of one layer only)",
     )
     scan.add_argument("--engine", choices=("auto", *BACKENDS), default="auto")
     scan.add_argument("paths", nargs="+", metavar="PATH", help="file, directory or '-'")
