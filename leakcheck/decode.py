@@ -179,6 +179,129 @@ DENSE_ESCAPES: tuple[bytes, ...] = (
 # (quoted-printable never escapes a letter or digit: keys find it)
 
 
+# --- wrapped text ----------------------------------------------------------------------------
+#
+# A log handler that lays out columns (rich's, fastmcp's default) folds a long line at its
+# message column's width and indents the rest; a terminal or a pager hard-wraps at its
+# width; a box (a panel, a table) draws a border each side. A secret, encoded or not, then
+# arrives in pieces too short to count. ``wrapped_runs`` rejoins such lines: the last token
+# of a line, and the content of each line that continues it.
+
+#: a border character: box-drawing verticals (UTF-8) or an ASCII bar
+_BORDERS = (
+    *(b"\xe2\x94" + bytes([c]) for c in b"\x82\x83\x86\x87\x8a\x8b"),
+    *(b"\xe2\x95" + bytes([c]) for c in b"\x8e\x8f\x91"),
+    b"|",
+)
+_BORDER = b"(?:" + b"|".join(re.escape(b) for b in _BORDERS) + b")"
+#: a continuation line's lead: indentation, or a border (with any spaces around it)
+_LEAD = re.compile(rb"[ \t]*" + _BORDER + rb"[ \t]*|[ \t]{2,}")
+#: a right-aligned column such as rich's ``app.py:42`` (after two spaces at least)
+_PATH_COLUMN = re.compile(rb"[ \t]*[\w.-]+:\d+")
+#: common terminal widths: a line this long may be hard-wrapped
+_TERMINAL_WIDTHS = frozenset({80, 100, 120, 132, 160, 200})
+#: where a continuation may follow: a line ending in a long token before an indented or
+#: bordered line, or a line as long as a terminal
+_JOINT = re.compile(
+    rb"\S{16}[^\n]*\n(?:[ \t]{2,}|[ \t]*" + _BORDER + rb")"
+    rb"|(?:^|\n)(?:[^\n]{79}|[^\n]{99}|[^\n]{119}|[^\n]{131}|[^\n]{159}|[^\n]{199})\S\r?\n"
+)
+#: a piece shorter than this is not taken for a wrapped line's part (a line before that
+#: is as long as a terminal aside)
+_WRAP_MIN_PIECE = 16
+_WRAP_MIN_LINE = 35
+
+
+def _content(line: bytes) -> tuple[int, int]:
+    """Where a line's content lies: its lead, padding, right border and right-aligned
+    path column left out."""
+    lead = _LEAD.match(line)
+    start = lead.end() if lead else 0
+    end = len(line.rstrip(b" \t\r"))
+    for border in _BORDERS:
+        if line.endswith(border, start, end):
+            end = len(line[: end - len(border)].rstrip(b" \t"))
+            break
+    gap = line.rfind(b"  ", start, end)
+    if gap >= 0 and _PATH_COLUMN.fullmatch(line, gap + 2, end):
+        end = len(line[:gap].rstrip(b" \t"))
+    return start, max(start, end)
+
+
+def wrapped_runs(buf: bytes) -> Iterator[tuple[int, int, bytes]]:
+    """Lines that continue one another (a continuation is indented or bordered, or the
+    line before it is as long as a terminal or its neighbours), rejoined: from the last
+    token of the first line to the end of the last one's content."""
+    joint = _JOINT.search(buf)
+    if joint is None:
+        return
+    lines, offset = [], buf.rfind(b"\n", 0, joint.start() + 1) + 1
+    for line in buf[offset:].split(b"\n"):
+        lines.append((offset, line))
+        offset += len(line) + 1
+    block: list[tuple[int, int]] = []  # (start, end) of each piece, absolute
+    for k, (offset, line) in enumerate(lines):
+        start, end = _content(line)
+        if block and start < end and _continues(lines, k):
+            block.append((offset + start, offset + end))
+            continue
+        if len(block) > 1:
+            yield _joined(buf, block)
+        block = []
+        if start < end:
+            token = max(line.rfind(b" ", start, end), line.rfind(b"\t", start, end)) + 1
+            token = max(token, start)
+            full = len(line.rstrip(b"\r")) in _TERMINAL_WIDTHS
+            if end - token >= _WRAP_MIN_PIECE or full:
+                block = [(offset + token, offset + end)]
+    if len(block) > 1:
+        yield _joined(buf, block)
+
+
+def _continues(lines: list[tuple[int, bytes]], k: int) -> bool:
+    """Whether line ``k`` continues line ``k - 1``."""
+    line, before = lines[k][1], lines[k - 1][1].rstrip(b"\r")
+    if _LEAD.match(line):
+        return True
+    # a hard wrap: no lead, the line before full to a terminal's width or as long as its
+    # own line before (a run of equally long lines)
+    width = len(before)
+    if width < _WRAP_MIN_LINE or before[-1:].isspace():
+        return False
+    return width in _TERMINAL_WIDTHS or (k >= 2 and len(lines[k - 2][1].rstrip(b"\r")) == width)
+
+
+def _joined(buf: bytes, block: list[tuple[int, int]]) -> tuple[int, int, bytes]:
+    return block[0][0], block[-1][1], b"".join(buf[start:end] for start, end in block)
+
+
+def wrap_extent(buf: bytes, low: int, high: int, limit: int) -> tuple[int, int]:
+    """``[low, high)`` widened over the whole lines that continue it or that it continues
+    (as ``wrapped_runs`` joins them), at most ``limit`` bytes each way."""
+    floor, ceiling = max(0, low - limit), min(len(buf), high + limit)
+    while True:  # forwards: is the next line a continuation of this one?
+        eol = buf.find(b"\n", high, ceiling)
+        if eol < 0:
+            break
+        bol = buf.rfind(b"\n", floor, eol) + 1
+        nxt = buf.find(b"\n", eol + 1, ceiling)
+        nxt = ceiling if nxt < 0 else nxt
+        lines = [(0, buf[bol:eol]), (0, buf[eol + 1 : nxt])]
+        if nxt <= eol + 1 or not _continues(lines, 1):
+            break
+        high = nxt
+    while low > floor:  # backwards: does this line continue the one before?
+        bol = buf.rfind(b"\n", floor, low) + 1
+        if bol <= floor:
+            break
+        before = buf.rfind(b"\n", floor, bol - 1) + 1
+        lines = [(0, buf[before : bol - 1]), (0, buf[bol : buf.find(b"\n", bol, ceiling)])]
+        if not _continues(lines, 1):
+            break
+        low = before
+    return low, high
+
+
 DECODERS: dict[str, Decoder] = {
     "base64": base64_runs,
     "hex": hex_runs,
@@ -186,6 +309,7 @@ DECODERS: dict[str, Decoder] = {
     "esc": backslash_runs,
     "html": html_runs,
     "qp": qp_runs,
+    "wrap": wrapped_runs,
 }
 
 

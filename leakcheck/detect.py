@@ -15,7 +15,7 @@ from typing import BinaryIO
 
 from . import engine as engine_module
 from .canaries import Secret
-from .decode import DENSE_ESCAPES, all_decoders, decode_runs
+from .decode import DENSE_ESCAPES, all_decoders, decode_runs, wrap_extent
 from .engine import Engine, build_engine, resolve_backend
 from .findings import CONTEXT_BYTES, WIDEN_BYTES, Finding, Span, mask_all, masked_excerpt
 from .forms import (
@@ -571,7 +571,8 @@ def _region(buf: bytes, end: int) -> tuple[int, int]:
             break
         reach = REGION_BYTES
     after = _AFTER.match(buf, end, min(len(buf), end + REGION_BYTES))
-    return end - back, after.end() if after else end
+    # and the lines of a wrapped line it is a piece of
+    return wrap_extent(buf, end - back, after.end() if after else end, REGION_BYTES)
 
 
 def _as_bytes(data: str | bytes) -> bytes:
