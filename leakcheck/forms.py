@@ -612,10 +612,43 @@ _TAIL_CONTEXT_BYTES = tuple(_utf8(c) for c in TAIL_CONTEXTS)
 _HEAD_CONTEXT_BYTES = tuple(_utf8(c) for c in HEAD_CONTEXTS)
 
 
+#: A token family's public head: lower-case words (and digits) each ending in ``_``, ``-``
+#: or ``.`` (``sk-ant-api03-``, ``xoxe.xoxp-1-``, ``dop_v1_``, ``lin_api_``, ``ghp_``), or
+#: an upper-case family prefix. Every token of the family starts so: its characters carry
+#: no randomness, whatever a strength estimate gave them.
+_PUBLIC_HEAD = re.compile(r"(?:[a-z0-9]{1,10}[_.-]){1,4}|(?:AKIA|ASIA|AIDA|AROA|AGPA|AIza)")
+
+
+def head_bits(s: Secret) -> tuple[float, ...]:
+    """The per-character bits of ``s`` with a user secret's public head (``_PUBLIC_HEAD``)
+    at none: what the prefix fragments and masked heads are measured on. A generated
+    canary's bits are exact already."""
+    bits = _bits(s)
+    head = None if s.generated else _PUBLIC_HEAD.match(s.value)
+    if head is None or head.end() >= len(s.value):
+        return bits
+    # the body's characters at most what its own classes give (the head's "_" or "-"
+    # made a random alphanumeric body look drawn from 94 symbols)
+    most = math.log2(_body_alphabet(s.value[head.end() :]))
+    return (0.0,) * head.end() + tuple(min(b, most) for b in bits[head.end() :])
+
+
+def _body_alphabet(text: str) -> int:
+    size = 0
+    for chars, count in ((str.islower, 26), (str.isupper, 26), (str.isdigit, 10)):
+        if any(chars(c) and c.isascii() for c in text):
+            size += count
+    if any(not c.isascii() or not c.isalnum() for c in text):
+        size += 33
+    return max(size, 2)
+
+
 def fragment_forms(s: Secret) -> list[tuple[str, bytes]]:
     v, bits = s.value, _bits(s)
     forms = []
-    n = _shortest(bits, FRAGMENT_BITS)
+    # A prefix fragment carries FRAGMENT_BITS in its random part: the family's head ahead
+    # of it counts for nothing (``lin_api_`` + 2 characters matched every such token).
+    n = _shortest(head_bits(s), FRAGMENT_BITS)
     if n is not None and n < len(v):
         forms.append((PREFIX.name(n), _utf8(v[:n])))
     n = _shortest(reversed(bits), FRAGMENT_BITS)
@@ -627,7 +660,7 @@ def fragment_forms(s: Secret) -> list[tuple[str, bytes]]:
         if size < len(v) and sum(bits[-size:]) >= TAIL_BITS:
             name, tail = MASKED_TAIL.name(size), _utf8(v[-size:])
             forms += [(name, context + tail) for context in _TAIL_CONTEXT_BYTES]
-        if size < len(v) and sum(bits[:size]) >= TAIL_BITS:
+        if size < len(v) and sum(head_bits(s)[:size]) >= TAIL_BITS:
             name, head = MASKED_HEAD.name(size), _utf8(v[:size])
             forms += [(name, head + context) for context in _HEAD_CONTEXT_BYTES]
     # Multi-line secrets (PEM) leak a line at a time.
