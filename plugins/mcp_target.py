@@ -784,3 +784,25 @@ class StdioMcpTarget(McpTarget):
                 if sink is not None and text:
                     sink.add(f"{Path(self.command).name} stderr", text)
         return _Call(result, notes)
+
+
+# --- the parts an outside audit builds its targets from (``leakcheck mcp``) -----------------
+
+#: a listed tool (name, required arguments, the arguments its schema takes)
+ListedTool = _Tool
+#: what one call gave: the result as sent, the log notifications meanwhile
+ToolCall = _Call
+#: ``tools/call`` with the result as the server sent it (no output-schema check)
+call_tool = _call
+#: an unknown template field is a ``McpTemplateError`` naming ``where``
+check_fields = _check_fields
+#: a log notification's parameters as the client saw them
+notification = _notification
+#: the template values used to list the tools before any case (nothing real)
+placeholder = _placeholder
+#: run an async function to completion from sync code
+run_sync = _run
+#: let the client's notification callbacks run before a call is judged
+settle = _settle
+#: the argument names an input schema takes (None: any)
+schema_accepts = _accepts

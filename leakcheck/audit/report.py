@@ -15,7 +15,7 @@ from ..stages import STAGES
 from ..version import __version__
 from .model import AuditResult, CaseOutcome, Outcome, ToolStatus
 
-__all__ = ["FORMATS", "format_grid", "render", "seconds_text"]
+__all__ = ["FORMATS", "format_grid", "render", "seconds_text", "timing_line", "verdict_line"]
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
@@ -77,7 +77,8 @@ def format_grid(result: AuditResult) -> str:
     return "\n".join(lines)
 
 
-def _verdict(result: AuditResult) -> str:
+def verdict_line(result: AuditResult) -> str:
+    """The verdict in one line: FAIL, clean, or what left the audit incomplete."""
     total = len(result.cases)
     failed = len(result.failed)
     if failed:
@@ -87,7 +88,8 @@ def _verdict(result: AuditResult) -> str:
     return f"incomplete: {result.incomplete()} (not clean: nothing was proven there)"
 
 
-def _timing(result: AuditResult) -> str:
+def timing_line(result: AuditResult) -> str:
+    """The run's time, its cases and the cost per case (and the budget, if set)."""
     ran = [c for c in result.cases if c.outcome is not Outcome.NOT_RUN]
     per = f", {sum(c.seconds for c in ran) / len(ran):.2f} s per case" if ran else ""
     budget = ""
@@ -158,7 +160,7 @@ def render_text(result: AuditResult) -> str:
         lines += ["", f"not run: {not_run} case(s): {'; '.join(why)}"]
     for note in result.notes:
         lines += ["", f"note: {note}"]
-    lines += ["", _verdict(result), _timing(result)]
+    lines += ["", verdict_line(result), timing_line(result)]
     return "\n".join(lines) + "\n"
 
 
@@ -177,7 +179,7 @@ def json_document(result: AuditResult) -> dict[str, Any]:
         "server": result.server,
         "seed": result.seed,
         "exit_code": result.exit_code,
-        "verdict": _verdict(result),
+        "verdict": verdict_line(result),
         "seconds": round(result.seconds, 3),
         "seconds_per_case": round(sum(c.seconds for c in ran) / len(ran), 3) if ran else None,
         "budget": result.budget,

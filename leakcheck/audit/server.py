@@ -37,17 +37,18 @@ import anyio
 from mcp.shared.exceptions import MCPError
 
 from leakcheck.plugins.mcp_target import (
+    ListedTool,
     McpTarget,
     StdioMcpTarget,
-    _Call,
-    _call,
-    _check_fields,
-    _notification,
-    _placeholder,
-    _run,
-    _settle,
-    _Tool,
+    ToolCall,
+    call_tool,
+    check_fields,
+    notification,
+    placeholder,
     render,
+    run_sync,
+    schema_accepts,
+    settle,
 )
 from leakcheck.plugins.process_sink import provisioning
 
@@ -285,7 +286,7 @@ class _Audit(McpTarget):
     def use_tools(self, tools: Sequence[ToolInfo]) -> None:
         """The listed tools (already listed: the server is not started again for them),
         each with its invalid input for the ``invalid_input`` stage."""
-        listed = [_Tool(t.name, (), _accepts_of(t.schema)) for t in tools]
+        listed = [ListedTool(t.name, (), _accepts_of(t.schema)) for t in tools]
         operations = self._make_operations(listed)
         invalid = {t.name: t.invalid for t in tools}
         self._operations = [
@@ -395,7 +396,7 @@ class AuditHttpTarget(_Audit):
         self.spec = spec
         self.workdir = workdir
         self.headers = dict(spec.headers)
-        _check_fields(self.headers.values(), "--header")
+        check_fields(self.headers.values(), "--header")
         self._choose_placements(self.headers.values())
         chosen: Sequence[str] | None = getattr(self, "placements", None)
         if not self._placements_given and chosen is not None:
@@ -428,30 +429,30 @@ class AuditHttpTarget(_Audit):
     def _headers(self, lookup: Callable[[str], Any]) -> dict[str, str]:
         return {k: render(v, lookup, text=True) for k, v in self.headers.items()}
 
-    async def _list_tools(self) -> list[_Tool]:
+    async def _list_tools(self) -> list[ListedTool]:
         async def body(session: Any) -> Any:
             return (await session.list_tools()).tools
 
-        listed = await self._session(self._headers(_placeholder), body)
-        return [_Tool(t.name, (), _accepts_of(t.input_schema)) for t in listed]
+        listed = await self._session(self._headers(placeholder), body)
+        return [ListedTool(t.name, (), _accepts_of(t.input_schema)) for t in listed]
 
-    async def _call_tool(self, case: Case, values: Any, tool: str, args: Any) -> _Call:
+    async def _call_tool(self, case: Case, values: Any, tool: str, args: Any) -> ToolCall:
         notes: list[dict[str, Any]] = []
 
         async def on_log(params: Any) -> None:
-            notes.append(_notification(params))
+            notes.append(notification(params))
 
         async def body(session: Any) -> Any:
             with anyio.fail_after(self.call_timeout):
-                result = await _call(session, tool, args, self.call_timeout)
+                result = await call_tool(session, tool, args, self.call_timeout)
                 with contextlib.suppress(MCPError):
                     await session.send_ping()  # a round trip: what came before is in
-                await _settle()
+                await settle()
             return result
 
         with provisioning():
             result = await self._session(self._headers(values), body, on_log)
-        return _Call(result, notes)
+        return ToolCall(result, notes)
 
 
 AuditTarget = AuditStdioTarget | AuditHttpTarget
@@ -465,9 +466,7 @@ def make_target(spec: ServerSpec, workdir: str, **options: Any) -> AuditTarget:
 
 
 def _accepts_of(schema: Any) -> frozenset[str] | None:
-    from leakcheck.plugins.mcp_target import _accepts
-
-    return _accepts(schema)
+    return schema_accepts(schema)
 
 
 # --- listing the tools --------------------------------------------------------------------------
@@ -490,11 +489,11 @@ def list_tools(spec: ServerSpec, workdir: str) -> list[ToolInfo]:
         with errlog, capture_client_log(sink):
             try:
                 if isinstance(target, AuditHttpTarget):
-                    headers = target._headers(_placeholder)
-                    listed = _run(lambda: target._session(headers, body))
+                    headers = target._headers(placeholder)
+                    listed = run_sync(lambda: target._session(headers, body))
                 else:
-                    parameters = target._parameters(_placeholder, extra)
-                    listed = _run(lambda: target._session(parameters, errlog, body))
+                    parameters = target._parameters(placeholder, extra)
+                    listed = run_sync(lambda: target._session(parameters, errlog, body))
             except Exception as exc:  # noqa: BLE001 - each said as one line
                 errlog.seek(0)
                 raise AuditError(_start_failure(spec, exc, _stderr_tail(errlog.read()))) from None

@@ -238,9 +238,10 @@ def mcp_command(args: argparse.Namespace, output: Output) -> int:
         write_stdout(report)
     if args.output or args.format != "text":
         # the verdict and the time, where a person reads them
-        from ..audit.report import _timing, _verdict
+        from ..audit.report import timing_line, verdict_line
 
-        print_stderr(output.mask_one(f"leakcheck mcp: {_verdict(result)}; {_timing(result)}"))
+        said = f"leakcheck mcp: {verdict_line(result)}; {timing_line(result)}"
+        print_stderr(output.mask_one(said))
     code = result.exit_code
     if code == EXIT_ERROR:
         first = next(
