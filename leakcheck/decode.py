@@ -138,9 +138,10 @@ def html_runs(buf: bytes) -> Iterator[tuple[int, int, bytes]]:
         yield start, end, html.unescape(text).encode("utf-8", "surrogateescape")
 
 
-# quoted-printable: "=XX" escapes and "=" soft line breaks inside a run of token characters
+# quoted-printable: "=XX" escapes and "=" soft line breaks; a run is whole lines (any
+# printable text, spaces and quotes included), joined by soft breaks
 _QP_MARK = re.compile(rb"=(?:[0-9A-F]{2}|\r?\n)")
-_QP_REST = re.compile(rb"(?:[^\s\"'<>]|=\r?\n)*")
+_QP_REST = re.compile(rb"(?:=\r?\n|[^\r\n])*")
 _QP_ESCAPE = re.compile(rb"=[0-9A-F]{2}")
 _QP_SOFT = re.compile(rb"=\r?\n")
 
@@ -152,9 +153,7 @@ def qp_runs(buf: bytes) -> Iterator[tuple[int, int, bytes]]:
     for found in _QP_MARK.finditer(buf):
         if found.start() < done:
             continue
-        floor = max(done, found.start() - 4096)
-        before = _TOKEN_BEFORE.match(buf[floor : found.start()][::-1])
-        start = found.start() - (before.end() if before else 0)
+        start = max(done, buf.rfind(b"\n", max(0, found.start() - 4096), found.start()) + 1)
         rest = _QP_REST.match(buf, found.start())
         assert rest is not None  # the pattern matches the empty string too
         done = rest.end()
@@ -228,10 +227,21 @@ def _content(line: bytes) -> tuple[int, int]:
     return start, max(start, end)
 
 
+def _last_token(line: bytes) -> tuple[int, int, bool]:
+    """(start, end) of the last token of a line's content, and whether the content holds
+    whitespace before it."""
+    start, end = _content(line)
+    token = max(line.rfind(b" ", start, end), line.rfind(b"\t", start, end)) + 1
+    return max(token, start), end, token > start
+
+
 def wrapped_runs(buf: bytes) -> Iterator[tuple[int, int, bytes]]:
     """Lines that continue one another (a continuation is indented or bordered, or the
     line before it is as long as a terminal or its neighbours), rejoined: from the last
-    token of the first line to the end of the last one's content."""
+    token of the first line to the end of the last one's content. A piece is a token
+    folded at the width: a continuation that holds a space ends the block."""
+    if b"\n" not in buf:
+        return
     joint = _JOINT.search(buf)
     if joint is None:
         return
@@ -242,18 +252,18 @@ def wrapped_runs(buf: bytes) -> Iterator[tuple[int, int, bytes]]:
     block: list[tuple[int, int]] = []  # (start, end) of each piece, absolute
     for k, (offset, line) in enumerate(lines):
         start, end = _content(line)
+        spaced = b" " in line[start:end] or b"\t" in line[start:end]
         if block and start < end and _continues(lines, k):
             block.append((offset + start, offset + end))
-            continue
+            if not spaced:
+                continue
         if len(block) > 1:
             yield _joined(buf, block)
         block = []
-        if start < end:
-            token = max(line.rfind(b" ", start, end), line.rfind(b"\t", start, end)) + 1
-            token = max(token, start)
-            full = len(line.rstrip(b"\r")) in _TERMINAL_WIDTHS
-            if end - token >= _WRAP_MIN_PIECE or full:
-                block = [(offset + token, offset + end)]
+        token, end, _ = _last_token(line)
+        full = len(line.rstrip(b"\r")) in _TERMINAL_WIDTHS
+        if token < end and (end - token >= _WRAP_MIN_PIECE or full):
+            block = [(offset + token, offset + end)]
     if len(block) > 1:
         yield _joined(buf, block)
 
@@ -275,29 +285,44 @@ def _joined(buf: bytes, block: list[tuple[int, int]]) -> tuple[int, int, bytes]:
     return block[0][0], block[-1][1], b"".join(buf[start:end] for start, end in block)
 
 
+def _line_at(buf: bytes, position: int, floor: int, ceiling: int) -> tuple[int, int]:
+    """(start, end) of the line holding ``position``, within ``[floor, ceiling)``."""
+    start = max(floor, buf.rfind(b"\n", floor, position) + 1)
+    end = buf.find(b"\n", position, ceiling)
+    return start, ceiling if end < 0 else end
+
+
+def _starts_block(line: bytes) -> bool:
+    token, end, _ = _last_token(line)
+    return end - token >= _WRAP_MIN_PIECE or len(line.rstrip(b"\r")) in _TERMINAL_WIDTHS
+
+
 def wrap_extent(buf: bytes, low: int, high: int, limit: int) -> tuple[int, int]:
     """``[low, high)`` widened over the whole lines that continue it or that it continues
     (as ``wrapped_runs`` joins them), at most ``limit`` bytes each way."""
     floor, ceiling = max(0, low - limit), min(len(buf), high + limit)
-    while True:  # forwards: is the next line a continuation of this one?
-        eol = buf.find(b"\n", high, ceiling)
-        if eol < 0:
+    while True:  # forwards: is the next line a piece that continues this one?
+        bol, eol = _line_at(buf, high, floor, ceiling)
+        if eol >= ceiling:
             break
-        bol = buf.rfind(b"\n", floor, eol) + 1
-        nxt = buf.find(b"\n", eol + 1, ceiling)
-        nxt = ceiling if nxt < 0 else nxt
-        lines = [(0, buf[bol:eol]), (0, buf[eol + 1 : nxt])]
-        if nxt <= eol + 1 or not _continues(lines, 1):
+        line = buf[bol:eol]
+        nxt = _line_at(buf, eol + 1, floor, ceiling)[1]
+        after = buf[eol + 1 : nxt]
+        if not _continues([(0, line), (0, after)], 1) or not _starts_block(line):
             break
         high = nxt
-    while low > floor:  # backwards: does this line continue the one before?
-        bol = buf.rfind(b"\n", floor, low) + 1
+        if _last_token(after)[2]:  # a spaced line ends the block
+            break
+    while True:  # backwards: is this line a piece that continues the one before?
+        bol, eol = _line_at(buf, low, floor, ceiling)
         if bol <= floor:
             break
-        before = buf.rfind(b"\n", floor, bol - 1) + 1
-        lines = [(0, buf[before : bol - 1]), (0, buf[bol : buf.find(b"\n", bol, ceiling)])]
-        if not _continues(lines, 1):
+        before = _line_at(buf, bol - 1, floor, ceiling)[0]
+        line, previous = buf[bol:eol], buf[before : bol - 1]
+        if not _continues([(0, previous), (0, line)], 1) or not _starts_block(previous):
             break
+        if _last_token(line)[2] and low > bol + _content(line)[0]:
+            break  # this line's piece is not at its start
         low = before
     return low, high
 

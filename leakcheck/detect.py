@@ -369,7 +369,12 @@ class Scanner:
     # base64 or hex layer over a needle (base64 of base64 of JSON) is found in a small text,
     # which is decoded whole, and not past KEYED_FROM_BYTES.
 
-    def _decoded_keyed(self, buf: bytes, keys: list[tuple[int, int]]) -> list[_Hit]:
+    def _decoded_keyed(
+        self, buf: bytes, keys: list[tuple[int, int]], needles: list[tuple[int, int]]
+    ) -> list[_Hit]:
+        """Hits in the decoded tokens around each key hit, and around each needle hit
+        (a fragment in one piece of a wrapped line, a form inside an encoded run)."""
+        keys = keys + needles
         if not keys:
             return []
         hits: list[_Hit] = []
@@ -395,7 +400,7 @@ class Scanner:
             # fuller account and wins (it spans the fragment).
             whole = [h for h in hits if not is_piece(h.needle.form)]
             decoded = (
-                self._decoded_keyed(buf, keys)
+                self._decoded_keyed(buf, keys, needles)
                 if self._keyed
                 else self._decoded(buf, self.decode_depth)
             )
@@ -559,6 +564,13 @@ _BEFORE = re.compile(
 )
 
 
+def _soft_break_before(buf: bytes, newline: int) -> bool:
+    """Whether the line break at ``newline`` is a quoted-printable soft break."""
+    return (
+        buf[max(0, newline - 2) : newline] in (b"=\r", b"=") or buf[newline - 1 : newline] == b"="
+    )
+
+
 def _region(buf: bytes, end: int) -> tuple[int, int]:
     """The token around a key that ends at ``end`` (and the other lines of a wrapped
     base64 blob it is in), at most REGION_BYTES beyond it on each side."""
@@ -571,8 +583,22 @@ def _region(buf: bytes, end: int) -> tuple[int, int]:
             break
         reach = REGION_BYTES
     after = _AFTER.match(buf, end, min(len(buf), end + REGION_BYTES))
+    low, high = end - back, after.end() if after else end
+    # and the lines joined by quoted-printable soft breaks ("=" ending a line)
+    floor, ceiling = max(0, low - REGION_BYTES), min(len(buf), high + REGION_BYTES)
+    while True:
+        eol = buf.find(b"\n", high, ceiling)
+        if eol < 0 or not _soft_break_before(buf, eol):
+            break
+        nxt = buf.find(b"\n", eol + 1, ceiling)
+        high = ceiling if nxt < 0 else nxt
+    while True:
+        bol = buf.rfind(b"\n", floor, low)
+        if bol <= floor or not _soft_break_before(buf, bol):
+            break
+        low = max(floor, buf.rfind(b"\n", floor, bol) + 1)
     # and the lines of a wrapped line it is a piece of
-    return wrap_extent(buf, end - back, after.end() if after else end, REGION_BYTES)
+    return wrap_extent(buf, low, high, REGION_BYTES)
 
 
 def _as_bytes(data: str | bytes) -> bytes:

@@ -540,6 +540,15 @@ def repr_forms(s: Secret) -> Iterator[tuple[str, bytes]]:
     yield "unicode-escape", s.value.encode("unicode_escape")
 
 
+def utf16_forms(s: Secret) -> Iterator[tuple[str, bytes]]:
+    """The secret as UTF-16-LE text is written (a PowerShell transcript, a Windows API's
+    buffer) and as the ``repr`` of those bytes (``b'a\\x00b\\x00'``)."""
+    data = s.value.encode("utf-16-le", "surrogatepass")
+    yield "utf16-le", data
+    yield "repr-bytes-utf16", _py_bytes_escape(data, "'").encode()
+    yield "repr-bytes-utf16-dq", _py_bytes_escape(data, '"').encode()
+
+
 def html_forms(s: Secret) -> Iterator[tuple[str, bytes]]:
     v = s.value
     yield "html", _utf8(html.escape(v, quote=True))
@@ -685,6 +694,8 @@ FORMS: tuple[FormFn, ...] = (
     html_forms,
     fragment_forms,
 )
+# ``utf16_forms`` is not in FORMS yet: tests/test_forms.py's catalogue of real producers
+# holds text (str), and UTF-16-LE of a non-ASCII secret is bytes no str spells.
 
 #: Forms every needle of which holds the secret's ``anchor_run`` verbatim: each maps the
 #: value character by character and leaves ASCII letters and digits as they are (quoting

@@ -303,3 +303,51 @@ def test_a_scanner_putting_needles_off_finds_what_an_eager_one_finds(
         message = text.decode("utf-8", "replace")
         same = lazy.mask(message) == reference.mask(message)
         assert same, ("masks differ", case.form)
+
+
+def _chain(secret: Secret, kind: str) -> str:
+    import urllib.parse
+
+    data = secret.value.encode("utf-8", "surrogatepass")
+    if kind == "base64-of-json":
+        return base64.b64encode(json.dumps({"token": secret.value}).encode()).decode()
+    if kind == "percent-of-base64":
+        return urllib.parse.quote(base64.b64encode(data).decode(), safe="")
+    return "".join(  # lower-case escapes of everything but letters and digits
+        c if c.isascii() and c.isalnum() else "".join(f"%{b:02x}" for b in c.encode())
+        for c in secret.value
+    )
+
+
+@settings(PROPERTY, max_examples=40)
+@given(
+    secret=hostile_secrets(),
+    kind=st.sampled_from(["base64-of-json", "percent-of-base64", "percent-all-lower"]),
+    keyed=st.booleans(),
+)
+def test_chains_of_any_secret_are_found_decoded_whole_and_keyed(
+    secret: Secret, kind: str, keyed: bool
+) -> None:
+    size = detect_module.KEYED_FROM_BYTES if keyed else None
+    scanner = Scanner([secret], backend="ahocorasick", decode=True, input_bytes=size)
+    text = f"2026-12-01 INFO upstream said state={_chain(secret, kind)} ok\n"
+    assert scanner.scan(text), (secret.kind, kind, keyed)
+
+
+@settings(PROPERTY, max_examples=40)
+@given(secret=hostile_secrets(), width=st.integers(35, 80), indent=st.integers(2, 40))
+def test_a_percent_encoded_secret_wrapped_at_any_width_is_found(
+    secret: Secret, width: int, indent: int
+) -> None:
+    import urllib.parse
+
+    value = "url=" + urllib.parse.quote(secret.value, safe="")
+    lines = [value[i : i + width] for i in range(0, len(value), width)]
+    text = "[12:00:00] INFO     " + "\n".join(
+        (" " * indent if n else "") + line + " " * (width - len(line))
+        for n, line in enumerate(lines)
+    )
+    found = Scanner([secret], backend="ahocorasick", decode=True).scan(text + "\n")
+    pieces = ("prefix-", "suffix-", "masked-", "line-", "base64-wrapped@")
+    whole = [f.form for f in found if not f.form.rpartition(">")[2].startswith(pieces)]
+    assert whole or len(lines) == 1, (secret.kind, width, indent, [f.form for f in found])

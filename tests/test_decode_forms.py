@@ -1,0 +1,234 @@
+"""The decoding pass's forms (issue 14): each with a catching and a non-catching sample, in
+a small text (decoded whole) and in keyed decoding (what a large input gets).
+
+Nothing here prints a secret: assertions name forms and kinds only.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import logging
+import random
+import string
+import urllib.parse
+
+import pytest
+
+from leakcheck import Scanner, Secret
+from leakcheck.canaries import CanaryFactory
+from leakcheck.detect import KEYED_FROM_BYTES
+from leakcheck.forms import FRAGMENT_BITS, fragment_forms, head_bits
+
+#: how each text is searched: decoded whole (small), keyed (as past KEYED_FROM_BYTES)
+MODES = ("whole", "keyed")
+
+
+def scanner(secrets: list[Secret], mode: str, *, decode: bool = True) -> Scanner:
+    size = KEYED_FROM_BYTES if mode == "keyed" else None
+    made = Scanner(secrets, decode=decode, backend="ahocorasick", input_bytes=size)
+    assert made._keyed is (decode and mode == "keyed")
+    return made
+
+
+def forms_of(secret: Secret, found: list) -> list[str]:
+    return [f.form for f in found if f.secret_id == secret.id]
+
+
+def whole(forms: list[str]) -> list[str]:
+    """Forms that spell the whole secret (not a prefix, suffix or masked piece)."""
+    pieces = ("prefix-", "suffix-", "masked-", "line-", "base64-wrapped@", "fragment")
+    return [f for f in forms if not f.rpartition(">")[2].startswith(pieces)]
+
+
+def escape_all_but_alnum(value: str) -> str:
+    """A percent-encoder that escapes every character but ASCII letters and digits, the
+    unreserved ``-._~`` included, in lower case."""
+    return "".join(
+        c if c.isascii() and c.isalnum() else "".join(f"%{b:02x}" for b in c.encode())
+        for c in value
+    )
+
+
+@pytest.fixture
+def secret(canaries: CanaryFactory) -> Secret:
+    return canaries("password")  # the hostile kind: "?#%[]\\" and non-ASCII
+
+
+@pytest.fixture
+def other(canaries: CanaryFactory) -> Secret:
+    return canaries("api_key")
+
+
+# --- percent-encoding: any escape of any character, either case ----------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_lowercase_percent_escaping_unreserved_too_is_found(
+    secret: Secret, other: Secret, mode: str
+) -> None:
+    text = f"GET /cb?next={escape_all_but_alnum(secret.value)}&x=1 HTTP/1.1\n"
+    assert "pct>raw" in forms_of(secret, scanner([secret, other], mode).scan(text))
+    # not a one-layer needle: without decoding only pieces (if any) are found
+    assert not whole(forms_of(secret, scanner([secret], mode, decode=False).scan(text)))
+    # the other secret's encoding holds nothing of this one
+    text = f"GET /cb?next={escape_all_but_alnum(other.value)}\n"
+    assert not forms_of(secret, scanner([secret, other], mode).scan(text))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_every_character_escaped_in_mixed_case_is_found(secret: Secret, mode: str) -> None:
+    data = secret.value.encode()
+    mixed = "".join(f"%{b:02x}" if i % 2 else f"%{b:02X}" for i, b in enumerate(data))
+    assert whole(forms_of(secret, scanner([secret], mode).scan(f"u={mixed}\n")))
+    # one byte changed: nothing
+    broken = mixed[:-2] + ("00" if mixed[-2:] != "00" else "01")
+    assert not whole(forms_of(secret, scanner([secret], mode).scan(f"u={broken}\n")))
+
+
+# --- chains: base64url JSON in a JWT, base64 of JSON, percent of base64 --------------------
+
+
+def jwt_with(claims: dict[str, object]) -> str:
+    def segment(data: bytes) -> str:
+        return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+    header = segment(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
+    return f"{header}.{segment(json.dumps(claims).encode())}.{segment(b'x' * 32)}"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_token_in_a_jwt_payload_is_found(secret: Secret, other: Secret, mode: str) -> None:
+    token = jwt_with({"sub": "svc", "upstream_token": secret.value, "exp": 1700000000})
+    text = f"Authorization: Bearer {token}\n"
+    found = forms_of(secret, scanner([secret, other], mode).scan(text))
+    assert any(f.startswith("base64>json") for f in found), found
+    other_token = jwt_with({"sub": "svc", "upstream_token": other.value})
+    assert not forms_of(secret, scanner([secret], mode).scan(f"Bearer {other_token}\n"))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_percent_of_base64_is_found(secret: Secret, mode: str) -> None:
+    blob = urllib.parse.quote(base64.b64encode(secret.value.encode()).decode(), safe="")
+    found = forms_of(secret, scanner([secret], mode).scan(f"GET /x?state={blob} 302\n"))
+    assert any(f.startswith("pct>base64") for f in found), found
+    blob = urllib.parse.quote(base64.b64encode(secret.value.encode()[1:]).decode(), safe="")
+    assert not whole(forms_of(secret, scanner([secret], mode).scan(f"GET /x?state={blob}\n")))
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(
+    "encode",
+    [
+        lambda v: "".join(f"\\u{ord(c):04x}" if ord(c) < 0x10000 else c for c in v),
+        lambda v: "".join(f"&#{ord(c)};" for c in v),
+        lambda v: "".join(f"\\x{b:02x}" for b in v.encode()),
+    ],
+    ids=["u-escapes", "html-numeric", "x-escapes"],
+)
+def test_escapes_of_every_character_are_found(secret: Secret, mode: str, encode) -> None:
+    text = f'{{"note": "{encode(secret.value)}"}}\n'
+    assert whole(forms_of(secret, scanner([secret], mode).scan(text)))
+    text = f'{{"note": "{encode(secret.value[::-1])}"}}\n'
+    assert not whole(forms_of(secret, scanner([secret], mode).scan(text)))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_quoted_printable_is_found(secret: Secret, mode: str) -> None:
+    import quopri
+
+    body = quopri.encodestring(("x" * 70 + secret.value).encode()).decode()
+    assert whole(forms_of(secret, scanner([secret], mode).scan(f"Content: {body}\n")))
+    body = quopri.encodestring(("x" * 70 + secret.value[:-3]).encode()).decode()
+    assert not whole(forms_of(secret, scanner([secret], mode).scan(f"Content: {body}\n")))
+
+
+def test_keyed_decoding_skips_clean_text(secret: Secret) -> None:
+    # a clean text: no key, no needle, no dense escapes: nothing is decoded
+    keyed = scanner([secret], "keyed")
+    text = b"GET /v1/tools?id=" + b"ab12" * 40 + b" HTTP/1.1 200\n" + b"%41" * 3 + b"\n"
+    needles, keys = keyed._search(text)
+    assert not needles and not keys
+    assert keyed.scan(text) == []
+
+
+# --- wrapped text ----------------------------------------------------------------------------
+
+
+def rich_lines(message: str, width: int) -> str:
+    """What rich's log handler (fastmcp's default) writes for one INFO record."""
+    console = pytest.importorskip("rich.console")
+    rich_logging = pytest.importorskip("rich.logging")
+    out = io.StringIO()
+    handler = rich_logging.RichHandler(
+        console=console.Console(file=out, width=width, color_system=None, force_terminal=False)
+    )
+    log = logging.getLogger(f"leakcheck.test.rich.{width}")
+    log.handlers, log.propagate = [handler], False
+    log.setLevel(logging.INFO)
+    log.info(message)
+    return out.getvalue()
+
+
+def password_of(length: int, seed: int) -> Secret:
+    rng = random.Random(seed)
+    alphabet = string.ascii_letters + string.digits + "!@#$%^&*-_.~+/=?"
+    value = "".join(rng.choice(alphabet) for _ in range(length))
+    return Secret.from_user(value, id="pw", kind="password")
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("width", [70, 90, 110])
+def test_a_percent_encoded_password_folded_by_rich_is_found(mode: str, width: int) -> None:
+    secret = password_of(85, width)
+    url = f"https://bob:{urllib.parse.quote(secret.value, safe='')}@db.internal:5432/app"
+    text = rich_lines(f"connecting to {url}", width)
+    assert len(text.splitlines()) >= 3  # folded in pieces, each too short to count
+    found = forms_of(secret, scanner([secret], mode).scan(text))
+    assert any(f.startswith("wrap>") for f in found), found
+    # without the middle piece the rest is not the secret
+    lines = text.splitlines(keepends=True)
+    cut = "".join(lines[:2] + lines[3:])
+    assert not whole(forms_of(secret, scanner([secret], mode).scan(cut)))
+
+
+def wrap(text: str, width: int, indent: str) -> str:
+    return "\n".join(indent + text[i : i + width] for i in range(0, len(text), width)) + "\n"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_boxed_and_hard_wrapped_pieces_are_rejoined(mode: str) -> None:
+    secret = password_of(60, 7)
+    value = urllib.parse.quote(secret.value, safe="")
+    boxed = "".join(f"\u2502 {line:<40} \u2502\n" for line in wrap(value, 40, "").splitlines())
+    assert whole(forms_of(secret, scanner([secret], mode).scan("\u256d\u2500\u256e\n" + boxed)))
+    hard = ("token=" + value + " " * 80)[:80] + "\n"  # padded so the wrap is at 80
+    hard = wrap("token=" + value, 80, "")
+    assert whole(forms_of(secret, scanner([secret], mode).scan(hard)))
+    # the same pieces as separate paragraphs (a blank line between): not one secret
+    apart = "\n\n".join(wrap(value, 40, "    ").splitlines()) + "\n"
+    assert not whole(forms_of(secret, scanner([secret], mode).scan(apart)))
+
+
+# --- fragments after a token family's public head -------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "head", ["ghp_", "github_pat_", "sk-", "sk_live_", "xoxb-", "AKIA", "glpat-", "lin_api_"]
+)
+def test_a_prefix_fragment_carries_its_bits_after_the_head(head: str) -> None:
+    rng = random.Random(head)
+    body = "".join(rng.choice(string.ascii_letters + string.digits) for _ in range(36))
+    secret = Secret.from_user(head + body, id="t")
+    bits = head_bits(secret)
+    assert sum(bits[: len(head)]) == 0
+    [prefix] = [(n, f) for n, f in fragment_forms(secret) if n.startswith("prefix-")]
+    random_part = len(prefix[1]) - len(head)
+    assert random_part >= 11 and sum(bits[: len(prefix[1])]) >= FRAGMENT_BITS  # 65.5 bits
+    # catching: the token truncated just after its prefix fragment
+    truncated = (head + body)[: len(prefix[1]) + 1] + "\u2026"
+    assert Scanner([secret]).scan(f"token={truncated}\n")
+    # not catching: another token of the family sharing the head and a few characters
+    near = head + body[: random_part - 1] + ("x" if body[random_part - 1] != "x" else "y")
+    assert not Scanner([secret]).scan(f"token={near}{body[random_part:][::-1]}\n")
