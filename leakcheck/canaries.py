@@ -61,6 +61,11 @@ class Secret:
     secret_class: SecretClass
     bits: tuple[float, ...] = field(default=())
     generated: bool = False
+    #: the bits masking counts on, where they differ from ``bits`` (an early-accepted user
+    #: secret: ``bits`` is a lower bound of the estimate, so that a fragment leakcheck
+    #: *reports* is never weaker than the full estimate would make it, and these are its
+    #: class bits, so that every piece the full estimate would mask is masked)
+    mask_bits: tuple[float, ...] = field(default=(), repr=False)
 
     @property
     def total_bits(self) -> float:
@@ -102,9 +107,12 @@ class Secret:
         if secret_class is None:
             secret_class = KINDS[kind].secret_class if kind in KINDS else SecretClass.DIRECT
         label = f"secret {id!r} (kind {kind}, {len(value)} chars)"
-        bits = _early_bits(value, min_bits) if len(value.strip()) >= 12 else None
-        if bits is None:
+        early = _early_bits(value, min_bits) if len(value.strip()) >= 12 else None
+        mask_bits: tuple[float, ...] = ()
+        if early is None:
             bits = _bits_of(value)
+        else:
+            mask_bits, bits = early
         total = sum(bits)
         if len(value.strip()) < 12:
             raise WeakSecretError(
@@ -124,7 +132,10 @@ class Secret:
                     "text; use a random token or let leakcheck generate a canary",
                 )
             )
-        return cls(value=value, kind=kind, id=id, secret_class=SecretClass(secret_class), bits=bits)
+        return cls(
+            value=value, kind=kind, id=id, secret_class=SecretClass(secret_class), bits=bits,
+            mask_bits=mask_bits,
+        )  # fmt: skip
 
 
 @functools.lru_cache(maxsize=512)
@@ -462,11 +473,11 @@ class _TooLong(Exception):
 
 
 @functools.lru_cache(maxsize=4096)
-def _early(value: str) -> tuple[tuple[float, ...], float] | None:
-    """(the bits of ``value`` if accepted early, the lower bound of ``estimate_bits``'s
-    total), or None when the bound cannot be made (see above)."""
+def _early(value: str) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
+    """(the class bits of ``value``, a lower bound of each of ``estimate_bits(value)``),
+    or None when the bound cannot be made (see above)."""
     bound = early_bound(value)
-    return None if bound is None else (tuple(bound[0]), sum(bound[1]))
+    return None if bound is None else (tuple(bound[0]), tuple(bound[1]))
 
 
 def early_bound(value: str) -> tuple[list[float], list[float]] | None:
@@ -578,11 +589,15 @@ def _chunks(text: str, size: int = 96) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)]
 
 
-def _early_bits(value: str, min_bits: float) -> tuple[float, ...] | None:
-    """The bits of a value whose estimate provably reaches ``min_bits``; None when that
-    takes the full estimate."""
+def _early_bits(value: str, min_bits: float) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
+    """(mask bits, bits) of a value whose estimate provably reaches ``min_bits``: the lower
+    bound of the estimate at each character is the bits (what detection counts: a fragment
+    is never weaker than the full estimate would make it, so a dictionary word in the value,
+    the ``internal`` of a host name, makes no masked-tail needle), the class bits are the
+    mask bits (what masking counts: never fewer than the full estimate, so every piece it
+    would mask is masked); None when that takes the full estimate."""
     early = _early(value)
-    return early[0] if early is not None and early[1] >= min_bits else None
+    return early if early is not None and sum(early[1]) >= min_bits else None
 
 
 # --- canary shapes ----------------------------------------------------------------------

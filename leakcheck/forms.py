@@ -584,6 +584,11 @@ def _bits(s: Secret) -> tuple[float, ...]:
     return s.bits if len(s.bits) == len(s.value) else (6.0,) * len(s.value)
 
 
+def _mask_bits(s: Secret) -> tuple[float, ...]:
+    """What masking windows count (``Secret.mask_bits``, else the secret's bits)."""
+    return s.mask_bits if len(s.mask_bits) == len(s.value) else _bits(s)
+
+
 def _shortest(bits: Iterable[float], need: float) -> int | None:
     total = 0.0
     for n, b in enumerate(bits, start=1):
@@ -763,7 +768,7 @@ def window_forms(s: Secret) -> list[tuple[str, bytes]]:
     that carries random bits. Too short for detection (chance hits), they are for masking
     our own output, where a false hit costs nothing and a truncated repr such as pytest's
     ``'lck_gAGC@<+u...\\p=é f:€g1NCE'`` must not show its pieces."""
-    bits = _bits(s)
+    bits = _mask_bits(s)
     value, size = s.value, WINDOW_CHARS
     spellings = {
         value,

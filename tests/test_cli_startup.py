@@ -100,16 +100,23 @@ def test_a_weak_secret_is_refused_as_strictly_as_by_the_full_estimate(value: str
 
 
 def test_plainly_random_tokens_are_accepted_early_with_their_class_bits() -> None:
+    """Accepted early: masking counts the class bits (every piece the full estimate would
+    mask is masked), detection the lower bound (no fragment weaker than the full estimate
+    would make it)."""
     rng = random.Random(3)
     early = 0
     for n in range(200):
         value = PREFIXES[n % len(PREFIXES)] + _token(rng, 36)
-        bits = canaries_module._early_bits(value, MIN_SECRET_BITS)
-        if bits is None:
+        pair = canaries_module._early_bits(value, MIN_SECRET_BITS)
+        if pair is None:
             continue
         early += 1
+        mask_bits, bits = pair
         secret = Secret.from_user(value, id=f"t{n}")
-        assert secret.bits == bits and secret.total_bits >= MIN_SECRET_BITS
+        assert secret.bits == bits and secret.mask_bits == mask_bits
+        assert secret.total_bits >= MIN_SECRET_BITS
+        full = estimate_bits(value)
+        assert all(b <= f + 1e-9 <= m + 2e-9 for b, f, m in zip(bits, full, mask_bits, strict=True))
         if n % 10 == 0:
             assert sum(estimate_bits(value)) >= MIN_SECRET_BITS  # and by the full estimate
     assert early >= 190  # 36 random characters: practically always
@@ -176,3 +183,20 @@ def test_a_plain_scan_of_twenty_user_secrets_imports_nothing_heavy(tmp_path: Pat
     probe = json.loads(done.stderr.strip().splitlines()[-1])
     assert probe == {"code": 1, "heavy": []}, done.stderr
     assert not any(token in done.stdout + done.stderr for token in tokens)
+
+
+def test_an_early_accepted_host_name_makes_no_fragment_of_its_fixed_words() -> None:
+    """The false positives a class-bit estimate made: a user-supplied host name's
+    ``internal`` counted as random, so ``XXXXinternal`` and ``...internal`` in ordinary
+    text were masked tails of it. The lower bound counts the word for little."""
+    from leakcheck import CanaryFactory, Scanner
+    from leakcheck.forms import fragment_forms
+
+    for seed in range(5):
+        value = CanaryFactory(seed=seed).secret("hostname").value
+        secret = Secret.from_user(value, kind="hostname", id="host")
+        assert canaries_module._early_bits(value, MIN_SECRET_BITS) is not None  # early
+        tails = [name for name, _ in fragment_forms(secret) if name.startswith("masked-tail")]
+        assert tails == [], tails
+        benign = "see XXXXinternal, ...internal, ****ternal and a key ending in rnal\n"
+        assert Scanner([secret], decode=True).scan(benign) == []
