@@ -48,6 +48,11 @@ ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / lb.CORPUS_PATH
 REGENERATE = ".venv/bin/python scripts/record_http_exceptions.py"
 TIMEOUT = 0.15
+#: The client timeout of a case that does not wait for one: the longest the suite allows,
+#: so that a loaded machine (CI under -n 2) does not turn a slow connect into a timeout
+#: (an httpx2 async client once saw ConnectTimeout at 0.15 s where it had to see the
+#: reset). A timeout stage waits TIMEOUT: short, since it is spent in full.
+PATIENT = 0.5
 HTTP_STAGES = [name for name, stage in STAGES.items() if stage.transport == HTTP]
 
 # --- what each stage looks like from each client ----------------------------------------------
@@ -239,8 +244,9 @@ def test_stage_fails_the_way_it_says(client: str, case: CorpusCase) -> None:
     placed = check.place("query-api-key")  # bearer in Authorization, api_key in the query
     threads = threading.active_count()
     fault = LoopbackFault(
-        case.stage, placed=placed, secret=check.secret, timeout=TIMEOUT, **dict(case.options)
-    )
+        case.stage, placed=placed, secret=check.secret,
+        timeout=TIMEOUT if case.stage.startswith("timeout_") else PATIENT, **dict(case.options),
+    )  # fmt: skip
     with fault:
         outcome = call_client(client, fault, placed)
         fired = fault.fired
