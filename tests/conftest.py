@@ -163,15 +163,26 @@ def certs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 #: tests that each run a whole example matrix in a subprocess (30 to 70 s): started first,
 #: so that under ``-n 2`` they overlap the many short tests instead of forming a tail
 _LONG_RUNNING = (
+    "tests/test_mcp_target.py::test_leaky_grid_half",
+    "tests/test_examples_matrix.py::",
     "tests/test_mcp_target.py::test_careful_server_passes_every_case",
     "tests/test_mcp_target.py::test_leaky_server_fails_exactly_where_its_mistakes_are",
-    "tests/test_examples_matrix.py::",
 )
+#: tests that read a grid's shared run (``run_example_matrix``): last, so that they find it
+#: made rather than wait for it with a worker idle
+_READING_SHARED_RUNS = ("tests/test_mcp_target.py::test_mocked_and_loopback_transports",)
+
+
+def _order(item: pytest.Item) -> tuple[int, int]:
+    long = next((i for i, p in enumerate(_LONG_RUNNING) if item.nodeid.startswith(p)), None)
+    if long is not None:
+        return (0, long)
+    return (2, 0) if item.nodeid.startswith(_READING_SHARED_RUNS) else (1, 0)
 
 
 @pytest.hookimpl(trylast=True)  # after pytest-randomly's shuffle; the same order on every worker
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    items.sort(key=lambda item: not item.nodeid.startswith(_LONG_RUNNING))
+    items.sort(key=_order)
 
 
 def run_example_matrix(
