@@ -201,9 +201,13 @@ _PATH_COLUMN = re.compile(rb"[ \t]*[\w.-]+:\d+")
 _TERMINAL_WIDTHS = frozenset({80, 100, 120, 132, 160, 200})
 #: where a continuation may follow: a line ending in a long token before an indented or
 #: bordered line, or a line as long as a terminal
+#: (Anchored at line starts, the line's part atomic: a search is linear in the text. The
+#: unanchored ``\S{16}[^\n]*\n`` retried every position of a long line, quadratic: a
+#: 20 KB line took 0.25 s, the suite's multi-megabyte JSON reports minutes.)
 _JOINT = re.compile(
-    rb"\S{16}[^\n]*\n(?:[ \t]{2,}|[ \t]*" + _BORDER + rb")"
-    rb"|(?:^|\n)(?:[^\n]{79}|[^\n]{99}|[^\n]{119}|[^\n]{131}|[^\n]{159}|[^\n]{199})\S\r?\n"
+    rb"^(?>[^\n]*?\S{16}[^\n]*)\n(?:[ \t]{2,}|[ \t]*" + _BORDER + rb")"
+    rb"|^(?:[^\n]{79}|[^\n]{99}|[^\n]{119}|[^\n]{131}|[^\n]{159}|[^\n]{199})\S\r?\n",
+    re.MULTILINE,
 )
 #: a piece shorter than this is not taken for a wrapped line's part (a line before that
 #: is as long as a terminal aside)

@@ -237,3 +237,23 @@ def test_a_prefix_fragment_carries_its_bits_after_the_head(head: str) -> None:
     # not catching: another token of the family sharing the head and a few characters
     near = head + body[: random_part - 1] + ("x" if body[random_part - 1] != "x" else "y")
     assert not Scanner([secret]).scan(f"token={near}{body[random_part:][::-1]}\n")
+
+
+def test_the_wrap_search_is_linear_on_a_long_line() -> None:
+    """A multi-megabyte line (a JSON report on one line) once took minutes: the joint
+    pattern retried every position of the line. Scaled: 64 KB then 1 MB of one line, the
+    second at most about 16 times the first (quadratic would be 256 times)."""
+    import time
+
+    from leakcheck.decode import wrapped_runs
+
+    def cost(size: int) -> float:
+        text = b"{" + b"x" * size + b" y" * 10 + b"\nend\n"
+        start = time.perf_counter()
+        list(wrapped_runs(text))
+        return time.perf_counter() - start
+
+    cost(1000)  # warm
+    small = max(cost(64 * 1024), 1e-4)
+    large = cost(1024 * 1024)
+    assert large < 64 * small, (small, large)
