@@ -241,7 +241,7 @@ def test_a_prefix_fragment_carries_its_bits_after_the_head(head: str) -> None:
 
 def test_the_wrap_search_is_linear_on_a_long_line() -> None:
     """A multi-megabyte line (a JSON report on one line) once took minutes: the joint
-    pattern retried every position of the line. Scaled: 64 KB then 1 MB of one line, the
+    pattern retried every position of the line. Scaled: 16 KB then 256 KB of one line, the
     second at most 64 times the first (linear: 16 times; quadratic: 256 times)."""
     import time
 
