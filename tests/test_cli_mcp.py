@@ -182,6 +182,24 @@ def test_stage_not_reached_is_never_a_pass(mcp) -> None:
     assert line.startswith("leakcheck: error: the audit is incomplete: 1 not reached; first: ")
 
 
+def test_a_stage_with_no_case_is_said(mcp) -> None:
+    """A token given only as {api_key}: the transport stages run with the credential
+    placements, which need {bearer}, so no case runs there; said, never dropped (a
+    newcomer's first audit showed only its http_401 row)."""
+    env = [
+        "--env",
+        "API_TOKEN={api_key}",
+        "--env",
+        "API_URL={upstream}",
+        "--env",
+        "API_TIMEOUT=0.3",
+    ]
+    run = mcp("--env", "FAKE_MODE=careful", *env, *TIMEOUTS, "--stages", "http_401,dns_failure")
+    assert "note: stages not run, no placement applies: dns_failure:" in run.out, run.out
+    assert "{bearer}" in run.out
+    assert "dns_failure" not in run.out.split("note:")[0]  # no grid row: no case ran there
+
+
 def test_tool_not_callable_with_generated_arguments_says_so(mcp) -> None:
     run = mcp(*fake("no-request"), *NARROW)
     assert "fetch: NOT AUDITED (not callable): with its generated arguments (item)" in run.out

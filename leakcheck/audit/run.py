@@ -390,8 +390,23 @@ def _audit(
         seed = LeakCheck().seed
     result.seed = seed
     _carried_note(result, target, asked_placements)
+    _caseless_note(result, stages, specs)
     _run_all(result, target, specs, seed, jobs, budget, began, progress)
     return result
+
+
+def _caseless_note(result: AuditResult, stages: Sequence[str], specs: list[CaseSpec]) -> None:
+    """A stage asked for that no case runs is said, never silently dropped: the transport
+    stages (refused, DNS, TLS, timeouts, reset) are run with the credential placements
+    only, and those need a credential the templates carry."""
+    ran = {spec.stage for spec in specs}
+    missing = [stage for stage in stages if stage not in ran]
+    if missing:
+        result.notes.append(
+            f"stages not run, no placement applies: {', '.join(missing)}: they are run with "
+            "the credential placements only (the upstream's answers are not read there): "
+            "give the server its token as {bearer} or {auth_headers}"
+        )
 
 
 def _invalid_once(specs: list[CaseSpec], target: AuditTarget) -> list[CaseSpec]:
