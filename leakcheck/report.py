@@ -20,7 +20,15 @@ from .findings import Finding
 from .serialize import map_strings
 from .version import __version__
 
-__all__ = ["ScanSummary", "render", "render_text", "render_json", "render_sarif", "RENDERERS"]
+__all__ = [
+    "ScanSummary",
+    "render",
+    "render_text",
+    "render_json",
+    "render_sarif",
+    "sarif_run",
+    "RENDERERS",
+]
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
@@ -187,7 +195,27 @@ def sarif_document(summary: ScanSummary) -> dict[str, Any]:
                 "properties": {"secretId": f.secret_id, "kind": f.kind, "form": f.form},
             }
         )
-    document = {
+    notifications = [
+        *({"level": "error", "message": {"text": e}} for e in summary.errors),
+        *(
+            {"level": "warning", "message": {"text": f"not read ({w}): {s}"}}
+            for s, w in summary.not_read
+        ),
+        *({"level": "note", "message": {"text": n}} for n in summary.notes),
+    ]
+    document = sarif_run(rules, results, not summary.errors, notifications)
+    document["runs"][0]["columnKind"] = "unicodeCodePoints"
+    return document
+
+
+def sarif_run(
+    rules: list[dict[str, Any]],
+    results: list[dict[str, Any]],
+    successful: bool,
+    notifications: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """One SARIF 2.1.0 run of leakcheck (``leakcheck scan``'s and ``leakcheck mcp``'s)."""
+    return {
         "$schema": SARIF_SCHEMA,
         "version": "2.1.0",
         "runs": [
@@ -200,25 +228,16 @@ def sarif_document(summary: ScanSummary) -> dict[str, Any]:
                         "rules": rules,
                     }
                 },
-                "columnKind": "unicodeCodePoints",
                 "results": results,
                 "invocations": [
                     {
-                        "executionSuccessful": not summary.errors,
-                        "toolExecutionNotifications": [
-                            *({"level": "error", "message": {"text": e}} for e in summary.errors),
-                            *(
-                                {"level": "warning", "message": {"text": f"not read ({w}): {s}"}}
-                                for s, w in summary.not_read
-                            ),
-                            *({"level": "note", "message": {"text": n}} for n in summary.notes),
-                        ],
+                        "executionSuccessful": successful,
+                        "toolExecutionNotifications": notifications,
                     }
                 ],
             }
         ],
     }
-    return document
 
 
 def render_sarif(summary: ScanSummary) -> str:

@@ -11,13 +11,13 @@ from collections.abc import Callable
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
+from ..report import sarif_run
 from ..stages import STAGES
 from ..version import __version__
 from .model import AuditResult, CaseOutcome, Outcome, ToolStatus
 
 __all__ = ["FORMATS", "format_grid", "render", "seconds_text", "timing_line", "verdict_line"]
 
-SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
 #: a failed case's letters, and the other outcomes'
 _LETTERS = {"leaks": "l", "contract": "c", "hygiene": "h", "raised": "x"}
@@ -270,29 +270,7 @@ def sarif_document(result: AuditResult) -> dict[str, Any]:
         *({"level": "warning", "message": {"text": f"tool {t.name} not audited: {t.why}"}}
           for t in result.unaudited_tools),
     ]  # fmt: skip
-    return {
-        "$schema": SARIF_SCHEMA,
-        "version": "2.1.0",
-        "runs": [
-            {
-                "tool": {
-                    "driver": {
-                        "name": "leakcheck",
-                        "version": __version__,
-                        "informationUri": "https://github.com/leakcheck/leakcheck",
-                        "rules": rule_list,
-                    }
-                },
-                "results": results,
-                "invocations": [
-                    {
-                        "executionSuccessful": result.exit_code != 2 or bool(result.failed),
-                        "toolExecutionNotifications": notes,
-                    }
-                ],
-            }
-        ],
-    }
+    return sarif_run(rule_list, results, result.exit_code != 2 or bool(result.failed), notes)
 
 
 def junit_document(result: AuditResult) -> str:
