@@ -76,7 +76,7 @@ import re
 import string
 import tempfile
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -759,19 +759,7 @@ class StdioMcpTarget(McpTarget):
         return sink
 
     async def _call_tool(self, case: Case, values: _CaseValues, tool: str, args: Any) -> _Call:
-        notes: list[dict[str, Any]] = []
-
-        async def on_log(params: Any) -> None:
-            notes.append(_notification(params))
-
-        async def body(session: ClientSession) -> Any:
-            with anyio.fail_after(self.call_timeout):
-                result = await _call(session, tool, args, self.call_timeout)
-                with contextlib.suppress(MCPError):
-                    await session.send_ping()  # a round trip: what came before is in
-                await _settle()
-            return result
-
+        notes, on_log, body = _call_parts(tool, args, self.call_timeout)
         parameters = self._parameters(values, self._case_environment(case))
         sink = self._stderr_sink(case)
         with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:
@@ -786,7 +774,32 @@ class StdioMcpTarget(McpTarget):
         return _Call(result, notes)
 
 
+def _call_parts(
+    tool: str, args: Any, timeout: float
+) -> tuple[list[dict[str, Any]], LoggingFnT, Callable[[Any], Awaitable[Any]]]:
+    """(the log notifications, to be filled; the session's log callback; the body that
+    calls ``tool`` in a session): one call, however the session is opened (stdio, HTTP).
+    A ping after the result is a round trip: what the server sent before it has come in."""
+    notes: list[dict[str, Any]] = []
+
+    async def on_log(params: Any) -> None:
+        notes.append(_notification(params))
+
+    async def body(session: Any) -> Any:
+        with anyio.fail_after(timeout):
+            result = await _call(session, tool, args, timeout)
+            with contextlib.suppress(MCPError):
+                await session.send_ping()
+            await _settle()
+        return result
+
+    return notes, on_log, body
+
+
 # --- the parts an outside audit builds its targets from (``leakcheck mcp``) -----------------
+
+#: the parts of one tool call in a session (see ``_call_parts``)
+call_parts = _call_parts
 
 #: a listed tool (name, required arguments, the arguments its schema takes)
 ListedTool = _Tool

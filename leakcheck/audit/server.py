@@ -41,14 +41,12 @@ from leakcheck.plugins.mcp_target import (
     McpTarget,
     StdioMcpTarget,
     ToolCall,
-    call_tool,
+    call_parts,
     check_fields,
-    notification,
     placeholder,
     render,
     run_sync,
     schema_accepts,
-    settle,
 )
 from leakcheck.plugins.process_sink import provisioning
 
@@ -219,7 +217,6 @@ def _unwrap(exc: BaseException) -> BaseException:
 def _why(exc: BaseException, spec: ServerSpec) -> str | None:
     """What a session failure means, or None for an error the server chose to send (a
     JSON-RPC error answer: the tool's own, judged as caller-visible)."""
-    from mcp.shared.exceptions import MCPError
     from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
     leaf = _unwrap(exc)
@@ -437,19 +434,7 @@ class AuditHttpTarget(_Audit):
         return [ListedTool(t.name, (), _accepts_of(t.input_schema)) for t in listed]
 
     async def _call_tool(self, case: Case, values: Any, tool: str, args: Any) -> ToolCall:
-        notes: list[dict[str, Any]] = []
-
-        async def on_log(params: Any) -> None:
-            notes.append(notification(params))
-
-        async def body(session: Any) -> Any:
-            with anyio.fail_after(self.call_timeout):
-                result = await call_tool(session, tool, args, self.call_timeout)
-                with contextlib.suppress(MCPError):
-                    await session.send_ping()  # a round trip: what came before is in
-                await settle()
-            return result
-
+        notes, on_log, body = call_parts(tool, args, self.call_timeout)
         with provisioning():
             result = await self._session(self._headers(values), body, on_log)
         return ToolCall(result, notes)
@@ -508,7 +493,6 @@ def list_tools(spec: ServerSpec, workdir: str) -> list[ToolInfo]:
 
 
 def _start_failure(spec: ServerSpec, exc: BaseException, said: str) -> str:
-    from mcp.shared.exceptions import MCPError
     from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
     leaf = _unwrap(exc)
