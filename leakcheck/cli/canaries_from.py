@@ -202,9 +202,4 @@ def _record(raw: Any, n: int, path: str) -> TestRecord:
             f"report {path!r} test {n}: no list of its secrets (written by an older "
             "leakcheck? run pytest again)"
         )
-    try:
-        return TestRecord.from_json(raw)
-    except (AttributeError, KeyError, TypeError, ValueError):
-        raise UsageError(
-            f"report {path!r} test {n}: not a test entry as leakcheck writes one (run pytest again)"
-        ) from None
+    return report_record(raw, n, path)
