@@ -245,6 +245,26 @@ def _run_example_matrix(
     return done.returncode, done.stdout + done.stderr, json.loads(report.read_text())
 
 
+def wrong_cases(
+    by_case: dict[tuple[str, str, str], dict[str, Any]],
+    expected_of: Any,
+    observed_of: Any,
+) -> list[str]:
+    """Each case of a grid run whose failed assertions and leak places (``observed_of``
+    its record) differ from what its mistakes show (``expected_of`` its operation, stage
+    and placement), one line each; a case fails exactly when something is expected."""
+    wrong = []
+    for (op, stage, placement), record in sorted(by_case.items()):
+        expected, observed = expected_of(op, stage, placement), observed_of(record)
+        if observed != expected:
+            wrong.append(
+                f"{op}-{stage}-{placement}: missing {sorted(expected - observed)}, "
+                f"unexpected {sorted(observed - expected)}"
+            )
+        assert (record["outcome"] == "failed") == bool(expected), (op, stage, placement)
+    return wrong
+
+
 def cases_of(report: dict[str, Any]) -> dict[tuple[str, str, str], dict[str, Any]]:
     """A matrix run's report records by (operation, stage, placement)."""
     return {

@@ -23,7 +23,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import pytest
-from conftest import cases_of, run_example_matrix, self_scan
+from conftest import cases_of, run_example_matrix, self_scan, wrong_cases
 
 from leakcheck.harness import LeakCheck
 from leakcheck.matrix import CaseSpec, MatrixFailure, build_case, cases_for, run_case
@@ -261,16 +261,9 @@ def test_leaky_server_fails_exactly_where_its_mistakes_are(
     code, out, report = _run(module, tmp_reports)
     by_case = cases_of(report)
     assert len(by_case) == cases
-    wrong = []
-    for (op, stage, placement), record in sorted(by_case.items()):
-        expected = _expected(stage, placement, stdio=stdio)
-        observed = _observed(record)
-        if observed != expected:
-            wrong.append(
-                f"{op}-{stage}-{placement}: missing {sorted(expected - observed)}, "
-                f"unexpected {sorted(observed - expected)}"
-            )
-        assert (record["outcome"] == "failed") == bool(expected), (op, stage, placement)
+    wrong = wrong_cases(
+        by_case, lambda op, stage, placement: _expected(stage, placement, stdio=stdio), _observed
+    )
     assert wrong == [], "\n".join(wrong[:20])
     shown = {m.name for m in MISTAKES if any(m.applies(s, p) for _, s, p in by_case)}
     if stdio:  # one tool, the base and the malformed credentials: no upstream placement
