@@ -165,8 +165,9 @@ class AhoCorasickEngine:
 
     The automaton is built on demand. A pytest test searches a few small texts (about a
     kilobyte in all) for a few hundred needles: building the automaton would cost more
-    than the searches. Until the input searched reaches AUTOMATON_AFTER_BYTES per pattern
-    (and below ANCHOR_FROM_PATTERNS patterns), a text is searched through the set of its
+    than the searches (with ANCHOR_FROM_PATTERNS patterns or more, choosing the pivots costs
+    10 ms: a ``leakcheck scan`` of a small file with 20 secrets paid it). Until the input
+    searched reaches AUTOMATON_AFTER_BYTES per pattern, a text is searched through the set of its
     4-byte substrings (made in C): a pattern can occur only where its first 4 bytes do, so
     only the patterns whose key is in that set are searched for, with ``bytes.find``; in a
     clean text there is usually none. Patterns shorter than 4 bytes are always searched
@@ -187,15 +188,15 @@ class AhoCorasickEngine:
         self._overlap = max(map(len, self._patterns), default=1) - 1
         # input bytes still to be searched before building the automaton pays
         self._budget = AUTOMATON_AFTER_BYTES * len(self._patterns)
-        # Only where the automaton holds whole patterns: its order of hits (by end, the
-        # longest first) is then easy to give, and which of two equally long overlapping
-        # needles names a mask depends on it. Anchored, the order follows the anchors.
-        self._by_keys = bool(_KEY_CODE) and len(self._patterns) < ANCHOR_FROM_PATTERNS
+        # Both searches give the hits in one order (by end, the longest first), on which
+        # depends which of two equally long overlapping needles names a mask.
+        self._by_keys = bool(_KEY_CODE)
         self._key_index: _KeyIndex | None = None  # made on the first search by keys
+        self._anchored = len(self._patterns) >= ANCHOR_FROM_PATTERNS
 
     def _build(self) -> None:
         ahocorasick = self._ahocorasick
-        anchored = len(self._patterns) >= ANCHOR_FROM_PATTERNS
+        anchored = self._anchored
         pivots = _pivots(self._patterns) if anchored else {}
         pivot_bytes = set(pivots)
         anchors: dict[bytes, list[tuple[int, int]]] = {}
@@ -288,6 +289,8 @@ class AhoCorasickEngine:
                     end = begin + len(pattern)
                     if begin >= 0 and end <= size and view[begin:end] == pattern:
                         hits.append((index, end))
+        if self._anchored and len(hits) > 1:  # anchors come in their own order
+            hits.sort(key=lambda hit: (hit[1], -len(patterns[hit[0]])))
         return hits
 
 

@@ -232,11 +232,13 @@ def test_small_inputs_are_searched_without_building_the_automaton() -> None:
         assert Counter(engine.scan(data)) == brute_force(patterns, data)
 
 
+@pytest.mark.parametrize("anchored", [False, True], ids=["whole patterns", "anchored"])
 def test_search_without_the_automaton_reports_hits_in_its_order(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, anchored: bool
 ) -> None:
     """By end offset, the longest first: which of two equally long needles names a mask
-    depends on it, and a test's texts are searched without the automaton."""
+    depends on it, and a small text is searched without the automaton. Anchored (many
+    patterns), the automaton finds hits in its anchors' order: they are sorted."""
     rng = random.Random(3)
     alphabet = b"ab\x00"
     patterns = list(
@@ -248,7 +250,11 @@ def test_search_without_the_automaton_reports_hits_in_its_order(
     monkeypatch.setattr(engine_module, "AUTOMATON_AFTER_BYTES", 10**9)
     by_keys = engine_module.AhoCorasickEngine(patterns).scan(data)
     monkeypatch.setattr(engine_module, "AUTOMATON_AFTER_BYTES", 0)
-    by_automaton = engine_module.AhoCorasickEngine(patterns).scan(data)
+    if anchored:
+        monkeypatch.setattr(engine_module, "ANCHOR_FROM_PATTERNS", 1)
+    automaton = engine_module.AhoCorasickEngine(patterns)
+    by_automaton = automaton.scan(data)
+    assert automaton._anchored is anchored
     assert len(by_keys) > 100
     assert by_keys == by_automaton
 

@@ -350,16 +350,15 @@ def test_plugins_are_told_apart(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) 
     fake = [
         EntryPoint(name, f"lc_quiet_{name}", group) for name in ("missing", "old", "raises")
     ] + [EntryPoint("fine", "lc_quiet_fine", group)]
-    real = extensions.entry_points
+    real = extensions._entries
 
-    def entry_points(*, group: str) -> Any:
-        return fake if group == "leakcheck.test-quiet" else real(group=group)
+    def entries(group: str) -> Any:
+        return tuple(fake) if group == "leakcheck.test-quiet" else real(group)
 
-    monkeypatch.setattr(extensions, "entry_points", entry_points)
     monkeypatch.setattr(extensions, "_skipped", {})
     monkeypatch.setattr(extensions, "_broken", set())
     monkeypatch.setattr(extensions, "_loaded", {})
-    monkeypatch.setattr(extensions, "_entries", lambda group: tuple(entry_points(group=group)))
+    monkeypatch.setattr(extensions, "_entries", entries)
     modules = extensions.load_plugins(group)
     assert [m.__name__ for m in modules] == ["lc_quiet_fine"]
     assert set(extensions.skipped_plugins()) == {"missing", "old", "raises"}

@@ -14,7 +14,6 @@ from ..findings import Finding
 from ..report import ScanSummary, document, dump, path_uri
 from ..serialize import map_strings
 from .budget import batches_of, budget_for
-from .canaries_from import distinct_reports, load_all_canaries, looks_like_report
 from .console import (
     EXIT_CLEAN,
     EXIT_ERROR,
@@ -63,6 +62,8 @@ def scan_command(args: argparse.Namespace, out: Path | None, output: Output) -> 
         output.use(secrets)
     reports: list[str] = args.canaries_from or []
     if reports:
+        from .canaries_from import distinct_reports, load_all_canaries
+
         _check_paths_are_not_reports(args.paths, reports)
         canaries, registered, lost = load_all_canaries(reports, budget.take(secrets))
         if registered and not args.secrets_file:
@@ -230,6 +231,8 @@ def _check_paths_are_not_reports(paths: list[str], reports: list[str]) -> None:
     a glob's second match (``--canaries-from build/leakcheck-*.json`` gives the option
     only the first file): its canaries would silently go unsearched. Refused, with the
     fix; a report also given with ``--canaries-from`` is scanned as any artifact."""
+    from .canaries_from import looks_like_report
+
     for path in paths:
         if path != "-" and looks_like_report(path, reports):
             raise UsageError(

@@ -16,21 +16,24 @@ field's path), ``exceptions`` (an exception's texts); every name importable from
 
 from __future__ import annotations
 
-from .budget import BUDGET_CHARS, FIELD_BUDGET, INLINE_MAX, TEXT_ATTRIBUTES
-from .exceptions import exception_texts
-from .json_data import map_strings, parse_json, read_json_file
-from .objects import Serialized, leaves, to_jsonable
-from .reprs import ReprWriter
-from .text import (
-    bytes_of,
-    exception_args,
-    exception_message,
-    repr_and_str,
-    safe_repr,
-    safe_str,
-    text_of,
-    type_name,
-)
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .budget import BUDGET_CHARS, FIELD_BUDGET, INLINE_MAX, TEXT_ATTRIBUTES
+    from .exceptions import exception_texts
+    from .json_data import map_strings, parse_json, read_json_file
+    from .objects import Serialized, leaves, to_jsonable
+    from .reprs import ReprWriter
+    from .text import (
+        bytes_of,
+        exception_args,
+        exception_message,
+        repr_and_str,
+        safe_repr,
+        safe_str,
+        text_of,
+        type_name,
+    )
 
 __all__ = [
     "map_strings",
@@ -54,3 +57,41 @@ __all__ = [
     "BUDGET_CHARS",
     "FIELD_BUDGET",
 ]
+
+#: name -> the submodule that defines it, imported on first use: ``leakcheck scan`` needs
+#: ``json_data`` only, and the others cost it traceback, textwrap and a few ms of start-up
+_LAZY = {
+    **dict.fromkeys(("BUDGET_CHARS", "FIELD_BUDGET", "INLINE_MAX", "TEXT_ATTRIBUTES"), "budget"),
+    "exception_texts": "exceptions",
+    **dict.fromkeys(("map_strings", "parse_json", "read_json_file"), "json_data"),
+    **dict.fromkeys(("Serialized", "leaves", "to_jsonable"), "objects"),
+    "ReprWriter": "reprs",
+    **dict.fromkeys(
+        (
+            "bytes_of",
+            "exception_args",
+            "exception_message",
+            "repr_and_str",
+            "safe_repr",
+            "safe_str",
+            "text_of",
+            "type_name",
+        ),
+        "text",
+    ),
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
