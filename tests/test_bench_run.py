@@ -1,0 +1,72 @@
+"""bench/run.py and bench/corpus.py: the pieces that run without timing anything.
+
+``--big-gib 0`` skips the memory test (it crashed seeking before the file's start); the
+corpus's ``collect`` hands back each kind's pieces without changing the bytes written; the
+targets are judged against issue 14's goals.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _bench_run() -> ModuleType:
+    name = "leakcheck_bench_run"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, ROOT / "bench" / "run.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("gib", [0.0, 0.00001])
+def test_memory_test_skips_a_big_file_too_small(tmp_path: Path, gib: float) -> None:
+    run = _bench_run()
+    args = argparse.Namespace(big_gib=gib, repeat=1, profile=False)
+    result = run.memory_test(args, tmp_path, tmp_path / "s.json", [], b"x", 1 << 23, None)
+    assert "skipped" in result
+    assert not (tmp_path / "big.log").exists()
+
+
+def test_corpus_collect_keeps_the_bytes(tmp_path: Path) -> None:
+    corpus = _bench_run().corpus_mod
+    files = corpus.source_files()[:40]
+    plain = corpus.build_corpus(tmp_path / "a.txt", 0.25, 3, files=files)
+    kinds: dict[str, list[bytes]] = {"logs": [], "blobs": []}
+    collected = corpus.build_corpus(tmp_path / "b.txt", 0.25, 3, files=files, collect=kinds)
+    data = plain.read_bytes()
+    assert collected.read_bytes() == data
+    assert kinds["logs"] and kinds["blobs"]
+    assert all(piece in data for piece in kinds["logs"] + kinds["blobs"])
+    assert sum(map(len, kinds["logs"] + kinds["blobs"])) < len(data)  # source left out
+
+
+def test_targets_judged_against_issue_14() -> None:
+    run = _bench_run()
+    rg = run.Row("rg -F -f -j1", 0.2, 64)
+    e2e = {"leakcheck scan": {"seconds": 0.09, "decode": True, "engine": "hyperscan", "mib_s": 700}}
+    big = {
+        "mib": 1024,
+        "seconds": 1.2,
+        "decode": True,
+        "peak_rss_mib": 210,
+        "rg": {"seconds": 2.0},
+        "clean": {"seconds": 0.9, "decode": True, "peak_rss_mib": 90, "rg": {"seconds": 2.0}},
+    }
+    decoding = {"logs": {"mib": 36, "mib_s": 499.0}}
+    targets = run.collect_targets(decoding, e2e, rg, big, 64)
+    judged = [(round(t["value"], 2), t["pass"]) for t in targets if t["issue"] == "14"]
+    # decoding alone; 64 MiB corpus, clean big file, planted big file (time / rg's); RSS
+    assert judged == [(499.0, False), (0.45, True), (0.45, True), (0.6, False), (210, False)]
+    run.print_targets(targets)  # formats every kind of value
