@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import functools
 import math
-import random
 import re
 import string
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # generation only: a scan of user secrets never imports random
+    import random
 
 __all__ = [
     "KINDS",
@@ -843,6 +845,8 @@ class CanaryFactory:
 
     def __init__(self, seed: int | str | None = None, *, namespace: str = "") -> None:
         if seed is None:
+            import random
+
             seed = random.SystemRandom().getrandbits(64)
         self.seed = seed
         self.namespace = namespace
@@ -865,6 +869,8 @@ class CanaryFactory:
         """The ``n``-th canary of ``kind`` (from 1), whatever was drawn before: what a
         ``leakcheck scan --canaries-from`` rebuilds from a run's report."""
         spec = KINDS[kind] if spec is None else spec
+        import random
+
         rng = random.Random(f"leakcheck:{self.seed}:{self.namespace}:{kind}:{n}")
         value, bits = spec.generate(rng)
         assert sum(bits) >= MIN_CANARY_BITS, (kind, sum(bits))

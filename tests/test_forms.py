@@ -758,6 +758,14 @@ def forced_bytes_repr(data: bytes, quote_char: str) -> str | None:
     return body.replace(placeholder, "\\" + quote_char)
 
 
+def bytes_repr_body(data: bytes, quote: str) -> str:
+    """What ``repr(data)`` puts between its quotes when it quotes with ``quote`` (CPython's
+    ``bytes_repr``, the quote forced): forced_bytes_repr needs a byte the data lacks."""
+    __tracebackhide__ = True  # its arguments hold the secret
+    named = {ord("\\"): "\\\\", ord(quote): "\\" + quote, 9: "\\t", 10: "\\n", 13: "\\r"}
+    return "".join(named.get(b) or (chr(b) if 0x20 <= b < 0x7F else f"\\x{b:02x}") for b in data)
+
+
 def produce_repr(v: str, form: str) -> list[Variant]:
     __tracebackhide__ = True  # its arguments hold the secret
     data = v.encode("utf-8", "surrogatepass")
@@ -825,6 +833,20 @@ def produce_repr(v: str, form: str) -> list[Variant]:
             forced = forced_bytes_repr(data, '"')
             variants.append(
                 ("forced quote", around('b"', forced, '"') if forced is not None else None)
+            )
+    elif form in ("repr-bytes-utf16", "repr-bytes-utf16-dq"):
+        # str(bytes) of a Windows API's or PowerShell's UTF-16-LE buffer
+        utf16 = v.encode("utf-16-le", "surrogatepass")
+        quote = "'" if form == "repr-bytes-utf16" else '"'
+        framed = repr(("'" if quote == '"' else "").encode("utf-16-le") + utf16)
+        if framed.startswith(f"b{quote}"):
+            head = "b" + quote + ("'\\x00" if quote == '"' else "")
+            variants.append(
+                ("str(utf-16 bytes)", between("buffer: " + framed, "buffer: " + head, quote))
+            )
+        else:  # the value holds both quotes: repr escapes the one it quotes with
+            variants.append(
+                ("forced quote", around(f"b{quote}", bytes_repr_body(utf16, quote), quote))
             )
     elif form == "unicode-escape":
         escaped = v.encode("unicode_escape").decode("ascii")
@@ -913,6 +935,17 @@ def produce_line(v: str, form: str) -> list[Variant]:
     return [("one line of the key", around("unexpected key material: ", line, " (line skipped)"))]
 
 
+def produce_utf16(v: str, form: str) -> list[Variant]:
+    """A PowerShell transcript or a Windows API buffer holds UTF-16-LE as written. Of an
+    ASCII secret those bytes are also a text (a NUL after each character): the catalogue's
+    texts are str; test_utf16_text_as_written covers every secret in a UTF-16-LE file."""
+    __tracebackhide__ = True  # its arguments hold the secret
+    data = v.encode("utf-16-le", "surrogatepass")
+    if not data.isascii():
+        return [("utf-16-le of a non-ASCII secret (bytes only)", None)]
+    return [("interleaved NULs", around("P\x00S\x00>\x00 \x00", data.decode("ascii"), "\x00"))]
+
+
 def producer_for(form: str) -> Producer:
     if form == "raw":
         return produce_raw
@@ -928,6 +961,8 @@ def producer_for(form: str) -> Producer:
         return produce_base64
     if form in ("hex", "hex-upper"):
         return produce_hex
+    if form == "utf16-le":
+        return produce_utf16
     if form.startswith("json"):
         return produce_json
     if form.startswith("repr") or form == "unicode-escape":
@@ -997,6 +1032,9 @@ FORM_CASES = [
     pytest.param(kind, form, id=f"{kind}-{form}")
     for kind in SECRET_KINDS
     for form in forms_of(secret_of(kind))
+    # UTF-16-LE of a non-ASCII secret is bytes that no text spells (the catalogue's samples
+    # are str): test_utf16_text_as_written searches a UTF-16-LE file for every kind
+    if form != "utf16-le" or secret_of(kind).value.isascii()
 ]
 
 # a non-ASCII character before the sample: columns count characters, not bytes
@@ -1109,6 +1147,9 @@ ALL_NAMED_FORMS = {
     "repr-dq",
     "repr-bytes",
     "repr-bytes-dq",
+    "repr-bytes-utf16",
+    "repr-bytes-utf16-dq",
+    "utf16-le",
     "unicode-escape",
     "html",
     "html-noquote",
@@ -1122,6 +1163,8 @@ ALL_NAMED_FORMS = {
 
 _CORE_ALL = {
     "raw",
+    "utf16-le",
+    "repr-bytes-utf16",
     "upper",
     "hex",
     "hex-upper",
@@ -1577,3 +1620,47 @@ def test_piece_names_come_from_one_registry() -> None:
     pieces |= {name for name in names if name.startswith("base64-wrapped")}
     assert pieces and all(is_piece(name) for name in pieces)
     assert not any(is_piece(name) for name in names - pieces)
+
+
+@pytest.mark.parametrize("quote", [True, False])
+def test_our_html_escape_is_the_standard_librarys(quote: bool) -> None:
+    from leakcheck.forms import _html_escape
+
+    rng = random.Random(7)
+    alphabet = "&<>\"'a;#xé€ &amp;"
+    for _ in range(300):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12)))
+        assert _html_escape(text, quote) == html.escape(text, quote=quote)
+
+
+TRANSCRIPT = (
+    "**********************\nWindows PowerShell transcript start\n"
+    "PS> Invoke-RestMethod -Headers @{{Authorization='Bearer {}'}}\n"
+    "Invoke-RestMethod: 401 Unauthorized\n"
+)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("kind", SECRET_KINDS)
+def test_utf16_text_as_written(kind: str, backend: str) -> None:
+    """A UTF-16-LE file (BOM, then two bytes a character) holding the secret is a finding
+    named utf16-le at its place; the same file with another secret of the kind is clean."""
+    secret, other = secret_of(kind), secret_of(kind, "other")
+    sc = scanner(kind, backend)
+    head = "\ufeff" + TRANSCRIPT.format("\x00").split("\x00")[0]
+    for value, leaky in ((secret.value, True), (other.value, False)):
+        data = ("\ufeff" + TRANSCRIPT.format(value)).encode("utf-16-le", "surrogatepass")
+        findings = sc.scan(data)
+        if not leaky:
+            assert not findings, (kind, [f.form for f in findings])
+            continue
+        forms = [f.form for f in findings]
+        assert "utf16-le" in forms, (kind, forms)
+        (whole,) = [f for f in findings if f.form == "utf16-le"]
+        start = len(head.encode("utf-16-le"))
+        assert (whole.offset, whole.length) == (
+            start,
+            len(value.encode("utf-16-le", "surrogatepass")),
+        )
+        assert whole.secret_id == secret.id
+        assert whole.line == 3
