@@ -448,26 +448,54 @@ def _in_words(word: str, words: bytes) -> bool:
     return True
 
 
+#: Spellings of one piece followed at most (l33t readings multiply them; those that hold a
+#: 4-gram no word holds are dropped as they appear): past this, the piece is taken for a word.
+_MAX_SPELLINGS = 4096
+
+
 def _words_in(run: str, offset: int, data: _EarlyData) -> list[tuple[int, int, float]]:
     """The possible words of 4 characters or more in ``run`` (lowered; every 4-gram held),
-    read as written or through l33t, forward or reversed: 50 guesses each."""
-    readings = data.readings
+    read as written or through l33t, forward or reversed: 50 guesses each.
+
+    From each start, the piece grows a character at a time with its spellings; a spelling
+    holding a 4-gram that no word (forward or reversed) holds is dropped, for no longer
+    piece holding it is a word either, and once none is left the start is done. (Giving up
+    at 64 spellings made a run of symbols, each read as a letter or two, a possible word of
+    any length: zxcvbn's full estimate for a header value full of punctuation.)"""
+    readings, grams, words = data.readings, data.fourgrams, data.words
     found = []
-    for size in range(4, min(len(run), _LONGEST_WORD) + 1):
-        for start in range(len(run) - size + 1):
-            piece = run[start : start + size]
-            spellings = [""]
-            for c in piece:
-                spellings = [s + r for s in spellings for r in (c, *readings.get(c, ()))]
-                if len(spellings) > 64:
+    longest = min(len(run), _LONGEST_WORD)
+    for start in range(len(run) - 3):
+        spellings = [""]
+        for end in range(start, min(len(run), start + longest)):
+            c = run[end]
+            spellings = [s + r for s in spellings for r in (c, *readings.get(c, ()))]
+            size = end - start + 1
+            if size >= 4:
+                spellings = [s for s in spellings if _gram_held(s[-4:], grams)]
+                if not spellings:
                     break
-            if len(spellings) > 64 or any(
-                _in_words(w, data.words) for s in spellings for w in (s, s[::-1])
-            ):
+            if len(spellings) > _MAX_SPELLINGS:  # taken for a word, whatever its length
+                if min(len(run) - start, longest) >= EARLY_LONGEST:
+                    raise _TooLong
+                found += [
+                    (offset + start, offset + start + k, _FLOOR / k)
+                    for k in range(max(size, 4), min(len(run) - start, longest) + 1)
+                ]
+                break
+            if size >= 4 and any(_in_words(w, words) for s in spellings for w in (s, s[::-1])):
                 if size >= EARLY_LONGEST:
                     raise _TooLong
-                found.append((offset + start, offset + start + size, _FLOOR / size))
+                found.append((offset + start, offset + end + 1, _FLOOR / size))
     return found
+
+
+def _gram_held(four: str, grams: bytes) -> bool:
+    """Whether some word of 4 characters or more, forward or reversed, holds ``four``
+    (lowered), by its buckets (the map of ``_possible_matches``)."""
+    b0, b1, b2, b3 = (_BUCKET.get(c, 36) for c in four)
+    key = ((b0 * 37 + b1) * 37 + b2) * 37 + b3
+    return grams[key >> 3] >> (key & 7) & 1 == 1
 
 
 class _TooLong(Exception):

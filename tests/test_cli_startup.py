@@ -15,7 +15,7 @@ import pytest
 
 import leakcheck.canaries as canaries_module
 from leakcheck import Secret, WeakSecretError
-from leakcheck.canaries import MIN_SECRET_BITS, early_bound, estimate_bits
+from leakcheck.canaries import MIN_SECRET_BITS, CanaryFactory, early_bound, estimate_bits
 
 ALNUM = string.ascii_letters + string.digits
 PREFIXES = ("", "ghp_", "sk_live_", "xoxb-", "glpat-", "AKIA", "sk-proj-")
@@ -120,6 +120,38 @@ def test_plainly_random_tokens_are_accepted_early_with_their_class_bits() -> Non
         if n % 10 == 0:
             assert sum(estimate_bits(value)) >= MIN_SECRET_BITS  # and by the full estimate
     assert early >= 190  # 36 random characters: practically always
+
+
+def test_values_full_of_punctuation_are_bounded_and_accepted_early() -> None:
+    """Symbols that zxcvbn may read as letters (l33t: ``@$!|(+<``...) multiply a piece's
+    spellings: a header value or a password of random printable ASCII is still accepted
+    early (it took zxcvbn's full estimate, 30 to 70 ms, when more than 64 spellings made a
+    piece a possible word), and the bound stays below the full estimate at every
+    character, l33t words hidden among the symbols included."""
+    rng = random.Random(5)
+    printable = string.ascii_letters + string.digits + string.punctuation
+    symbols = "@$!|(+<{[10345'\"~^`%&*"
+    early = 0
+    values = [_token(rng, 40, printable) for _ in range(60)]
+    values += [_token(rng, 24, symbols) for _ in range(40)]
+    values += [
+        _token(rng, 6, symbols) + word + _token(rng, 8, printable)
+        for word in ("p@$$w0rd", "4dm1n!str4t0r", "l0ck3d0ut", "$up3rm4n", "|3|3|3|3")
+        for _ in range(4)
+    ]
+    # the hostile canaries of a header value and a cookie, given back as a user's secrets
+    # (a report's canaries in a secrets file): every URL-hostile character in a row
+    factory = CanaryFactory(seed=5, namespace="punctuation")
+    hostile = [factory.secret(kind).value for _ in range(10) for kind in ("header_key", "cookie")]
+    for value in values + hostile:
+        bound = early_bound(value)
+        if bound is None:
+            continue
+        full = estimate_bits(value)
+        assert all(b <= f + 1e-9 for b, f in zip(bound[1], full, strict=True)), len(value)
+        if value in hostile and sum(bound[1]) >= MIN_SECRET_BITS:
+            early += 1
+    assert early == len(hostile)
 
 
 def test_a_higher_bar_still_takes_the_full_estimate() -> None:
