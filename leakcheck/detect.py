@@ -23,6 +23,7 @@ from .forms import (
     MASK_ONLY_FORMS,
     RUN_KEEPING_FORMS,
     RUN_KEEPING_MAX_NEEDLES,
+    UTF16_FORM,
     FormFn,
     Needle,
     anchor_run,
@@ -533,7 +534,7 @@ class Scanner:
             column=0,
             offset=base + hit.start,
             length=hit.end - hit.start,
-            excerpt=masked_excerpt(buf, hit.start, hit.end, spans),
+            excerpt=masked_excerpt(buf, hit.start, hit.end, spans, utf16=_is_utf16(hit.form)),
         )
 
     def hit_starts(self, data: bytes) -> list[int]:
@@ -695,6 +696,11 @@ def _located(finding: Finding, line: int, column: int) -> Finding:
     return dataclasses.replace(finding, line=line, column=column)
 
 
+def _is_utf16(form: str) -> bool:
+    """A finding in UTF-16-LE text as written: its column and excerpt are read as such."""
+    return form == UTF16_FORM
+
+
 def _with_lines(findings: list[Finding], chunks: Iterable[bytes]) -> list[Finding]:
     """Line and column (in code points) of each finding, from one read of the data up to
     the last finding."""
@@ -712,17 +718,18 @@ def _with_lines(findings: list[Finding], chunks: Iterable[bytes]) -> list[Findin
             newlines += chunk.count(b"\n", cursor, local)
             j = chunk.rfind(b"\n", cursor, local)
             if j >= 0:
-                line, cursor = _CodePoints(), j + 1
+                line, cursor = _CodePoints(after_newline=True), j + 1
             line.feed(chunk[cursor:local])
             cursor = local
-            located[order[k]] = _located(finding, newlines + 1, line.column())
+            column = line.utf16_column() if _is_utf16(finding.form) else line.column()
+            located[order[k]] = _located(finding, newlines + 1, column)
             k += 1
         if k == len(order):
             break
         newlines += chunk.count(b"\n", cursor)
         j = chunk.rfind(b"\n", cursor)
         if j >= 0:
-            line, cursor = _CodePoints(), j + 1
+            line, cursor = _CodePoints(after_newline=True), j + 1
         line.feed(chunk[cursor:])
         position += len(chunk)
     return located
@@ -734,21 +741,29 @@ class _CodePoints:
 
     _PIECE = 1 << 20  # decoded a MiB at a time, so a long line costs no large string
 
-    def __init__(self) -> None:
+    def __init__(self, after_newline: bool = False) -> None:
         self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
         self._count = 0
+        self._bytes = 0
+        self._after_newline = after_newline
 
     def feed(self, data: bytes | memoryview) -> None:
+        self._bytes += len(data)
         for i in range(0, len(data), self._PIECE):
             self._count += len(self._decoder.decode(data[i : i + self._PIECE]))
 
     def copy(self) -> _CodePoints:
-        other = _CodePoints()
+        other = _CodePoints(self._after_newline)
         other._decoder.setstate(self._decoder.getstate())
-        other._count = self._count
+        other._count, other._bytes = self._count, self._bytes
         return other
 
     def column(self) -> int:
         """1-based column of the next byte: an unfinished character counts as one."""
         pending, _ = self._decoder.getstate()
         return self._count + len(pending.decode("utf-8", "replace")) + 1
+
+    def utf16_column(self) -> int:
+        """1-based column of the next byte in UTF-16-LE text: two bytes a character, the
+        line starting after the newline's second byte."""
+        return (self._bytes - self._after_newline) // 2 + 1

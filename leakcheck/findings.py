@@ -97,8 +97,8 @@ def _merge(buf: bytes, spans: Sequence[Span]) -> list[Span]:
 _CONTROL_ESCAPES = {0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t"}
 
 
-def _printable(chunk: bytes, keep_layout: bool = False) -> str:
-    text = chunk.decode("utf-8", "backslashreplace")
+def _printable(chunk: bytes, keep_layout: bool = False, encoding: str = "utf-8") -> str:
+    text = chunk.decode(encoding, "backslashreplace")
     out = []
     for ch in text:
         code = ord(ch)
@@ -114,15 +114,24 @@ def _printable(chunk: bytes, keep_layout: bool = False) -> str:
 
 
 def masked_excerpt(
-    buf: bytes, start: int, end: int, spans: Sequence[Span], context: int = CONTEXT_BYTES
+    buf: bytes,
+    start: int,
+    end: int,
+    spans: Sequence[Span],
+    context: int = CONTEXT_BYTES,
+    *,
+    utf16: bool = False,
 ) -> str:
     """``buf[start:end]`` with ``context`` bytes each side, every span in it masked.
 
     ``spans`` must hold every match near the window (of every secret and form): masking is
     by matched span, so no form of any secret survives, and a span cut by the window edge is
-    masked whole rather than shown in part.
+    masked whole rather than shown in part. ``utf16``: the text around is UTF-16-LE (a
+    PowerShell transcript), read as such, twice the context in bytes.
     """
     merged = _merge(buf, spans)
+    if utf16:
+        return _utf16_excerpt(buf, start, end, merged, 2 * context)
     w_start, w_end = max(0, start - context), min(len(buf), end + context)
     for span in merged:  # never start or stop the window inside a masked span
         if span.start < w_start < span.end:
@@ -140,6 +149,35 @@ def masked_excerpt(
     prefix = "\u2026" if w_start > 0 else ""
     suffix = "\u2026" if w_end < len(buf) else ""
     return prefix + "".join(out) + suffix
+
+
+def _utf16_excerpt(buf: bytes, start: int, end: int, merged: list[Span], context: int) -> str:
+    """masked_excerpt of UTF-16-LE text: the window and the text between masks start at a
+    character boundary (an even distance from the hit), a mask that ends off one is
+    followed by its stray byte escaped."""
+    w_start = max(start % 2, start - context)
+    w_end = min(len(buf), end + context)
+    for span in merged:
+        if span.start < w_start < span.end:
+            w_start = span.start
+        if span.start < w_end < span.end:
+            w_end = span.end
+    out, cursor = [], w_start
+    for span in merged:
+        if span.end <= w_start or span.start >= w_end:
+            continue
+        out.append(_utf16_text(buf[cursor : span.start], (cursor - start) % 2))
+        out.append(mask_label(span.kind, span.form))
+        cursor = span.end
+    out.append(_utf16_text(buf[cursor:w_end], (cursor - start) % 2))
+    prefix = "\u2026" if w_start > 0 else ""
+    suffix = "\u2026" if w_end < len(buf) else ""
+    return prefix + "".join(out) + suffix
+
+
+def _utf16_text(chunk: bytes, stray: int) -> str:
+    head = _printable(chunk[:stray]) if stray else ""
+    return head + _printable(chunk[stray:], encoding="utf-16-le").replace("\ufeff", "")
 
 
 def mask_all(buf: bytes, spans: Sequence[Span], keep_layout: bool = True) -> str:

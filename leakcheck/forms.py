@@ -539,11 +539,16 @@ def repr_forms(s: Secret) -> Iterator[tuple[str, bytes]]:
     yield "unicode-escape", s.value.encode("unicode_escape")
 
 
+#: The form of a secret in UTF-16-LE text as written: its finding's column and excerpt are
+#: read as UTF-16-LE.
+UTF16_FORM = "utf16-le"
+
+
 def utf16_forms(s: Secret) -> Iterator[tuple[str, bytes]]:
     """The secret as UTF-16-LE text is written (a PowerShell transcript, a Windows API's
     buffer) and as the ``repr`` of those bytes (``b'a\\x00b\\x00'``)."""
     data = s.value.encode("utf-16-le", "surrogatepass")
-    yield "utf16-le", data
+    yield UTF16_FORM, data
     yield "repr-bytes-utf16", _py_bytes_escape(data, "'").encode()
     yield "repr-bytes-utf16-dq", _py_bytes_escape(data, '"').encode()
 

@@ -311,6 +311,30 @@ def test_decode_finds_chains(cli, secrets_file, secrets, tmp_path) -> None:
     assert cli("scan", "--decode", "--no-decode", "--secrets-file", secrets_file, log).code == 0
 
 
+def test_a_utf16_transcript_is_read_as_written(cli, secrets, tmp_path) -> None:
+    """A PowerShell transcript (UTF-16-LE, BOM): each secret on its line, found as
+    utf16-le at its column in characters, the excerpt read as text, nothing echoed."""
+    secrets = [s for s in secrets if "\n" not in s.value]  # a line each (no PEM)
+    secrets_file = tmp_path / "one-line-secrets.txt"
+    secrets_file.write_text("".join(s.value + "\n" for s in secrets), encoding="utf-8")
+    lines = ["\ufeff**********************", "Windows PowerShell transcript start"]
+    lines += [f"PS> Set-Secret -Name s{n} -Secret {s.value}" for n, s in enumerate(secrets)]
+    transcript = tmp_path / "transcript.txt"
+    transcript.write_bytes("\n".join(lines).encode("utf-16-le", "surrogatepass"))
+    run = cli("scan", "--format", "json", "--secrets-file", secrets_file, transcript)
+    assert run.code == 1
+    found = {f["secret_id"]: f for f in json.loads(run.out)["findings"] if f["form"] == "utf16-le"}
+    assert len(found) == len(secrets)
+    for n in range(len(secrets)):
+        finding = found[f"S{n + 1}"]
+        head = f"PS> Set-Secret -Name s{n} -Secret "
+        assert (finding["line"], finding["column"]) == (3 + n, len(head) + 1)
+        assert f"{head}\u00abcanary:" in finding["excerpt"]
+    clean = tmp_path / "clean.txt"
+    clean.write_bytes("\n".join(lines[:2]).encode("utf-16-le"))
+    assert cli("scan", "--secrets-file", secrets_file, clean).code == 0
+
+
 @pytest.mark.parametrize("engine", ["ahocorasick", "hyperscan", "auto"])
 def test_engine_option(cli, secrets_file, secrets, tmp_path, engine: str) -> None:
     if engine == "hyperscan":

@@ -936,14 +936,10 @@ def produce_line(v: str, form: str) -> list[Variant]:
 
 
 def produce_utf16(v: str, form: str) -> list[Variant]:
-    """A PowerShell transcript or a Windows API buffer holds UTF-16-LE as written. Of an
-    ASCII secret those bytes are also a text (a NUL after each character): the catalogue's
-    texts are str; test_utf16_text_as_written covers every secret in a UTF-16-LE file."""
-    __tracebackhide__ = True  # its arguments hold the secret
-    data = v.encode("utf-16-le", "surrogatepass")
-    if not data.isascii():
-        return [("utf-16-le of a non-ASCII secret (bytes only)", None)]
-    return [("interleaved NULs", around("P\x00S\x00>\x00 \x00", data.decode("ascii"), "\x00"))]
+    """UTF-16-LE as written is a file's encoding, not a text's: the catalogue's samples are
+    str inside UTF-8 lines, so test_utf16_text_as_written searches a UTF-16-LE transcript
+    for every kind instead (place, excerpt, and the near miss of another secret)."""
+    return [("a UTF-16-LE file (test_utf16_text_as_written)", None)]
 
 
 def producer_for(form: str) -> Producer:
@@ -1032,9 +1028,7 @@ FORM_CASES = [
     pytest.param(kind, form, id=f"{kind}-{form}")
     for kind in SECRET_KINDS
     for form in forms_of(secret_of(kind))
-    # UTF-16-LE of a non-ASCII secret is bytes that no text spells (the catalogue's samples
-    # are str): test_utf16_text_as_written searches a UTF-16-LE file for every kind
-    if form != "utf16-le" or secret_of(kind).value.isascii()
+    if form != "utf16-le"  # a file's encoding: see produce_utf16
 ]
 
 # a non-ASCII character before the sample: columns count characters, not bytes
@@ -1663,4 +1657,10 @@ def test_utf16_text_as_written(kind: str, backend: str) -> None:
             len(value.encode("utf-16-le", "surrogatepass")),
         )
         assert whole.secret_id == secret.id
-        assert whole.line == 3
+        # its place and its excerpt read as the UTF-16-LE text they are
+        column = len("PS> Invoke-RestMethod -Headers @{Authorization='Bearer ") + 1
+        assert (whole.line, whole.column) == (3, column)
+        label = f"\u00abcanary:{secret.kind}:utf16-le\u00bb"
+        readable = f"Authorization='Bearer {label}'}}\\nInvoke-RestMethod: 401" in whole.excerpt
+        assert readable, whole.excerpt.replace(label, "<mask>")[:0]  # (never the value)
+        assert secret.value not in whole.excerpt
