@@ -137,6 +137,15 @@ def run_child(cmd: list[str], stdout_path: Path, one_core: bool = True) -> tuple
     return result["seconds"], result["exit"], result["maxrss_kib"] / 1024
 
 
+def rg_checked(runs: list[tuple[float, int, float]], what: str) -> list[tuple[float, int, float]]:
+    """``runs`` of ripgrep, refused when one failed (exit 2: a pattern it cannot take): a
+    baseline that did no search would make every ratio against it meaningless."""
+    for _seconds, code, _rss in runs:
+        if code not in (0, 1):
+            raise SystemExit(f"ripgrep failed (exit {code}) on {what}: no baseline, no figures")
+    return runs
+
+
 def best(times: list[float]) -> float:
     return min(times)
 
@@ -439,13 +448,13 @@ def _run(args: argparse.Namespace, work: Path, results: dict[str, Any]) -> int:
         print("rg not found (pip install ripgrep, or make bench): skipping ripgrep")
     else:
         patterns = work / "needles.txt"
-        usable = [n for n in needles if b"\n" not in n]
+        usable = [n for n in needles if rg_pattern(n)]
         patterns.write_bytes(b"\n".join(usable) + b"\n")
         version = subprocess.run([rg, "--version"], capture_output=True, text=True).stdout
         results["ripgrep"] = {
             "version": version.splitlines()[0],
             "patterns": len(usable),
-            "skipped_with_newline": len(needles) - len(usable),
+            "skipped_with_newline_or_not_utf8": len(needles) - len(usable),
         }
         for label, threads, one_core in (
             ("rg -F -f -j1", ["-j1"], True),
@@ -458,7 +467,9 @@ def _run(args: argparse.Namespace, work: Path, results: dict[str, Any]) -> int:
                     for _ in range(args.repeat)
                 ]
             )
-            runs = [run_child(cmd, out_json, one_core) for _ in range(args.repeat)]
+            runs = rg_checked(
+                [run_child(cmd, out_json, one_core) for _ in range(args.repeat)], label
+            )
             wall = best(r[0] for r in runs)
             count = out_json.read_text().strip() or "0"
             rg_rows[label] = Row(
@@ -466,14 +477,14 @@ def _run(args: argparse.Namespace, work: Path, results: dict[str, Any]) -> int:
                 wall,
                 mib,
                 f"{len(usable)} patterns ({len(needles) - len(usable)} with a "
-                f"newline skipped), exit {runs[-1][1]}, {count} matching lines, "
+                f"newline or not UTF-8 skipped), exit {runs[-1][1]}, {count} matching lines, "
                 f"startup+compile {fixed:.2f} s",
                 rss_mib=max(r[2] for r in runs),
             )
             rows.append(rg_rows[label])
 
         cmd = [rg, "--no-config", "-F", "-a", "-c", "-j1", "-f", str(patterns), str(many)]
-        runs = [run_child(cmd, out_json) for _ in range(args.repeat)]
+        runs = rg_checked([run_child(cmd, out_json) for _ in range(args.repeat)], "small files")
         rows.append(
             Row(
                 f"rg -F -f -j1, {SMALL_FILES:,} files of 2 KiB",
@@ -853,6 +864,19 @@ def user_tokens(count: int, seed: str) -> list[str]:
     ]
 
 
+def rg_pattern(needle: bytes) -> bool:
+    """Whether ripgrep takes ``needle`` as a line of a ``-F -f`` pattern file: one line,
+    valid UTF-8 (rg refuses the file otherwise, exit 2: the UTF-16-LE needle of a non-ASCII
+    secret is not). A skipped needle's material is still searched through the others."""
+    if b"\n" in needle:
+        return False
+    try:
+        needle.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 def needle_file(secrets_path: Path, out: Path) -> tuple[int, int]:
     """The distinct needles ``leakcheck scan`` builds for a secrets file, one a line, a
     batch of secrets at a time as the scan does: (needles written, needles with a newline
@@ -871,7 +895,7 @@ def needle_file(secrets_path: Path, out: Path) -> tuple[int, int]:
                 if pattern in seen:
                     continue
                 seen.add(pattern)
-                if b"\n" in pattern:
+                if not rg_pattern(pattern):
                     skipped += 1
                     continue
                 sink.write(pattern + b"\n")
@@ -952,19 +976,19 @@ def startup_and_many(
             patterns = work / f"needles-{count}.txt"
             written, skipped = needle_file(secrets_path, patterns)
             rg_cmd = [rg, "--no-config", "-F", "-a", "-c", "-j1", "-f", str(patterns), str(path)]
-            rg_runs = [run_child(rg_cmd, out) for _ in range(runs)]
+            rg_runs = rg_checked([run_child(rg_cmd, out) for _ in range(runs)], label)
             entry["rg"] = {
                 "seconds": best([r[0] for r in rg_runs]),
                 "peak_rss_mib": max(r[2] for r in rg_runs),
                 "patterns": written,
-                "skipped_with_newline": skipped,
+                "skipped_with_newline_or_not_utf8": skipped,
             }
             rows.append(
                 Row(
                     f"rg -F -f -j1, {label}",
                     entry["rg"]["seconds"],
                     size_mib,
-                    f"the same {written:,} needles ({skipped} with a newline skipped)",
+                    f"the same {written:,} needles ({skipped} with a newline or not UTF-8 skipped)",
                     rss_mib=entry["rg"]["peak_rss_mib"],
                 )
             )
@@ -1157,7 +1181,7 @@ def memory_test(
 def _rg_big(cmd: list[str], big: Path, work: Path, size: int, repeat: int) -> dict[str, Any]:
     """ripgrep over the big file on one core: the baseline for the end-to-end targets."""
     out = work / "big-rg.txt"
-    runs = [run_child([*cmd, str(big)], out) for _ in range(repeat)]
+    runs = rg_checked([run_child([*cmd, str(big)], out) for _ in range(repeat)], "the big file")
     wall = best(r[0] for r in runs)
     return {
         "seconds": wall,

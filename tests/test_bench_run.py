@@ -70,3 +70,20 @@ def test_targets_judged_against_issue_14() -> None:
     # decoding alone; 64 MiB corpus, clean big file, planted big file (time / rg's); RSS
     assert judged == [(499.0, False), (0.45, True), (0.45, True), (0.6, False), (210, False)]
     run.print_targets(targets)  # formats every kind of value
+
+
+def test_ripgrep_gets_only_the_needles_it_can_take() -> None:
+    """rg -F -f refuses a pattern file with invalid UTF-8 (the UTF-16-LE needle of a
+    non-ASCII secret) and cannot hold a newline in a line: those needles are skipped."""
+    rg_pattern = _bench_run().rg_pattern
+    assert rg_pattern(b"lck_abc\x00d")  # NULs are fine
+    assert rg_pattern("é€".encode())
+    assert not rg_pattern("é".encode("utf-16-le"))
+    assert not rg_pattern(b"-----BEGIN\nKEY")
+
+
+def test_a_failed_ripgrep_run_stops_the_benchmark() -> None:
+    rg_checked = _bench_run().rg_checked
+    assert rg_checked([(0.1, 1, 5.0), (0.1, 0, 5.0)], "ok") == [(0.1, 1, 5.0), (0.1, 0, 5.0)]
+    with pytest.raises(SystemExit, match="exit 2"):
+        rg_checked([(0.0, 2, 5.0)], "the corpus")
