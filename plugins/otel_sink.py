@@ -43,6 +43,14 @@ the status code, none of them text an app writes. Measured on the example MCP su
 13): the per-span JSON was 10.7 KB of the 19.8 KB a test scanned (the exception stacktrace a
 second time, escaped) and about 3 ms per test, ``to_json()`` and its scan.
 
+``Span.record_exception`` formats the exception's traceback (``exception.stacktrace``) the
+moment it is called; on Python 3.11+ that is a ``compile()`` per frame for the caret lines.
+While a sink runs, the SDK's trace module formats through ``_CachedTraceback``: the same
+``TracebackException`` (frames looked up, chains and groups, notes), each frame's lines
+taken from a cache keyed by every field they are made of. The text is the one the SDK would
+have written (``tests/test_cost_otel.py`` compares them); only the work per frame seen
+before goes. The SDK module's own ``traceback`` is put back when the last sink stops.
+
 Not covered: spans not yet ended when the sink is collected, spans a sampler of the app's
 provider dropped, providers the app never set globally (passed around by hand).
 """
@@ -53,6 +61,8 @@ import json
 import os
 import re
 import threading
+import traceback
+import types
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -233,6 +243,7 @@ class _Pipeline:
             self.ensure()
             self.read_metrics()
             if self.running == 0:
+                _cached_formatting(True)
                 self.spans.clear()
                 if self.logs is not None:
                     self.logs.clear()
@@ -255,6 +266,103 @@ class _Pipeline:
     def end(self) -> None:
         with self.lock:
             self.running = max(0, self.running - 1)
+            if self.running == 0:
+                _cached_formatting(False)
+
+
+# --- the SDK's exception formatting, frame by frame from a cache ------------------------------
+
+#: ``StackSummary.format_frame_summary`` (3.11+; typeshed's 3.10 lacks it)
+_format_frame: Any = getattr(traceback.StackSummary, "format_frame_summary", None)
+#: every field a frame's formatted lines are made of -> those lines (bounded)
+_FRAME_LINES: dict[tuple[Any, ...], str] = {}
+_FRAME_LINES_MAX = 4096
+
+
+class _CachedFrames(traceback.StackSummary):
+    """A ``StackSummary`` whose frames' lines come from ``_FRAME_LINES`` when every field
+    that makes them is the same (frames with locals are formatted as always). Python 3.10
+    has no ``format_frame_summary`` (nor caret lines): there nothing is cached."""
+
+    def format_frame_summary(self, frame_summary: Any, **kwargs: Any) -> str:
+        if getattr(frame_summary, "locals", None) is not None:
+            return _format_frame(self, frame_summary, **kwargs)
+        key = (
+            frame_summary.filename,
+            frame_summary.lineno,
+            getattr(frame_summary, "end_lineno", None),
+            getattr(frame_summary, "colno", None),
+            getattr(frame_summary, "end_colno", None),
+            frame_summary.name,
+            frame_summary.line,
+            getattr(frame_summary, "_original_line", None),  # 3.11, 3.12: the carets' line
+            getattr(frame_summary, "_original_lines", None),  # 3.13+
+            tuple(sorted(kwargs.items())),
+        )
+        try:
+            return _FRAME_LINES[key]
+        except KeyError:
+            pass
+        except TypeError:  # an unhashable field: not ours to guess
+            return _format_frame(self, frame_summary, **kwargs)
+        text = _format_frame(self, frame_summary, **kwargs)
+        if len(_FRAME_LINES) >= _FRAME_LINES_MAX:
+            _FRAME_LINES.clear()
+        _FRAME_LINES[key] = text
+        return text
+
+
+def _cached_stacks(te: traceback.TracebackException) -> None:
+    """Every ``StackSummary`` of ``te`` and of its causes, contexts and group members
+    formatted through ``_CachedFrames``."""
+    todo, seen = [te], set()
+    while todo:
+        current = todo.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if type(current.stack) is traceback.StackSummary:
+            current.stack.__class__ = _CachedFrames
+        for linked in (current.__cause__, current.__context__):
+            if linked is not None:
+                todo.append(linked)
+        todo.extend(getattr(current, "exceptions", None) or ())
+
+
+def _format_exception(*args: Any, **kwargs: Any) -> list[str]:
+    """``traceback.format_exception`` as the SDK calls it (one exception), through
+    ``_CachedFrames``; any other call goes to ``traceback.format_exception`` itself."""
+    if len(args) != 1 or kwargs or not isinstance(args[0], BaseException):
+        return traceback.format_exception(*args, **kwargs)
+    value = args[0]
+    te = traceback.TracebackException(type(value), value, value.__traceback__, compact=True)
+    _cached_stacks(te)
+    return list(te.format())
+
+
+class _CachedTraceback(types.ModuleType):
+    """The ``traceback`` module as the SDK's trace module sees it while a sink runs: its
+    ``format_exception`` formats frames from the cache, everything else is the module's."""
+
+    def __init__(self) -> None:
+        super().__init__("traceback")
+        self.format_exception = _format_exception
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(traceback, name)
+
+
+_CACHED_TRACEBACK = _CachedTraceback()
+
+
+def _cached_formatting(on: bool) -> None:
+    """Point the SDK trace module's ``traceback`` at ``_CACHED_TRACEBACK`` (``on``) or back
+    at the module (only what we set is undone: another patch of it is left alone)."""
+    current = getattr(sdk_trace, "traceback", None)
+    if on and current is traceback:
+        sdk_trace.traceback = _CACHED_TRACEBACK  # until the last sink stops
+    elif not on and current is _CACHED_TRACEBACK:
+        sdk_trace.traceback = traceback  # the module itself
 
 
 _PIPELINE: _Pipeline | None = None

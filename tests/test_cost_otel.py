@@ -12,6 +12,8 @@ handed to the sink as what it exported during a check.
 
 from __future__ import annotations
 
+import builtins
+import traceback
 from typing import Any
 
 import pytest
@@ -131,4 +133,107 @@ def test_clean_twin_passes_and_shared_parts_are_read_once() -> None:
     assert not [path for path in paths if path.endswith(" json")]
     assert {item.group for item in items if item.path.startswith("resource ")} == {
         "opentelemetry#resource1"
+    }
+
+
+# --- the SDK's exception formatting, from a cache of frames -----------------------------------
+
+
+def _deep(n: int, table: dict[str, Any]) -> None:
+    if n:
+        _deep(n - 1, table)  # the same frame 12 times: "[Previous line repeated ...]"
+    table["a"]["b"][0] = 1 // 0  # carets under the subscripts (3.11+)
+
+
+def _exceptions() -> list[BaseException]:
+    found: list[BaseException] = []
+    try:
+        _deep(12, {"a": {"b": [0]}})
+    except ZeroDivisionError as exc:
+        found.append(exc)
+    try:
+        try:
+            _deep(2, {"a": {"b": [0]}})
+        except ZeroDivisionError as inner:
+            raise UpstreamError("wrapped") from inner
+    except UpstreamError as exc:
+        if hasattr(exc, "add_note"):  # 3.11+
+            exc.add_note("a note")
+        found.append(exc)
+    try:
+        try:
+            {}["missing"]
+        except KeyError:
+            raise UpstreamError("while handling")  # noqa: B904 - __context__, on purpose
+    except UpstreamError as exc:
+        found.append(exc)
+    try:
+        compile("def broken(:\n", "<gateway>", "exec")
+    except SyntaxError as exc:
+        found.append(exc)
+    group = getattr(builtins, "ExceptionGroup", None)  # 3.11+
+    if group is not None:
+        try:
+            raise group("two", [found[0], found[2]])
+        except Exception as exc:  # noqa: BLE001
+            found.append(exc)
+    return found
+
+
+def test_cached_formatting_is_the_sdks_text() -> None:
+    from leakcheck.plugins import otel_sink
+
+    exceptions = _exceptions()
+    assert len(exceptions) == (5 if hasattr(builtins, "ExceptionGroup") else 4)
+    for exc in exceptions:
+        expected = "".join(traceback.format_exception(exc))
+        assert "".join(otel_sink._format_exception(exc)) == expected  # frames cached now
+        assert "".join(otel_sink._format_exception(exc)) == expected  # from the cache
+    # any other call is the module's own
+    exc = _exceptions()[0]
+    assert otel_sink._format_exception(type(exc), exc, exc.__traceback__, limit=1) == (
+        traceback.format_exception(type(exc), exc, exc.__traceback__, limit=1)
+    )
+
+
+def test_cached_formatting_while_a_sink_runs_only() -> None:
+    from leakcheck.plugins import otel_sink
+    from opentelemetry.sdk import trace as sdk_trace
+
+    assert sdk_trace.traceback is traceback  # type: ignore[attr-defined]
+    outer, inner = OpenTelemetrySink(), OpenTelemetrySink()
+    outer.start()
+    try:
+        inner.start()
+        assert sdk_trace.traceback is otel_sink._CACHED_TRACEBACK  # type: ignore[attr-defined]
+        inner.stop()
+        assert sdk_trace.traceback is otel_sink._CACHED_TRACEBACK  # type: ignore[attr-defined]
+    finally:
+        outer.stop()
+    assert sdk_trace.traceback is traceback  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("run", [1, 2])  # the second run's frames come from the cache
+def test_exception_in_a_recorded_span_is_caught_with_cached_frames(run: int) -> None:
+    from opentelemetry import trace
+
+    check = LeakCheck(seed=f"cost-otel-cached-{run}", sinks=[OpenTelemetrySink()])
+    token = check.secret("bearer")
+    with check:
+        if "traces" in check.sinks[-1].inactive_reason:  # pragma: no cover - foreign provider
+            pytest.skip(check.sinks[-1].inactive_reason)
+        with trace.get_tracer("cost-test").start_as_current_span("POST /deployments") as span:
+            try:
+                _deep(3, {"a": {"b": [0]}})
+            except ZeroDivisionError as cause:
+                try:
+                    raise UpstreamError(f"401 for {token}") from cause
+                except UpstreamError as exc:
+                    span.record_exception(exc)
+                    expected = "".join(traceback.format_exception(exc))
+    texts = {c.path: c.text for c in check.sinks[-1].collect()}
+    assert texts['span "POST /deployments" events[0].exception.stacktrace'] == expected
+    assert {leak.path for leak in check.violations()} == {
+        'span "POST /deployments" events[0].exception.message',
+        'span "POST /deployments" events[0].exception.stacktrace',
     }
