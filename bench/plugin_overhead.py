@@ -20,13 +20,32 @@ time; <= 1.5 ms added per test with three canaries; the MCP suite <= 1.10x. Wall
 the target; the CPU time of the pytest process (user + system) is printed beside it,
 steadier on a shared machine.
 
+``--shares`` then runs the MCP suite once more, plugin on, with each test taking one of
+the variants below in turn (test n the variant n mod 7, in one pytest process: a burst of
+load falls on every variant alike) and prints each variant's median time per test
+(``pytest_runtest_protocol``, setup to teardown, the verdict included) against ``as is``:
+what each piece of the remaining cost is. The variants patch the SDK and the log sink in
+the bench's conftest only; none of them is an option of the plugin.
+
+  as is               the plugin as shipped
+  no stacktrace       Span.record_exception without exception.stacktrace: neither the
+                      SDK's formatting nor its scan
+  stacktrace unread   the SDK formats it, the otel sink does not yield it: its scan only
+  levels as set       Logger.isEnabledFor as the app set it while the log sink runs:
+                      records below a logger's level are not made (the strict default's
+                      share: DEBUG records of fastmcp, mcp, httpx2)
+  no otel sink        skip_sinks opentelemetry (spans are still recorded: the provider is
+                      set once per process): collecting and scanning the spans
+  no log sink         skip_sinks log record
+  neither sink        skip_sinks both
+
 Bytecode is cached as on a developer's machine (``PYTHONPYCACHEPREFIX`` in the run's
 temporary directory, one unmeasured warm-up run per mode): with ``PYTHONDONTWRITEBYTECODE``
 set, every run would recompile each module pytest rewrites or imports fresh, a fixed cost
 of the environment, not of the plugin.
 
     python bench/plugin_overhead.py [--tests 1000] [--mcp-tests 300] [--repeat 3]
-                                    [--suite small|mcp|both]
+                                    [--suite small|mcp|both] [--shares]
 """
 
 from __future__ import annotations
@@ -141,6 +160,70 @@ def test_mcp_tool(n, lc):
     assert result.is_error
 """
 
+SHARES_CONFTEST = """
+import logging, os, statistics, time
+
+import pytest
+from opentelemetry.sdk import trace as sdk_trace
+
+from leakcheck import capture
+from leakcheck.plugins import otel_sink
+
+VARIANTS = ("as is", "no stacktrace", "stacktrace unread", "levels as set", "no otel sink",
+            "no log sink", "neither sink")
+SKIPS = {"no otel sink": ["opentelemetry"], "no log sink": ["log record"],
+         "neither sink": ["opentelemetry", "log record"]}
+TIMES = {v: [] for v in VARIANTS}
+RECORD = sdk_trace.Span.record_exception
+SPAN = otel_sink.OpenTelemetrySink._span
+START = capture.LoggingSink.start
+ENABLED = logging.Logger.isEnabledFor
+
+
+def no_stacktrace(self, exception, attributes=None, timestamp=None, escaped=False):
+    self.add_event("exception", {"exception.type": type(exception).__name__,
+                                 "exception.message": str(exception)}, timestamp)
+
+
+def unread(self, span, group):
+    return (c for c in SPAN(self, span, group) if "stacktrace" not in c.path)
+
+
+def levels_as_set(self):
+    START(self)
+    logging.Logger.isEnabledFor = ENABLED
+
+
+def apply(v):
+    sdk_trace.Span.record_exception = no_stacktrace if v == "no stacktrace" else RECORD
+    otel_sink.OpenTelemetrySink._span = unread if v == "stacktrace unread" else SPAN
+    capture.LoggingSink.start = levels_as_set if v == "levels as set" else START
+
+
+def pytest_collection_modifyitems(items):
+    for n, item in enumerate(items):
+        item.lc_variant = v = VARIANTS[n % len(VARIANTS)]
+        if v in SKIPS:
+            item.add_marker(pytest.mark.leakcheck(skip_sinks=dict.fromkeys(SKIPS[v], "bench")))
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_protocol(item, nextitem):
+    apply(item.lc_variant)
+    start = time.perf_counter()
+    yield
+    TIMES[item.lc_variant].append(time.perf_counter() - start)
+    apply("as is")
+
+
+def pytest_terminal_summary(terminalreporter):
+    base = statistics.median(TIMES["as is"][2:])
+    for v in VARIANTS:
+        median = statistics.median(TIMES[v][2:])
+        terminalreporter.write_line(
+            f"SHARE {v}|{median * 1000:.2f}|{(base - median) * 1000:.2f}|{len(TIMES[v]) - 2}")
+"""
+
 MODES = ("off", "unused", "empty", "three")
 MCP_MODES = ("off", "three")
 
@@ -179,6 +262,37 @@ def run(suite: Path, mode: str) -> tuple[float, float]:
             f"bench suite failed in mode {mode}:\n{result.stdout[-2000:]}{result.stderr[-2000:]}"
         )
     return elapsed, cpu
+
+
+def shares(root: Path, count: int) -> dict[str, dict[str, float]]:
+    """Each variant's median ms per test and how much less than ``as is`` (see --shares)."""
+    where = root / "shares"
+    where.mkdir()
+    (where / "conftest.py").write_text(CONFTEST + SHARES_CONFTEST)
+    suite = where / "test_mcp_suite.py"
+    suite.write_text(MCP_SUITE.replace("COUNT", str(count)))
+    env = {
+        **os.environ,
+        "LEAKCHECK_BENCH_MODE": "three",
+        "PYTHONPYCACHEPREFIX": str(root / "pycache"),
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    args = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider"]
+    result = subprocess.run(
+        [*args, "-x", str(suite)], cwd=where, env=env, capture_output=True, text=True
+    )
+    if result.returncode != 0:
+        sys.exit(f"shares run failed:\n{result.stdout[-2000:]}{result.stderr[-2000:]}")
+    found: dict[str, dict[str, float]] = {}
+    print(f"shares of the MCP suite's cost, plugin on, {count} tests interleaved (median)")
+    print(f"  {'variant':<20}{'ms/test':>9}{'saves ms':>10}{'tests':>7}")
+    for line in result.stdout.splitlines():
+        if line.startswith("SHARE "):
+            name, median, saved, tests = line[6:].split("|")
+            found[name] = {"ms_per_test": float(median), "saves_ms": float(saved)}
+            print(f"  {name:<20}{float(median):>9.2f}{float(saved):>10.2f}{tests:>7}")
+    return found
 
 
 def measure(
@@ -222,6 +336,11 @@ def main() -> int:
     parser.add_argument("--mcp-tests", type=int, default=300)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--suite", choices=("small", "mcp", "both"), default="both")
+    parser.add_argument(
+        "--shares",
+        action="store_true",
+        help="then run the MCP suite once with each piece of the cost left out in turn",
+    )
     args = parser.parse_args()
     results: dict[str, object] = {"load_average_start": os.getloadavg()}
     targets = []
@@ -255,6 +374,8 @@ def main() -> int:
             ratio = wall["three"] / wall["off"]
             targets.append(verdict("MCP suite <= 1.10x", ratio <= 1.10, f"{ratio:.2f}x"))
             results["mcp"] = {"tests": args.mcp_tests, "seconds": wall, "cpu_seconds": cpu}
+        if args.shares:
+            results["mcp_shares"] = shares(root, max(args.mcp_tests, 7 * 60))
     results["load_average_end"] = os.getloadavg()
     print("  targets: " + "; ".join(targets))
     out = Path(__file__).parent / "out"
