@@ -354,6 +354,18 @@ class LoggingSink:
     emitted text of the same record shows. Handler levels and filters are not applied:
     levels are judged by the declared production levels (``Policy.log_levels``), and a
     handler's filter protects that handler only.
+
+    **Cost, and why it stays.** Records below a logger's level are made, captured and
+    searched by default (the strict default: DEBUG-level token logging ships). On the
+    example MCP suite (issue 13; ``bench/plugin_overhead.py --suite mcp --shares``) that is
+    about 13 DEBUG records of fastmcp, mcp and asyncio a test, 1 KB of text, and 4 to 5 ms
+    of a test's plugin cost (of 13 to 16 ms): making them costs nothing measurable (the
+    same with ``Logger.handle`` dropping them unread); what costs is the verdict's work on
+    them, above all on the allowed hit the base URL's hostname makes in one of them. A
+    declared production level (``log_levels``) makes such records latent, still searched:
+    the cost stays, the verdict changes. Capturing itself (``handle``, the texts, the
+    handlers' walk) measured under 1 ms a test, so nothing is cached per logger: a
+    handler added or a level changed between two records is seen at the second.
     """
 
     name = "log record"
