@@ -33,7 +33,7 @@ the bench's conftest only; none of them is an option of the plugin.
   stacktrace unread   the SDK formats it, the otel sink does not yield it: its scan only
   levels as set       Logger.isEnabledFor as the app set it while the log sink runs:
                       records below a logger's level are not made (the strict default's
-                      share: DEBUG records of fastmcp, mcp, httpx2)
+                      share: DEBUG records of fastmcp, mcp, asyncio)
   no otel sink        skip_sinks opentelemetry (spans are still recorded: the provider is
                       set once per process): collecting and scanning the spans
   no log sink         skip_sinks log record
