@@ -839,12 +839,15 @@ def _byte_spelling_windows(value: str, bits: tuple[float, ...]) -> list[bytes]:
         return []
     by_char = [_char_spellings(c) for c in value]
 
-    def holding(chars: str) -> list[int]:
-        count = list(accumulate((c in chars for c in value), initial=0))
+    def holding(held: Callable[[str], bool]) -> list[int]:
+        """The starts of the windows holding a character that ``held`` says yes to."""
+        count = list(accumulate(map(held, value), initial=0))
         return [i for i in starts if count[i + WINDOW_CHARS] != count[i]]
 
-    beyond_ascii = [i for i in starts if any(ord(c) > 0x7F for c in value[i : i + WINDOW_CHARS])]
-    quoted = set(holding("'\""))
+    # (a test's canaries are made every test: each window's characters were looked at one
+    # by one, the plugin's costliest needle work)
+    beyond_ascii = [] if value.isascii() else holding(lambda c: ord(c) > 0x7F)
+    quoted = set(holding("'\"".__contains__)) if "'" in value or '"' in value else set()
     # the double-quoted spellings differ from the single-quoted ones only around a quote
     chosen = (
         starts,
@@ -855,8 +858,13 @@ def _byte_spelling_windows(value: str, bits: tuple[float, ...]) -> list[bytes]:
     )
     windows: list[bytes] = []
     for k, positions in enumerate(chosen):
+        if not positions:
+            continue
+        # the value's whole spelling, each window a slice of it
         spelled = [spellings[k] for spellings in by_char]
-        windows += [b"".join(spelled[i : i + WINDOW_CHARS]) for i in positions]
+        at = list(accumulate(map(len, spelled), initial=0))
+        whole = b"".join(spelled)
+        windows += [whole[at[i] : at[i + WINDOW_CHARS]] for i in positions]
     return windows
 
 
