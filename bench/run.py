@@ -31,6 +31,7 @@ import json
 import os
 import platform
 import shutil
+import string
 import subprocess
 import sys
 import tempfile
@@ -1055,6 +1056,25 @@ def profile_cli(secrets_file: Path, corpus: Path) -> list[dict[str, Any]]:
     return out
 
 
+def varied(data: bytes, copy: int) -> bytes:
+    """The ``copy``-th copy of the corpus in the big file: its lowercase letters and digits
+    rotated by ``copy`` (uppercase, punctuation and layout kept, so percent escapes stay
+    escapes, base64 runs base64 and log lines log lines). No token of one copy equals one
+    of another: the scanner keeps the decoded runs of texts it has seen, and a file that
+    repeats one corpus sixteen times would be decoded once and served from memory fifteen
+    times."""
+    if copy == 0:
+        return data
+    lower, digits = string.ascii_lowercase, string.digits
+    table = bytes.maketrans(
+        (lower + digits).encode(),
+        (
+            lower[copy % 26 :] + lower[: copy % 26] + digits[copy % 10 :] + digits[: copy % 10]
+        ).encode(),
+    )
+    return data.translate(table)
+
+
 def memory_test(
     args, work, secrets_file, secrets, data, chunk_bytes, leakcheck_bin, rg_big=None
 ) -> dict:
@@ -1079,10 +1099,12 @@ def memory_test(
     written = 0
     started = time.perf_counter()
     with open(big, "wb") as out:
+        copy = 0
         while written < size:
-            piece = data[: size - written]
+            piece = varied(data[: size - written], copy)
             out.write(piece)
             written += len(piece)
+            copy += 1
     write_s = time.perf_counter() - started
     base_cmd = [leakcheck_bin, "scan", "--secrets-file", str(secrets_file), "--format", "json"]
 
@@ -1129,7 +1151,8 @@ def memory_test(
     }
     where = f"across the read-chunk edge at {edge}" if edge else f"at {at_edge + 7}"
     print(
-        f"\nmemory test: {size / MIB:.0f} MiB file (corpus repeated; {first.id} planted raw "
+        f"\nmemory test: {size / MIB:.0f} MiB file (corpus repeated, each copy varied; "
+        f"{first.id} planted raw "
         f"{where}, {second.id} base64 at {near_end}); best of {args.repeat}; load average "
         f"{os.getloadavg()[0]:.2f}"
     )

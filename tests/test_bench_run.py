@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import re
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -87,3 +88,16 @@ def test_a_failed_ripgrep_run_stops_the_benchmark() -> None:
     assert rg_checked([(0.1, 1, 5.0), (0.1, 0, 5.0)], "ok") == [(0.1, 1, 5.0), (0.1, 0, 5.0)]
     with pytest.raises(SystemExit, match="exit 2"):
         rg_checked([(0.0, 2, 5.0)], "the corpus")
+
+
+def test_each_copy_of_the_corpus_in_the_big_file_is_varied() -> None:
+    varied = _bench_run().varied
+    data = b"GET /v1/items?q=%2Fabc 200 token=ab12CD\n"
+    assert varied(data, 0) is data
+    copies = [varied(data, k) for k in range(16)]
+    assert len(set(copies)) == 16  # no copy repeats another
+    for copy in copies:
+        assert len(copy) == len(data)
+        assert copy.startswith(b"GET /") and copy.endswith(b"CD\n")
+        # an escape is still an escape
+        assert re.search(rb"\?[a-z]=%[0-9]F[a-z]{3} [0-9]{3} ", copy)
