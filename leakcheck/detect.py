@@ -11,7 +11,7 @@ import stat
 import threading
 from collections.abc import Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 from . import engine as engine_module
 from .canaries import Secret
@@ -384,7 +384,7 @@ class Scanner:
             if end <= high:  # inside the token just decoded
                 continue
             low, high = _region(buf, end)
-            for hit in self._decoded(buf[low:high], self.decode_depth):
+            for hit in self._decoded(bytes(buf[low:high]), self.decode_depth):
                 hits.append(_Hit(hit.start + low, hit.end + low, hit.needle, hit.chain))
         return hits
 
@@ -505,7 +505,7 @@ class Scanner:
         first = self._search(data)
         if not first[0] and (not self.decode or (self._keyed and not first[1])):
             return
-        buf = bytes(data)
+        buf = _readable(data)
         report, every = self._hits(buf, first)
         spans = sorted(
             [*(h.span() for h in every), *(h.span(rank=1) for h in report)],
@@ -570,6 +570,18 @@ def _soft_break_before(buf: bytes, newline: int) -> bool:
     return (
         buf[max(0, newline - 2) : newline] in (b"=\r", b"=") or buf[newline - 1 : newline] == b"="
     )
+
+
+def _readable(data: bytes | memoryview) -> bytes:
+    """``data`` as bytes to read hits from: a stream's whole read buffer is its bytearray
+    itself, read and not changed while its hits are settled (a copy of each 8 MiB chunk
+    that a key or a needle hit was 0.13 s per GiB of log-like text)."""
+    if isinstance(data, bytes):
+        return data
+    whole = data.obj
+    if isinstance(whole, bytearray) and data.contiguous and data.nbytes == len(whole):
+        return cast(bytes, whole)  # (read only: bytes' read methods, as mypy sees them)
+    return bytes(data)
 
 
 def _region(buf: bytes, end: int) -> tuple[int, int]:
