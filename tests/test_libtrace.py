@@ -283,7 +283,32 @@ def test_nested_recorders_under_an_outer_tracer(no_tracer: None) -> None:
     assert events.count("call") > 10
 
 
-def test_overhead_is_small(no_tracer: None, record_property: Any) -> None:
+def test_traced_gateway_code_hears_no_line_events(no_tracer: None) -> None:
+    """What keeps tracing cheap: a frame of gateway code gets a local tracer with line
+    events off, so only its calls and exceptions reach Python. (Measured, not asserted by
+    the clock, which a garbage collection in a full suite's heap made 40 times slower once:
+    about 0.2 ms traced against 0.04 ms plain per failing httpx call, printed by
+    ``test_overhead_is_printed``.)"""
+    client = httpx.Client(transport=httpx.MockTransport(_refusing_handler))
+    seen: dict[str, bool] = {}
+
+    def gateway_code() -> None:
+        frame = sys._getframe()
+        seen["lines"], seen["traced"] = frame.f_trace_lines, frame.f_trace is not None
+        try:
+            client.get("https://api.upstream.test/")
+        except httpx.ConnectError:
+            pass
+
+    with library_exceptions() as escaped:
+        gateway_code()
+    assert seen == {"lines": False, "traced": True}
+    assert len(escaped.all) == 1
+    gateway_code()  # and once the block is left, nothing is traced
+    assert seen == {"lines": True, "traced": False}
+
+
+def test_overhead_is_printed(no_tracer: None, record_property: Any) -> None:
     client = httpx.Client(transport=httpx.MockTransport(_refusing_handler))
 
     def calls(n: int) -> None:
@@ -305,7 +330,6 @@ def test_overhead_is_small(no_tracer: None, record_property: Any) -> None:
     assert len(escaped.all) == n
     record_property("libtrace_ms_per_call", f"plain {plain:.3f} traced {traced:.3f}")
     print(f"libtrace: {plain:.3f} ms plain, {traced:.3f} ms traced per failing httpx call")
-    assert traced < plain * 4 + 1.0, (plain, traced)
 
 
 def test_misuse_is_a_clear_error() -> None:
