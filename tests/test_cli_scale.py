@@ -87,13 +87,17 @@ def test_stdin_is_read_once_and_scanned_by_every_batch(
 
 def test_time_grows_linearly_with_the_secrets(tmp_path: Path) -> None:
     """400 and 1,600 secrets: the second takes less than 6x the CPU time of the first (4x
-    is linear)."""
+    is linear, 16x quadratic). Each the best of 3: one CI run measured 6.2x once, its
+    other worker and a collection of its heap falling on the larger scan (3.8x alone)."""
     log = "GET /health 200 ok\n" * 200
     timings = []
     for count in (400, 1600):
-        tokens = _tokens(count, count)
-        started = time.process_time()  # CPU: steady on a shared machine
-        report = _scan(tmp_path, tokens, log)
-        timings.append(time.process_time() - started)
-        assert report["findings"] == []
+        runs = []
+        for run in range(3):
+            tokens = _tokens(count, 10 * count + run)  # new ones: nothing judged before
+            started = time.process_time()  # CPU: steady on a shared machine
+            report = _scan(tmp_path, tokens, log)
+            runs.append(time.process_time() - started)
+            assert report["findings"] == []
+        timings.append(min(runs))
     assert timings[1] < 6 * timings[0], timings
