@@ -130,9 +130,18 @@ def masked_excerpt(
     PowerShell transcript), read as such, twice the context in bytes.
     """
     merged = _merge(buf, spans)
-    if utf16:
-        return _utf16_excerpt(buf, start, end, merged, 2 * context)
-    w_start, w_end = max(0, start - context), min(len(buf), end + context)
+    if utf16:  # text between masks starts at a character boundary: an even distance away
+        context, floor = 2 * context, start % 2
+
+        def text(low: int, high: int) -> str:
+            return _utf16_text(buf[low:high], (low - start) % 2)
+    else:
+        floor = 0
+
+        def text(low: int, high: int) -> str:
+            return _printable(buf[low:high])
+
+    w_start, w_end = max(floor, start - context), min(len(buf), end + context)
     for span in merged:  # never start or stop the window inside a masked span
         if span.start < w_start < span.end:
             w_start = span.start
@@ -142,40 +151,17 @@ def masked_excerpt(
     for span in merged:
         if span.end <= w_start or span.start >= w_end:
             continue
-        out.append(_printable(buf[cursor : span.start]))
+        out.append(text(cursor, span.start))
         out.append(mask_label(span.kind, span.form))
         cursor = span.end
-    out.append(_printable(buf[cursor:w_end]))
-    prefix = "\u2026" if w_start > 0 else ""
-    suffix = "\u2026" if w_end < len(buf) else ""
-    return prefix + "".join(out) + suffix
-
-
-def _utf16_excerpt(buf: bytes, start: int, end: int, merged: list[Span], context: int) -> str:
-    """masked_excerpt of UTF-16-LE text: the window and the text between masks start at a
-    character boundary (an even distance from the hit), a mask that ends off one is
-    followed by its stray byte escaped."""
-    w_start = max(start % 2, start - context)
-    w_end = min(len(buf), end + context)
-    for span in merged:
-        if span.start < w_start < span.end:
-            w_start = span.start
-        if span.start < w_end < span.end:
-            w_end = span.end
-    out, cursor = [], w_start
-    for span in merged:
-        if span.end <= w_start or span.start >= w_end:
-            continue
-        out.append(_utf16_text(buf[cursor : span.start], (cursor - start) % 2))
-        out.append(mask_label(span.kind, span.form))
-        cursor = span.end
-    out.append(_utf16_text(buf[cursor:w_end], (cursor - start) % 2))
+    out.append(text(cursor, w_end))
     prefix = "\u2026" if w_start > 0 else ""
     suffix = "\u2026" if w_end < len(buf) else ""
     return prefix + "".join(out) + suffix
 
 
 def _utf16_text(chunk: bytes, stray: int) -> str:
+    """UTF-16-LE text, after ``stray`` bytes (the end of a character a mask cut) escaped."""
     head = _printable(chunk[:stray]) if stray else ""
     return head + _printable(chunk[stray:], encoding="utf-16-le").replace("\ufeff", "")
 

@@ -11,10 +11,14 @@ import contextlib
 import functools
 import hashlib
 import importlib
+import importlib.util
 import json
 import logging
 import os
+import sys
 from collections.abc import Iterable
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -271,3 +275,17 @@ def cases_of(report: dict[str, Any]) -> dict[tuple[str, str, str], dict[str, Any
         (r["matrix"]["operation"], r["matrix"]["stage"], r["matrix"]["placement"]): r
         for r in report["tests"]
     }
+
+
+def bench_module(name: str) -> ModuleType:
+    """``bench/<name>.py`` (the benchmarks are scripts, not a package), imported once."""
+    module_name = f"leakcheck_bench_{name}"
+    if module_name in sys.modules:
+        return sys.modules[module_name]
+    path = Path(__file__).resolve().parent.parent / "bench" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
+    return module

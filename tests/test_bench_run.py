@@ -8,27 +8,16 @@ targets are judged against issue 14's goals.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import re
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
-
-ROOT = Path(__file__).resolve().parent.parent
+from conftest import bench_module
 
 
 def _bench_run() -> ModuleType:
-    name = "leakcheck_bench_run"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, ROOT / "bench" / "run.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+    return bench_module("run")
 
 
 @pytest.mark.parametrize("gib", [0.0, 0.00001])

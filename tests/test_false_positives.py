@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import base64
 import functools
-import importlib.util
 import io
 import json
 import os
@@ -33,6 +32,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from conftest import bench_module
 
 from leakcheck import KINDS, CanaryFactory, Finding, Scanner, Secret
 
@@ -53,15 +53,7 @@ _ALNUM = string.ascii_letters + string.digits
 
 
 def _load_corpus_module() -> ModuleType:
-    name = "leakcheck_bench_corpus"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, ROOT / "bench" / "corpus.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+    return bench_module("corpus")
 
 
 # --- secrets -------------------------------------------------------------------------------
