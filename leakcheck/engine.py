@@ -97,6 +97,11 @@ ANCHOR_FROM_PATTERNS = 800
 #: without it (see AhoCorasickEngine): building costs about 1.7 us per pattern, while a
 #: search without it costs about 25 ns per input byte more than one with it.
 AUTOMATON_AFTER_BYTES = 64
+#: The search by keys is for a test's texts and small files: at most this many patterns
+#: (20 secrets make about 1,600; a batch of many secrets, hundreds of thousands) and this
+#: many bytes a text (the set of its 4-byte substrings: some 70 bytes each).
+BY_KEYS_MAX_PATTERNS = 16_384
+BY_KEYS_MAX_BYTES = 256 * 1024
 #: An array type code of 4-byte items: a text's 4-byte substrings become ints in C.
 _KEY_CODE = next((code for code in "IL" if array(code).itemsize == 4), "")
 _HEAD = itemgetter(slice(0, 4))
@@ -189,8 +194,10 @@ class AhoCorasickEngine:
         # input bytes still to be searched before building the automaton pays
         self._budget = AUTOMATON_AFTER_BYTES * len(self._patterns)
         # Both searches give the hits in one order (by end, the longest first), on which
-        # depends which of two equally long overlapping needles names a mask.
-        self._by_keys = bool(_KEY_CODE)
+        # depends which of two equally long overlapping needles names a mask. Not for many
+        # patterns: their index, and the set of a text's 4-byte substrings that the budget
+        # would let grow with it, cost memory the automaton does not.
+        self._by_keys = bool(_KEY_CODE) and len(self._patterns) <= BY_KEYS_MAX_PATTERNS
         self._key_index: _KeyIndex | None = None  # made on the first search by keys
         self._anchored = len(self._patterns) >= ANCHOR_FROM_PATTERNS
 
@@ -232,7 +239,7 @@ class AhoCorasickEngine:
     def _scan_patterns(self, data: bytes | memoryview) -> list[tuple[int, int]]:
         if self._automaton is None:
             size = len(data)
-            if size < self._budget and self._by_keys:
+            if size < self._budget and size <= BY_KEYS_MAX_BYTES and self._by_keys:
                 self._budget -= size
                 return self._scan_by_keys(bytes(data))
             self._build()

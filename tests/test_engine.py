@@ -287,3 +287,31 @@ def test_auto_never_compiles_too_many_needles_with_hyperscan() -> None:
     assert engine_module.resolve_backend("auto", cap + 1, None) == "ahocorasick"
     assert engine_module.resolve_backend("auto", cap, None) == "auto"
     assert engine_module.resolve_backend("hyperscan", cap + 1, None) == "hyperscan"
+
+
+def test_many_patterns_or_a_large_text_take_the_automaton(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The search by keys holds an index of every pattern and the set of a text's 4-byte
+    substrings: a batch of many secrets (hundreds of thousands of needles) or a large text
+    gets the automaton, whatever the budget would allow."""
+    rng = random.Random(5)
+    many = list(
+        dict.fromkeys(
+            bytes(rng.choice(b"abcdefgh") for _ in range(10))
+            for _ in range(engine_module.BY_KEYS_MAX_PATTERNS + 100)
+        )
+    )
+    engine = engine_module.AhoCorasickEngine(many)
+    text = many[7] + b" and nothing else"
+    assert (7, len(many[7])) in engine.scan(text)
+    assert engine._key_index is None and engine._automaton is not None
+    few = many[:1000]
+    monkeypatch.setattr(engine_module, "AUTOMATON_AFTER_BYTES", 10**6)  # a budget that allows
+    engine = engine_module.AhoCorasickEngine(few)
+    small = few[3] + b" ok"
+    assert (3, len(few[3])) in engine.scan(small)
+    assert engine._automaton is None  # a small text: searched by keys
+    large = few[5] + b"x" * (engine_module.BY_KEYS_MAX_BYTES + 1)
+    assert (5, len(few[5])) in engine.scan(large)
+    assert engine._automaton is not None
