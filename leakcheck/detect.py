@@ -24,6 +24,8 @@ from .forms import (
     RUN_KEEPING_FORMS,
     RUN_KEEPING_MAX_NEEDLES,
     UTF16_FORM,
+    UTF16_PREFIX,
+    UTF16_SUFFIX,
     FormFn,
     Needle,
     anchor_run,
@@ -709,8 +711,9 @@ def _located(finding: Finding, line: int, column: int) -> Finding:
 
 
 def _is_utf16(form: str) -> bool:
-    """A finding in UTF-16-LE text as written: its column and excerpt are read as such."""
-    return form == UTF16_FORM
+    """A finding in UTF-16-LE text as written (the whole secret or a fragment of it): its
+    column and excerpt are read as such."""
+    return form == UTF16_FORM or form.startswith((UTF16_PREFIX.prefix, UTF16_SUFFIX.prefix))
 
 
 def _with_lines(findings: list[Finding], chunks: Iterable[bytes]) -> list[Finding]:

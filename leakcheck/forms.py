@@ -79,9 +79,21 @@ MASKED_TAIL = Piece("masked-tail-")
 MASKED_HEAD = Piece("masked-head-")
 LINE = Piece("line-")
 BASE64_WRAPPED = Piece("base64-wrapped@")
+UTF16_PREFIX = Piece("utf16-prefix-")
+UTF16_SUFFIX = Piece("utf16-suffix-")
 WINDOW = Piece("fragment", mask_only=True)
 #: every family of piece names, the one place their properties are written
-PIECES = (PREFIX, SUFFIX, MASKED_TAIL, MASKED_HEAD, LINE, BASE64_WRAPPED, WINDOW)
+PIECES = (
+    PREFIX,
+    SUFFIX,
+    MASKED_TAIL,
+    MASKED_HEAD,
+    LINE,
+    BASE64_WRAPPED,
+    UTF16_PREFIX,
+    UTF16_SUFFIX,
+    WINDOW,
+)
 _PIECE_PREFIXES = tuple(piece.prefix for piece in PIECES)
 
 
@@ -549,6 +561,12 @@ def utf16_forms(s: Secret) -> Iterator[tuple[str, bytes]]:
     buffer) and as the ``repr`` of those bytes (``b'a\\x00b\\x00'``)."""
     data = s.value.encode("utf-16-le", "surrogatepass")
     yield UTF16_FORM, data
+    # a truncated token in the transcript: the bare prefix and suffix fragment_forms makes
+    head, tail = _fragment_lengths(s)
+    if head is not None:
+        yield UTF16_PREFIX.name(head), s.value[:head].encode("utf-16-le", "surrogatepass")
+    if tail is not None:
+        yield UTF16_SUFFIX.name(tail), s.value[-tail:].encode("utf-16-le", "surrogatepass")
     yield "repr-bytes-utf16", _py_bytes_escape(data, "'").encode()
     yield "repr-bytes-utf16-dq", _py_bytes_escape(data, '"').encode()
 
@@ -668,17 +686,28 @@ def _body_alphabet(text: str) -> int:
     return max(size, 2)
 
 
+def _fragment_lengths(s: Secret) -> tuple[int | None, int | None]:
+    """The characters of the bare prefix and suffix fragments, None where there is none
+    (shorter than the whole value). A prefix carries FRAGMENT_BITS in its random part: the
+    family's head ahead of it counts for nothing (``lin_api_`` + 2 characters matched every
+    such token)."""
+    n = len(s.value)
+    head = _shortest(head_bits(s), FRAGMENT_BITS)
+    tail = _shortest(reversed(_bits(s)), FRAGMENT_BITS)
+    return (
+        head if head is not None and head < n else None,
+        tail if tail is not None and tail < n else None,
+    )
+
+
 def fragment_forms(s: Secret) -> list[tuple[str, bytes]]:
     v, bits = s.value, _bits(s)
     forms = []
-    # A prefix fragment carries FRAGMENT_BITS in its random part: the family's head ahead
-    # of it counts for nothing (``lin_api_`` + 2 characters matched every such token).
-    n = _shortest(head_bits(s), FRAGMENT_BITS)
-    if n is not None and n < len(v):
-        forms.append((PREFIX.name(n), _utf8(v[:n])))
-    n = _shortest(reversed(bits), FRAGMENT_BITS)
-    if n is not None and n < len(v):
-        forms.append((SUFFIX.name(n), _utf8(v[-n:])))
+    first, last = _fragment_lengths(s)
+    if first is not None:
+        forms.append((PREFIX.name(first), _utf8(v[:first])))
+    if last is not None:
+        forms.append((SUFFIX.name(last), _utf8(v[-last:])))
     # Masked heads and tails: a gateway shows 4 characters whatever they carry; each length
     # is searched whose characters carry TAIL_BITS.
     for size in MASKED_SIZES:

@@ -87,7 +87,7 @@ def scanner(kind: str, backend: str, decode: bool = False) -> Scanner:
 
 def normalise(form: str) -> str:
     """``prefix-24`` -> ``prefix-N``: the fragment length depends on the secret."""
-    return re.sub(r"^(prefix|suffix|line)-\d+$", r"\1-N", form)
+    return re.sub(r"^(prefix|suffix|line|utf16-prefix|utf16-suffix)-\d+$", r"\1-N", form)
 
 
 # --- samples ------------------------------------------------------------------------------
@@ -957,7 +957,7 @@ def producer_for(form: str) -> Producer:
         return produce_base64
     if form in ("hex", "hex-upper"):
         return produce_hex
-    if form == "utf16-le":
+    if form == "utf16-le" or re.fullmatch(r"utf16-(prefix|suffix)-\d+", form):
         return produce_utf16
     if form.startswith("json"):
         return produce_json
@@ -1028,7 +1028,7 @@ FORM_CASES = [
     pytest.param(kind, form, id=f"{kind}-{form}")
     for kind in SECRET_KINDS
     for form in forms_of(secret_of(kind))
-    if form != "utf16-le"  # a file's encoding: see produce_utf16
+    if not form.startswith(("utf16-le", "utf16-prefix-", "utf16-suffix-"))  # see produce_utf16
 ]
 
 # a non-ASCII character before the sample: columns count characters, not bytes
@@ -1151,6 +1151,8 @@ ALL_NAMED_FORMS = {
     "html-numeric",
     "prefix-N",
     "suffix-N",
+    "utf16-prefix-N",
+    "utf16-suffix-N",
     "line-N",
     *(f"masked-{side}-{n}" for side in ("tail", "head") for n in (4, 6, 8)),
 }
@@ -1288,6 +1290,9 @@ def test_fragment_lengths_carry_64_bits_and_masked_parts_23() -> None:
             elif form.startswith("suffix-"):
                 n = _n(form)
                 assert sum(bits[-n:]) >= 64 > sum(bits[-(n - 1) :]), (kind, form)
+            elif form.startswith(("utf16-prefix-", "utf16-suffix-")):
+                # the UTF-16-LE spelling of the bare fragment of the same length
+                assert form.removeprefix("utf16-") in forms_of(secret), (kind, form)
             elif form.startswith("masked-tail-"):
                 assert sum(bits[-_n(form) :]) >= 23, (kind, form)
             elif form.startswith("masked-head-"):
@@ -1611,7 +1616,11 @@ def test_piece_names_come_from_one_registry() -> None:
             names |= made
             if form in (fragment_forms, window_forms):
                 pieces |= made
-    pieces |= {name for name in names if name.startswith("base64-wrapped")}
+    pieces |= {
+        name
+        for name in names
+        if name.startswith(("base64-wrapped", "utf16-prefix", "utf16-suffix"))
+    }
     assert pieces and all(is_piece(name) for name in pieces)
     assert not any(is_piece(name) for name in names - pieces)
 
@@ -1664,3 +1673,33 @@ def test_utf16_text_as_written(kind: str, backend: str) -> None:
         readable = f"Authorization='Bearer {label}'}}\\nInvoke-RestMethod: 401" in whole.excerpt
         assert readable, whole.excerpt.replace(label, "<mask>")[:0]  # (never the value)
         assert secret.value not in whole.excerpt
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("kind", SECRET_KINDS)
+def test_a_truncated_secret_in_utf16_text_is_found(kind: str, backend: str) -> None:
+    """A transcript that shows the token cut short (``Write-Host $token.Substring(0, n)``,
+    a wrapped console): its bare prefix or suffix in UTF-16-LE is a finding, at its
+    column, excerpt read as text; one character less, or another secret's, is clean."""
+    secret, other = secret_of(kind), secret_of(kind, "other")
+    sc = scanner(kind, backend)
+    names = forms_of(secret)
+    for side in ("prefix", "suffix"):
+        # as long as the bare fragment (of the UTF-8 text), which every kind here has
+        (n,) = [_n(name) for name in names if name.startswith(f"{side}-")]
+        cut = secret.value[:n] if side == "prefix" else secret.value[-n:]
+        short = cut[:-1] if side == "prefix" else cut[1:]
+        near = other.value[:n] if side == "prefix" else other.value[-n:]
+        before = "PS> Write-Host "
+        for text, leaky in ((cut, True), (short, False), (near, False)):
+            data = ("\ufeff" + before + text + " (cut)\n").encode("utf-16-le", "surrogatepass")
+            found = [f for f in sc.scan(data) if f.secret_id == secret.id]
+            if not leaky:
+                assert not found, (kind, side, [f.form for f in found])
+                continue
+            assert [f.form for f in found] == [f"utf16-{side}-{n}"], (kind, side)
+            (finding,) = found
+            assert (finding.line, finding.column) == (1, len("\ufeff" + before) + 1)
+            assert f"{before}\u00abcanary:{secret.kind}:utf16-{side}-{n}\u00bb (cut)" in (
+                finding.excerpt
+            ), kind
