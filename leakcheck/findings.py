@@ -21,7 +21,11 @@ _TOKEN_BYTES = frozenset(
 )
 
 
-_TOKEN_RUN = re.compile(b"[" + re.escape(bytes(sorted(_TOKEN_BYTES))) + b"]*")
+_TOKEN_CLASS = b"[" + re.escape(bytes(sorted(_TOKEN_BYTES))) + b"]"
+_TOKEN_RUN = re.compile(_TOKEN_CLASS + b"*")
+#: the same characters in UTF-16-LE (a byte of them, then NUL), and read backwards
+_TOKEN_RUN_UTF16 = re.compile(b"(?:" + _TOKEN_CLASS + b"\x00)*")
+_TOKEN_RUN_UTF16_BACK = re.compile(b"(?:\x00" + _TOKEN_CLASS + b")*")
 
 
 @dataclass(frozen=True)
@@ -76,10 +80,27 @@ def widen(buf: bytes, start: int, end: int) -> tuple[int, int]:
     return start - (before.end() if before else 0), after.end() if after else end
 
 
-def _merge(buf: bytes, spans: Sequence[Span]) -> list[Span]:
-    """Widen every span over its token and merge overlaps; the longest match names the mask."""
+def _widen_utf16(buf: bytes, start: int, end: int, parity: int) -> tuple[int, int]:
+    """``widen`` in UTF-16-LE text: the span first put on character boundaries (offsets of
+    ``parity``), then over the token's characters, two bytes each (a byte at a time, a
+    token's next character would stop at its NUL and show unmasked)."""
+    start -= (start - parity) % 2
+    end += (end - parity) % 2
+    low = max(0, start - 2 * WIDEN_BYTES)
+    before = _TOKEN_RUN_UTF16_BACK.match(buf[low:start][::-1])
+    after = _TOKEN_RUN_UTF16.match(buf, end, min(len(buf), end + 2 * WIDEN_BYTES))
+    return start - (before.end() if before else 0), after.end() if after else end
+
+
+def _merge(buf: bytes, spans: Sequence[Span], utf16_parity: int | None = None) -> list[Span]:
+    """Widen every span over its token and merge overlaps; the longest match names the mask.
+    ``utf16_parity``: the text is UTF-16-LE, its characters at offsets of that parity."""
+    if utf16_parity is None:
+        bounds = [widen(buf, s.start, s.end) for s in spans]
+    else:
+        bounds = [_widen_utf16(buf, s.start, s.end, utf16_parity) for s in spans]
     widened = sorted(
-        ((*widen(buf, s.start, s.end), (s.end - s.start, s.rank), s) for s in spans),
+        ((*b, (s.end - s.start, s.rank), s) for b, s in zip(bounds, spans, strict=True)),
         key=lambda t: t[0],
     )
     merged: list[tuple[int, int, tuple[int, int], Span]] = []
@@ -129,7 +150,7 @@ def masked_excerpt(
     masked whole rather than shown in part. ``utf16``: the text around is UTF-16-LE (a
     PowerShell transcript), read as such, twice the context in bytes.
     """
-    merged = _merge(buf, spans)
+    merged = _merge(buf, spans, start % 2 if utf16 else None)
     if utf16:  # text between masks starts at a character boundary: an even distance away
         context, floor = 2 * context, start % 2
 

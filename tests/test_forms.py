@@ -1703,3 +1703,13 @@ def test_a_truncated_secret_in_utf16_text_is_found(kind: str, backend: str) -> N
             assert f"{before}\u00abcanary:{secret.kind}:utf16-{side}-{n}\u00bb (cut)" in (
                 finding.excerpt
             ), kind
+        if not secret.value.isascii():
+            continue
+        # a cut a few characters longer: the mask covers the token as it does in UTF-8 (a
+        # byte at a time, it stopped at the next character's NUL and showed the rest)
+        longer = secret.value[: n + 5] if side == "prefix" else secret.value[-(n + 5) :]
+        line = f"{before}{longer} (cut)\n"
+        (in_utf8,) = [f for f in sc.scan(line) if f.form == f"{side}-{n}"]
+        data = ("\ufeff" + line).encode("utf-16-le")
+        (in_utf16,) = [f for f in sc.scan(data) if f.form == f"utf16-{side}-{n}"]
+        assert in_utf16.excerpt.replace(":utf16-", ":") == in_utf8.excerpt, kind
