@@ -11,7 +11,8 @@ holds none of them. A scanner over all of them would have to be rebuilt at each 
 The masker keeps instead an index of a head of every needle of every secret it knows
 (HEAD_BYTES of its bytes, the last ones where no other secret has them; for put-off
 needles, of the anchor run each of them holds),
-by batch of secrets (a test's). A text is looked up in C first (the set of its 4-byte
+by batch of secrets (a test's); UTF-16-LE needles and their ``repr`` are indexed narrowed
+(``_narrowed``). A text is looked up in C first (the set of its 4-byte
 substrings meets the set of the heads' first four bytes: usually not at all), then at each
 place where a head's first four bytes occur, by its whole head; a text that holds a head is
 masked by a scanner over just the batches that own it. A clean text costs two set operations in C;
@@ -56,6 +57,41 @@ def _middle(needle: bytes) -> bytes:
 
 
 _FIRST_FOUR = itemgetter(slice(0, 4))
+
+# UTF-16-LE text and its bytes ``repr`` (a ``-l`` local holding ``token.encode("utf-16-le")``)
+# spell each ASCII character with a NUL or a ``\x00`` after it: any six bytes of such a
+# needle hold two or three of the secret's characters, the same in every batch of a kind,
+# so their heads crowded the index (a third of a test's needles, most of ``add``'s cost).
+# They are indexed narrowed instead, and a text holding either is looked up narrowed too:
+# a needle in a text is, narrowed, in the narrowed text.
+_NUL, _NUL_ESCAPE = b"\x00", b"\\x00"
+
+
+def _narrowed(data: bytes) -> bytes:
+    """``data`` without its NULs and ``\x00`` escapes."""
+    if _NUL in data:
+        data = data.replace(_NUL, b"")
+    if _NUL_ESCAPE in data:
+        data = data.replace(_NUL_ESCAPE, b"")
+    return data
+
+
+#: Joins a batch's needles for narrowing them in one pass (split again after).
+_NEEDLE_SEPARATOR = b"\n\xff\xfe\xff\n"
+
+
+def _head_material(needles: list[bytes]) -> list[bytes]:
+    """What ``needles`` are indexed by: each narrowed, or itself where that would leave
+    less than a head (narrowed together, in C: a test adds a few hundred needles)."""
+    joined = _NEEDLE_SEPARATOR.join(needles)
+    if _NUL not in joined and _NUL_ESCAPE not in joined:
+        return needles
+    narrowed = _narrowed(joined).split(_NEEDLE_SEPARATOR)
+    if len(narrowed) != len(needles):  # a needle holding the separator: one at a time
+        narrowed = [_narrowed(needle) for needle in needles]
+    return [
+        n if len(n) >= HEAD_BYTES else needle for n, needle in zip(narrowed, needles, strict=True)
+    ]
 
 
 #: Scanners over the batches of recent texts, kept for the texts that follow (a failing
@@ -132,6 +168,7 @@ class SessionMasker:
             needles = [n for secret in fresh for n in _needle_material(secret)]
         short = min(map(len, needles), default=HEAD_BYTES) < HEAD_BYTES
         long_needles = [n for n in needles if len(n) >= HEAD_BYTES] if short else needles
+        long_needles = _head_material(long_needles)
         with self._lock:
             index = len(self._batches)
             self._batches.append(_Batch(fresh))
@@ -175,6 +212,7 @@ class SessionMasker:
         for _ in range(_DECODE_DEPTH):
             layer = [decoded for data in layer for *_, decoded in decode_runs(data, self._decoders)]
             layers += layer
+        layers += [_narrowed(data) for data in layers if _NUL in data or _NUL_ESCAPE in data]
         found = set(self._always)
         with self._lock:
             for data in layers:

@@ -115,6 +115,23 @@ def test_a_fixed_suffix_costs_one_small_scanner_not_one_over_every_batch() -> No
     assert len(candidates) <= 1
 
 
+def test_a_utf16_piece_makes_its_own_batch_the_candidate_not_every_batch() -> None:
+    """UTF-16-LE text and its bytes ``repr`` put a NUL or a ``\\x00`` after each ASCII
+    character: six bytes of those needles hold two or three characters, alike across the
+    batches of a kind. Indexed narrowed, a piece of one secret so spelled is masked and
+    costs a scanner over its own batch only."""
+    masker = SessionMasker()
+    every = batches(120)
+    for batch in every:
+        masker.add(batch)
+    secret = every[77][0]
+    piece = secret.value[5:12].encode("utf-16-le")
+    for text in (f"locals: {piece!r}", "transcript " + piece.decode("latin-1")):
+        assert masker._candidates(text.encode("utf-8")) == (77,)
+        masked = masker.mask(text)
+        assert masked != text and "\u00abcanary:" in masked
+
+
 def test_adding_is_linear_in_the_secrets_added() -> None:
     """A batch costs the same whether it is the 10th or the 400th (the index is never
     copied or rebuilt): the last fifty batches take at most 3x the first fifty."""
