@@ -821,18 +821,9 @@ def window_forms(s: Secret) -> list[tuple[str, bytes]]:
         if spelling is value:
             total = list(accumulate(bits, initial=0))  # window sums in O(1) each
             kept: Iterable[int] = [i for i in starts if total[i + size] - total[i] >= TAIL_BITS]
-        elif _NO_ALNUM_RUN.search(spelling):
-            alnum = list(accumulate((c.isalnum() for c in spelling), initial=0))
-            kept = [i for i in starts if alnum[i + size] != alnum[i]]
-        else:  # every window holds a letter or digit
-            kept = starts
-        data = _utf8(spelling)
-        if len(data) == len(spelling):  # ASCII: one byte per character
-            windows.update(dict.fromkeys([data[i : i + size] for i in kept]))
-        else:  # slice the bytes at character starts (every byte but continuation bytes)
-            bounds = [j for j, byte in enumerate(data) if byte & 0xC0 != 0x80]
-            bounds.append(len(data))
-            windows.update(dict.fromkeys([data[bounds[i] : bounds[i + size]] for i in kept]))
+        else:  # the windows holding a letter or digit: none inside a longer run of neither
+            kept = _outside_runs(starts, _NO_ALNUM_RUN.finditer(spelling))
+        windows.update(dict.fromkeys(_encoded_windows(spelling, kept)))
     windows.update(dict.fromkeys(_byte_spelling_windows(value, bits)))
     return list(zip(repeat(WINDOW.name()), windows))
 
@@ -897,9 +888,36 @@ def _byte_spelling_windows(value: str, bits: tuple[float, ...]) -> list[bytes]:
     return windows
 
 
-#: WINDOW_CHARS characters none of which is a letter or digit (``[^\W_]`` is exactly
-#: ``str.isalnum``).
-_NO_ALNUM_RUN = re.compile(rf"[\W_]{{{WINDOW_CHARS}}}")
+#: WINDOW_CHARS or more characters none of which is a letter or digit (``[^\W_]`` is
+#: exactly ``str.isalnum``).
+_NO_ALNUM_RUN = re.compile(rf"[\W_]{{{WINDOW_CHARS},}}")
+#: Joins a spelling's windows for encoding them in one call (split again after).
+_WINDOW_SEPARATOR = "\n\ufdd0\n"
+_WINDOW_SEPARATOR_BYTES = _utf8(_WINDOW_SEPARATOR)
+
+
+def _outside_runs(starts: range, runs: Iterable[re.Match[str]]) -> Iterable[int]:
+    """``starts`` less those of the windows that lie inside one of ``runs``."""
+    inside = [False] * len(starts)
+    for run in runs:
+        first, last = run.start(), run.end() - WINDOW_CHARS
+        inside[first : last + 1] = [True] * (last + 1 - first)
+    if not any(inside):
+        return starts
+    return [i for i, skip in zip(starts, inside, strict=True) if not skip]
+
+
+def _encoded_windows(spelling: str, kept: Iterable[int]) -> list[bytes]:
+    """The UTF-8 bytes of the windows of ``spelling`` that start at ``kept``."""
+    size = WINDOW_CHARS
+    if spelling.isascii():  # one byte per character
+        data = spelling.encode()
+        return [data[i : i + size] for i in kept]
+    pieces = [spelling[i : i + size] for i in kept]
+    encoded = _utf8(_WINDOW_SEPARATOR.join(pieces)).split(_WINDOW_SEPARATOR_BYTES)
+    if len(encoded) != len(pieces):  # a window holding the separator: one at a time
+        encoded = [_utf8(piece) for piece in pieces]
+    return encoded
 
 
 #: What ``Scanner.mask`` style maskers use: every form plus the short windows.
