@@ -137,6 +137,11 @@ class LeakCheck:
         return list(self._secrets)
 
     @property
+    def secret_count(self) -> int:
+        """How many secrets this check searches for (and masks) so far."""
+        return len(self._secrets)
+
+    @property
     def scanner(self) -> Scanner:
         if self._scanner is None:
             if self.decode:  # one scanner both detects and masks (its windows mask only)

@@ -131,3 +131,35 @@ def test_a_secret_registered_too_late_for_its_own_id_fails_the_test(
     # after the registration, what pytest prints of the test's id is masked
     failure_lines = [line for line in result.outlines if line.startswith("FAILED")]
     self_scan("\n".join(failure_lines), SECRETS[:1], "short summary")
+
+
+def test_a_text_masked_before_a_secret_arrived_is_masked_again_after(
+    pytester: pytest.Pytester,
+) -> None:
+    """The session keeps the texts it masked for the reports that repeat them; a secret
+    registered since (by the running test, or for the session) masks them anew."""
+    pytester.makepyfile(
+        test_cache=f"""
+        from leakcheck import Secret
+        from leakcheck.pytest_plugin.session import SESSION
+
+        LINE = "a captured line, long enough to be kept for the reports after it: "
+
+        def test_the_running_tests_secret(request, leakcheck):
+            state = request.config.stash[SESSION]
+            text = LINE + {TOKEN!r}
+            assert state.mask(text) == text and state.mask(text) == text
+            leakcheck.register({TOKEN!r}, "secret")
+            assert {TOKEN!r} not in state.mask(text)
+
+        def test_a_session_secret(request):
+            state = request.config.stash[SESSION]
+            text = LINE + {OTHER!r}
+            assert state.mask(text) == text and state.mask(text) == text
+            state.add_session_secret(Secret.from_user({OTHER!r}, kind="secret", id="late"))
+            assert {OTHER!r} not in state.mask(text)
+        """
+    )
+    result = pytester.runpytest(*ARGS)
+    self_scan("\n".join(result.outlines + result.errlines), SECRETS, "inner output")
+    result.assert_outcomes(passed=2)

@@ -27,6 +27,12 @@ from .options import MARKER, options_for
 __all__ = ["EARLY_SESSION_SECRETS", "SESSION", "PluginSession", "register_session_secret"]
 
 SESSION = pytest.StashKey["PluginSession"]()
+#: Texts masked are kept for the reports that repeat them: the last this many, each of
+#: at least that many characters (a shorter one costs less to mask than to keep) and at
+#: most that many (a large one is kept by nobody else).
+_CACHED_TEXTS = 32
+_CACHED_FROM_CHARS = 64
+_CACHED_UP_TO_CHARS = 256 * 1024
 EARLY_SESSION_SECRETS = pytest.StashKey[list[Secret]]()
 
 
@@ -65,6 +71,8 @@ class PluginSession:
         self.masker = SessionMasker()
         self.session_secrets: list[Secret] = []
         self.running: dict[str, LeakCheck] = {}
+        #: the last texts masked, with what was known then (see ``mask``)
+        self._masked: dict[str, tuple[tuple[object, ...], str]] = {}
         self.records: list[dict[str, Any]] = []
         self.opt_outs: list[dict[str, str]] = []
         self.request_id_problems: list[dict[str, Any]] = []
@@ -98,9 +106,23 @@ class PluginSession:
     def mask(self, text: str) -> str:
         """``text`` with every form and piece of every secret seen so far masked: those of
         the tests still running (each with its own masker), then every other one."""
-        for check in list(self.running.values()):
+        running = list(self.running.values())
+        # A test's captured sections come again in each of its later reports: masked once
+        # while no secret arrives (any new one, the test's or the session's, changes the
+        # key). A cached text is the one masked; the key holds it, never a secret.
+        known = (len(self.masker), *((id(check), check.secret_count) for check in running))
+        cached = self._masked.get(text)
+        if cached is not None and cached[0] == known:
+            return cached[1]
+        original = text
+        for check in running:
             text = check.mask(text)
-        return self.masker.mask(text)
+        masked = self.masker.mask(text)
+        if _CACHED_FROM_CHARS <= len(original) <= _CACHED_UP_TO_CHARS:
+            if len(self._masked) >= _CACHED_TEXTS:
+                self._masked.pop(next(iter(self._masked)))
+            self._masked[original] = (known, masked)
+        return masked
 
     def mask_terminal(self) -> None:
         """Mask every write to pytest's terminal: the last net under every line pytest
