@@ -139,7 +139,7 @@ class SessionMasker:
         self._batches: list[_Batch] = []
         self._values: set[str] = set()
         #: a head -> the batch owning it, or the batches when several do
-        self._heads: dict[bytes, int | list[int]] = {}
+        self._heads: dict[bytes, int | tuple[int, ...]] = {}
         #: the first four bytes of every head, as the ints ``_four_byte_keys`` makes
         self._keys: set[int] = set()
         #: batches with a needle shorter than a head: candidates for every text
@@ -185,24 +185,28 @@ class SessionMasker:
         it (any line saying "internal") costs one small scanner, not one over every batch
         of the kind. The heads used."""
         owners = self._heads
-        tails = set(map(_TAIL, needles))
+        tail_of = list(map(_TAIL, needles))
+        tails = set(tail_of)
         taken = set(filter(owners.__contains__, tails))  # (made in C, as below)
         heads = tails - taken
         owners.update(dict.fromkeys(heads, index))
         if not taken:
             return heads
-        moved = compress(needles, map(taken.__contains__, map(_TAIL, needles)))
+        moved = compress(needles, map(taken.__contains__, tail_of))
         middles = set(map(_middle, moved))
         crowded = set(filter(owners.__contains__, middles))
         owners.update(dict.fromkeys(middles - crowded, index))
         heads |= middles
         for head in crowded:  # rare: the same middle in two batches
             owner = owners[head]
+            # tuples, not lists: a dict of bytes, ints and tuples of ints is left out of
+            # the garbage collector's walks (with a list in it, every full collection of
+            # a long session walked its hundreds of thousands of heads)
             if isinstance(owner, int):
                 if owner != index:
-                    owners[head] = [owner, index]
+                    owners[head] = (owner, index)
             elif owner[-1] != index:
-                owner.append(index)
+                owners[head] = (*owner, index)
         return heads
 
     def _candidates(self, buf: bytes) -> tuple[int, ...]:
