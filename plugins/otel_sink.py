@@ -51,12 +51,22 @@ the status code, none of them text an app writes. Measured on the example MCP su
 second time, escaped) and about 3 ms per test, ``to_json()`` and its scan.
 
 ``Span.record_exception`` formats the exception's traceback (``exception.stacktrace``) the
-moment it is called; on Python 3.11+ that is a ``compile()`` per frame for the caret lines.
-While a sink runs, the SDK's trace module formats through ``_CachedTraceback``: the same
-``TracebackException`` (frames looked up, chains and groups, notes), each frame's lines
-taken from a cache keyed by every field they are made of. The text is the one the SDK would
-have written (``tests/test_cost_otel.py`` compares them); only the work per frame seen
-before goes. The SDK module's own ``traceback`` is put back when the last sink stops.
+moment it is called; on Python 3.11+ that is a ``compile()`` per frame for the caret lines,
+and a walk of the code's positions up to each frame's instruction. While a sink runs, the
+SDK's trace module formats through ``_CachedTraceback``: a private copy of the
+``traceback`` module (the one everyone else uses is untouched) whose stack of a traceback
+comes from a cache keyed by each frame's code, instruction and line, checked against the
+``linecache`` entry of each file (an edited file is read again), and each frame's lines
+from a cache keyed by every field they are made of. The text is the one the SDK would have
+written (``tests/test_cost_otel.py`` compares them, a stack raised again at the same place,
+an edited file and ``sys.tracebacklimit`` included); only the work per stack and per frame
+seen before goes: on a 27-frame chain 150 to 65 microseconds (3.10, without the copy: the
+frames only). The SDK module's own ``traceback`` is put back when the last sink stops.
+
+Whose cost that is: with the app's own provider the formatting is the app's (its
+production pays it too); with ours (the app set none) it is leakcheck's, part of the
+strict default of recording every span, and measured as such in ``bench/plugin_overhead.py
+--suite mcp --shares`` ("no stacktrace").
 
 Not covered: spans not yet ended when the sink is collected, spans a sampler of the app's
 provider dropped, providers the app never set globally (passed around by hand).
@@ -64,9 +74,12 @@ provider dropped, providers the app never set globally (passed around by hand).
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import linecache
 import os
 import re
+import sys
 import threading
 import traceback
 import types
@@ -279,17 +292,95 @@ class _Pipeline:
 
 # --- the SDK's exception formatting, frame by frame from a cache ------------------------------
 
+
+def _private_traceback() -> Any:
+    """A private copy of the ``traceback`` module (its own globals), whose stack extraction
+    can be pointed at ``_CachedFrames`` without touching the module everyone else uses;
+    ``None`` where it cannot be made (no source loader) or lacks what is replaced (3.10)."""
+    try:
+        spec = importlib.util.find_spec("traceback")
+        if spec is None or spec.loader is None:
+            return None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    except Exception:  # noqa: BLE001 - a frozen or zipped stdlib: the module itself, then
+        return None
+    stack = getattr(module, "StackSummary", None)
+    if not (
+        callable(getattr(module, "_walk_tb_with_full_positions", None))
+        and hasattr(stack, "_extract_from_extended_frame_gen")
+        and hasattr(stack, "format_frame_summary")
+    ):
+        return None
+    return module
+
+
+_TB: Any = _private_traceback()
+_Summary: Any = _TB.StackSummary if _TB is not None else traceback.StackSummary
 #: ``StackSummary.format_frame_summary`` (3.11+; typeshed's 3.10 lacks it)
-_format_frame: Any = getattr(traceback.StackSummary, "format_frame_summary", None)
+_format_frame: Any = getattr(_Summary, "format_frame_summary", None)
 #: every field a frame's formatted lines are made of -> those lines (bounded)
 _FRAME_LINES: dict[tuple[Any, ...], str] = {}
 _FRAME_LINES_MAX = 4096
+#: a traceback's frames (code, last instruction, line) -> its stack and, for each file of
+#: it, the ``linecache`` entry its lines were read from (bounded)
+_STACKS: dict[tuple[Any, ...], tuple[Any, tuple[tuple[str, Any], ...]]] = {}
+_STACKS_MAX = 512
 
 
-class _CachedFrames(traceback.StackSummary):
+class _Walk:
+    """What the private module's ``_walk_tb_with_full_positions`` returns: the traceback,
+    walked (positions looked up frame by frame) only when its stack is not cached."""
+
+    __slots__ = ("tb",)
+
+    def __init__(self, tb: Any) -> None:
+        self.tb = tb
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(_WALK(self.tb))
+
+
+class _CachedFrames(_Summary):  # the private module's class (or the module's, on 3.10)
     """A ``StackSummary`` whose frames' lines come from ``_FRAME_LINES`` when every field
-    that makes them is the same (frames with locals are formatted as always). Python 3.10
-    has no ``format_frame_summary`` (nor caret lines): there nothing is cached."""
+    that makes them is the same (frames with locals are formatted as always), and, in the
+    private module, whose extraction from a traceback comes from ``_STACKS`` when the same
+    code was at the same instructions and every file's ``linecache`` entry is the one its
+    lines were read from (``linecache.checkcache`` first, as the extraction does). Python
+    3.10 has no ``format_frame_summary`` (nor caret lines): there nothing is cached."""
+
+    @classmethod
+    def _extract_from_extended_frame_gen(cls, frame_gen: Any, **kwargs: Any) -> Any:
+        plain = (
+            type(frame_gen) is _Walk
+            and kwargs.get("limit") is None
+            and getattr(sys, "tracebacklimit", None) is None
+            and kwargs.get("lookup_lines", True)
+            and not kwargs.get("capture_locals", False)
+        )
+        if not plain:
+            return super()._extract_from_extended_frame_gen(frame_gen, **kwargs)
+        frames = []
+        tb = frame_gen.tb
+        while tb is not None:
+            frames.append((tb.tb_frame.f_code, tb.tb_lasti, tb.tb_lineno))
+            tb = tb.tb_next
+        key = tuple(frames)
+        cached = _STACKS.get(key)
+        if cached is not None:
+            stack, entries = cached
+            for filename, entry in entries:
+                linecache.checkcache(filename)
+                if linecache.cache.get(filename) is not entry:
+                    break
+            else:
+                return stack
+        stack = super()._extract_from_extended_frame_gen(frame_gen, **kwargs)
+        files = dict.fromkeys(frame.filename for frame in stack)
+        if len(_STACKS) >= _STACKS_MAX:
+            _STACKS.clear()
+        _STACKS[key] = (stack, tuple((name, linecache.cache.get(name)) for name in files))
+        return stack
 
     def format_frame_summary(self, frame_summary: Any, **kwargs: Any) -> str:
         if getattr(frame_summary, "locals", None) is not None:
@@ -319,9 +410,15 @@ class _CachedFrames(traceback.StackSummary):
         return text
 
 
+if _TB is not None:  # the private module extracts and formats through _CachedFrames
+    _WALK = _TB._walk_tb_with_full_positions
+    _TB._walk_tb_with_full_positions = _Walk
+    _TB.StackSummary = _CachedFrames
+
+
 def _cached_stacks(te: traceback.TracebackException) -> None:
     """Every ``StackSummary`` of ``te`` and of its causes, contexts and group members
-    formatted through ``_CachedFrames``."""
+    formatted through ``_CachedFrames`` (without the private module only)."""
     todo, seen = [te], set()
     while todo:
         current = todo.pop()
@@ -342,6 +439,10 @@ def _format_exception(*args: Any, **kwargs: Any) -> list[str]:
     if len(args) != 1 or kwargs or not isinstance(args[0], BaseException):
         return traceback.format_exception(*args, **kwargs)
     value = args[0]
+    if _TB is not None:
+        return list(
+            _TB.TracebackException(type(value), value, value.__traceback__, compact=True).format()
+        )
     te = traceback.TracebackException(type(value), value, value.__traceback__, compact=True)
     _cached_stacks(te)
     return list(te.format())

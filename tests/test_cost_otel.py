@@ -237,3 +237,116 @@ def test_exception_in_a_recorded_span_is_caught_with_cached_frames(run: int) -> 
         'span "POST /deployments" events[0].exception.message',
         'span "POST /deployments" events[0].exception.stacktrace',
     }
+
+
+def _raised_at_one_place(message: str, depth: int = 4) -> BaseException:
+    try:
+        try:
+            _deep(depth, {"a": {"b": [0]}})
+        except ZeroDivisionError as cause:
+            raise UpstreamError(message) from cause
+    except UpstreamError as exc:
+        return exc
+    raise AssertionError("unreachable")
+
+
+def test_a_stack_raised_again_at_the_same_place_comes_from_the_cache() -> None:
+    """Two exceptions raised through the same frames: the second one's stacks (its own and
+    its cause's) are the first one's, its text the SDK's, its messages its own."""
+    from leakcheck.plugins import otel_sink
+
+    if otel_sink._TB is None:  # pragma: no cover - 3.10, or no source loader
+        pytest.skip("no private traceback module here: frames are cached, stacks are not")
+    first, second = _raised_at_one_place("first"), _raised_at_one_place("second")
+    texts = ["".join(otel_sink._format_exception(exc)) for exc in (first, second)]
+    assert texts == ["".join(traceback.format_exception(exc)) for exc in (first, second)]
+    assert "UpstreamError: second" in texts[1] and "first" not in texts[1]
+    one = otel_sink._TB.TracebackException(type(first), first, first.__traceback__)
+    two = otel_sink._TB.TracebackException(type(second), second, second.__traceback__)
+    assert one.stack is two.stack and one.__cause__.stack is two.__cause__.stack
+    # from the same line, deeper: the same first frame, another stack
+    deeper = _raised_at_one_place("deeper", depth=7)
+    assert "".join(otel_sink._format_exception(deeper)) == "".join(
+        traceback.format_exception(deeper)
+    )
+    # the module everyone else uses is untouched
+    assert traceback.StackSummary is not otel_sink._CachedFrames
+    assert not isinstance(
+        traceback.TracebackException(type(first), first, None).stack, otel_sink._CachedFrames
+    )
+
+
+def test_a_cached_stack_shows_a_source_file_changed_since(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lines of a cached stack are read again when a file's ``linecache`` entry
+    changes (the file was edited): the text is still ``traceback``'s."""
+    import importlib
+    import sys
+
+    from leakcheck.plugins import otel_sink
+
+    source = tmp_path / "lc_cost_edited.py"
+    source.write_text("def fail():\n    raise ValueError('boom')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("lc_cost_edited")
+    try:
+
+        def raised() -> BaseException:
+            try:
+                module.fail()
+            except ValueError as exc:
+                return exc
+            raise AssertionError("unreachable")
+
+        before = raised()
+        assert "".join(otel_sink._format_exception(before)) == "".join(
+            traceback.format_exception(before)
+        )
+        source.write_text("def fail():\n    raise ValueError('boom')  # edited since\n")
+        after = raised()  # the same code, the file on disk changed
+        expected = "".join(traceback.format_exception(after))
+        assert "edited since" in expected
+        assert "".join(otel_sink._format_exception(after)) == expected
+    finally:
+        sys.modules.pop("lc_cost_edited", None)
+
+
+def test_a_traceback_limit_is_honoured(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from leakcheck.plugins import otel_sink
+
+    exc = _raised_at_one_place("limited")
+    otel_sink._format_exception(exc)  # cached without a limit
+    monkeypatch.setattr(sys, "tracebacklimit", 2, raising=False)
+    expected = "".join(traceback.format_exception(exc))
+    assert "".join(otel_sink._format_exception(exc)) == expected
+    monkeypatch.delattr(sys, "tracebacklimit")
+    assert "".join(otel_sink._format_exception(exc)) == "".join(traceback.format_exception(exc))
+
+
+@pytest.mark.parametrize("leaky", [True, False])
+def test_recorded_exception_from_a_cached_stack_leaky_and_clean(leaky: bool) -> None:
+    """The same frames recorded twice in one test: the second stack from the cache; a
+    token in the cause's message fails the test, the clean twin passes."""
+    from opentelemetry import trace
+
+    check = LeakCheck(seed=f"cost-otel-stack-{leaky}", sinks=[OpenTelemetrySink()])
+    token = check.secret("bearer")
+    with check:
+        if "traces" in check.sinks[-1].inactive_reason:  # pragma: no cover - foreign provider
+            pytest.skip(check.sinks[-1].inactive_reason)
+        tracer = trace.get_tracer("cost-test")
+        for n in range(2):
+            with tracer.start_as_current_span(f"call {n}") as span:
+                try:
+                    try:
+                        raise LookupError(f"upstream said {token if leaky and n else 'no'}")
+                    except LookupError as cause:
+                        raise UpstreamError("401") from cause
+                except UpstreamError as exc:
+                    span.record_exception(exc)
+    assert {leak.path for leak in check.violations()} == (
+        {'span "call 1" events[0].exception.stacktrace'} if leaky else set()
+    )
