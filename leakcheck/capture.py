@@ -358,14 +358,19 @@ class LoggingSink:
     **Cost, and why it stays.** Records below a logger's level are made, captured and
     searched by default (the strict default: DEBUG-level token logging ships). On the
     example MCP suite (issue 13; ``bench/plugin_overhead.py --suite mcp --shares``) that is
-    13 DEBUG records of fastmcp, mcp and asyncio a test, 1 KB of text, and 2.7 to 4.9 ms of
-    a test's 13 to 16 ms of plugin cost, measured interleaved: making them is next to
-    nothing (the same saving with ``Logger.handle`` dropping them unread), judging them
-    about 1.5 ms (the verdict's work on the allowed hit the base URL's hostname makes in
-    one of them), capturing them 26 microseconds a record (``handle`` and ``collect``). A
-    declared production level (``log_levels``) makes such records latent, still searched:
-    the cost stays, the verdict changes. Nothing is cached per logger: at that cost, a
-    handler added or a level changed between two records is seen at the second.
+    15 records a test below their loggers' levels (fastmcp, mcp, asyncio DEBUG, httpx2
+    INFO), 1 KB of text. Measured interleaved, "levels as set" saved 2.7 to 4.9 ms of a
+    test's 13 to 16 ms of plugin cost before the verdict triaged long texts apart, and 5.2
+    to 5.8 ms of 12 to 15 after (the largest share left; 58 tests a variant, load about 2).
+    Making and capturing them is the small part (``_record_texts`` about 0.3 ms a test,
+    ``handle`` and ``collect`` some 26 microseconds a record); the rest is what their
+    text brings into the verdict: the base URL's hostname in two of them, an allowed hit
+    that makes the scanner build that secret's put-off needles and rebuild its engine
+    (0.36 ms), search three texts again on their own for their findings and excerpts (0.7
+    to 1 ms), and the JSON record carry and mask two allowed findings. A declared
+    production level (``log_levels``) makes such records latent, still searched: the cost
+    stays, the verdict changes. Nothing is cached per logger: at that cost, a handler
+    added or a level changed between two records is seen at the second.
     """
 
     name = "log record"

@@ -13,12 +13,16 @@ process-wide pipeline is installed, signal by signal:
   so that every span is seen: what an exporter would send once the app configures one).
   From then on the app cannot set its own (the API logs "Overriding of current ... is not
   allowed"): set it before the first leakcheck test (at import, in a ``conftest.py`` or a
-  session fixture) if the app's tests need their own. That default stays, and has a cost:
-  the spans of the example MCP suite are then recorded, and one holds the tool's exception
-  (``record_exception``: a 5.9 KB ``exception.stacktrace``), 4.2 to 4.9 ms of a test's 13
-  to 16 ms of plugin cost, 3.5 to 4.1 ms of it its scan, the rest the SDK formatting it
-  (issue 13, ``bench/plugin_overhead.py --suite mcp --shares``); recording the spans
-  themselves measured nothing.
+  session fixture) if the app's tests need their own. That default stays (an app whose
+  tests set no provider usually exports in production, and a sampler of ours that dropped
+  spans would hide what it exports), and has a cost: the spans of the example MCP suite are
+  then recorded, and one holds the tool's exception (``record_exception``: a 5.9 KB
+  ``exception.stacktrace``). Issue 13 measured it at 4.2 to 4.9 ms of a test's 13 to 16 ms
+  of plugin cost, 3.5 to 4.1 ms of it its scan; with the stacktrace searched on its own
+  (its decoded runs kept from test to test, ``verdict._suspects``) and its stack formatted
+  from a cache (below), 0.5 to 1.2 ms (``bench/plugin_overhead.py --suite mcp --shares``,
+  "no stacktrace" and "stacktrace unread", 58 tests each, load about 2: noisy at that
+  size); recording the spans themselves measured nothing.
   ``skip_sinks={"opentelemetry": why}`` opts a test out;
 * the app has set an SDK provider: an ``InMemorySpanExporter`` behind a
   ``SimpleSpanProcessor`` / an ``InMemoryMetricReader`` / a ``SimpleLogRecordProcessor``
