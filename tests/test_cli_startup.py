@@ -10,6 +10,7 @@ import string
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -232,3 +233,21 @@ def test_an_early_accepted_host_name_makes_no_fragment_of_its_fixed_words() -> N
         assert tails == [], tails
         benign = "see XXXXinternal, ...internal, ****ternal and a key ending in rnal\n"
         assert Scanner([secret], decode=True).scan(benign) == []
+
+
+def _subcommands(parser: Any) -> list[str]:
+    [action] = [a for a in parser._actions if a.dest == "command"]
+    return list(action.choices)
+
+
+def test_a_command_line_naming_its_command_builds_that_parser_only() -> None:
+    from leakcheck.cli import _build_parser
+
+    every = ["scan", "request-ids", "kinds", "schema", "review", "mcp"]
+    assert _subcommands(_build_parser(["scan", "--secrets-file", "s.txt", "x.log"])) == ["scan"]
+    assert _subcommands(_build_parser(["mcp", "--", "server"])) == ["mcp"]
+    for argv in ([], ["--help"], ["--version"], ["scna"], ["--", "scan"]):
+        assert _subcommands(_build_parser(argv)) == every, argv
+    alone = _build_parser(["scan"])._subparsers._group_actions[0].choices["scan"]  # type: ignore[union-attr]
+    among = _build_parser([])._subparsers._group_actions[0].choices["scan"]  # type: ignore[union-attr]
+    assert alone.format_help() == among.format_help()
