@@ -510,6 +510,22 @@ class _ReprTable(dict):
 _REPR_TABLES = {q: _ReprTable(q) for q in "'\""}
 
 
+class _JsonAsciiTable(dict):
+    """``str.translate`` table of what ``json.dumps`` (``ensure_ascii``) writes for each
+    character between the quotes; filled in on first use."""
+
+    def __missing__(self, code: int) -> str:
+        value = json.dumps(chr(code))[1:-1]
+        self[code] = value
+        return value
+
+
+#: The spellings whose masking windows ``window_forms`` makes beside the value's own:
+#: ``repr`` with either quote, JSON with ``ensure_ascii``. Each escapes character by
+#: character.
+_ESCAPED_SPELLINGS: tuple[dict[int, str], ...] = (*_REPR_TABLES.values(), _JsonAsciiTable())
+
+
 def _bytes_repr_table(quote_char: str) -> dict[int, str]:
     """The same for ``bytes``, by byte (applied to the latin-1 decoding)."""
     table = {}
@@ -800,29 +816,44 @@ def needle_table(secret: Secret, forms: tuple[FormFn, ...]) -> dict[bytes, str]:
 
 #: Characters in a masking window; see ``window_forms``.
 WINDOW_CHARS = 6
+#: What a window of an escaped spelling carries at least: two random characters (of an
+#: alphabet of 32 symbols or more). An escape spells one character in up to twelve, so few
+#: windows of a hostile canary's repr carry TAIL_BITS. Every window holding a letter or
+#: digit was kept instead, and the runs inside the escapes of a kind's fixed characters
+#: (``\\u00e9``, ``\\xe2\\x``) are alike in every canary of the kind: every escaped "é"
+#: that pytest printed was masked, and in a session of 1,000 tests a JSON line holding one
+#: cost six seconds to mask (a scanner over every test's secrets).
+ESCAPED_WINDOW_BITS = 10.0
 
 
 def window_forms(s: Secret) -> list[tuple[str, bytes]]:
-    """Every run of WINDOW_CHARS characters of the secret (raw, repr and JSON spellings)
-    that carries random bits. Too short for detection (chance hits), they are for masking
-    our own output, where a false hit costs nothing and a truncated repr such as pytest's
-    ``'lck_gAGC@<+u...\\p=é f:€g1NCE'`` must not show its pieces."""
+    """Every run of WINDOW_CHARS characters of the secret that carries TAIL_BITS, and of
+    its repr and JSON spellings every run whose characters carry ESCAPED_WINDOW_BITS (an
+    escape counts the bits of the character it spells). Too short for detection (chance
+    hits), they are for masking our own output, where a false hit costs little and a
+    truncated repr such as pytest's ``'lck_gAGC@<+u...\\p=é f:€g1NCE'`` must not show
+    its pieces."""
     bits = _mask_bits(s)
     value, size = s.value, WINDOW_CHARS
-    spellings = {
-        value,
-        _py_escape(value, "'"),
-        _py_escape(value, '"'),
-        _json_escape(value, ascii_only=True),
-    }
-    windows: dict[bytes, None] = {}  # the spellings share most of their windows
-    for spelling in spellings:
-        starts = range(len(spelling) - size + 1)
-        if spelling is value:
-            total = list(accumulate(bits, initial=0))  # window sums in O(1) each
-            kept: Iterable[int] = [i for i in starts if total[i + size] - total[i] >= TAIL_BITS]
-        else:  # the windows holding a letter or digit: none inside a longer run of neither
-            kept = _outside_runs(starts, _NO_ALNUM_RUN.finditer(spelling))
+    total = list(accumulate(bits, initial=0))  # window sums in O(1) each
+    starts = range(len(value) - size + 1)
+    kept = [i for i in starts if total[i + size] - total[i] >= TAIL_BITS]
+    windows: dict[bytes, None] = dict.fromkeys(_encoded_windows(value, kept))
+    seen = {value}
+    for table in _ESCAPED_SPELLINGS:
+        pieces = [table[ord(char)] for char in value]
+        spelling = "".join(pieces)
+        if spelling in seen:
+            continue
+        seen.add(spelling)
+        # the character of the value that each character of the spelling spells
+        owner = [k for k, piece in enumerate(pieces) for _ in piece]
+        last = size - 1
+        kept = [
+            i
+            for i in range(len(spelling) - last)
+            if total[owner[i + last] + 1] - total[owner[i]] >= ESCAPED_WINDOW_BITS
+        ]
         windows.update(dict.fromkeys(_encoded_windows(spelling, kept)))
     windows.update(dict.fromkeys(_byte_spelling_windows(value, bits)))
     return list(zip(repeat(WINDOW.name()), windows))
@@ -888,23 +919,9 @@ def _byte_spelling_windows(value: str, bits: tuple[float, ...]) -> list[bytes]:
     return windows
 
 
-#: WINDOW_CHARS or more characters none of which is a letter or digit (``[^\W_]`` is
-#: exactly ``str.isalnum``).
-_NO_ALNUM_RUN = re.compile(rf"[\W_]{{{WINDOW_CHARS},}}")
 #: Joins a spelling's windows for encoding them in one call (split again after).
 _WINDOW_SEPARATOR = "\n\ufdd0\n"
 _WINDOW_SEPARATOR_BYTES = _utf8(_WINDOW_SEPARATOR)
-
-
-def _outside_runs(starts: range, runs: Iterable[re.Match[str]]) -> Iterable[int]:
-    """``starts`` less those of the windows that lie inside one of ``runs``."""
-    inside = [False] * len(starts)
-    for run in runs:
-        first, last = run.start(), run.end() - WINDOW_CHARS
-        inside[first : last + 1] = [True] * (last + 1 - first)
-    if not any(inside):
-        return starts
-    return [i for i, skip in zip(starts, inside, strict=True) if not skip]
 
 
 def _encoded_windows(spelling: str, kept: Iterable[int]) -> list[bytes]:

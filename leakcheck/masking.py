@@ -51,9 +51,21 @@ HEAD_BYTES = WINDOW_CHARS
 _TAIL = itemgetter(slice(-HEAD_BYTES, None))
 
 
-def _middle(needle: bytes) -> bytes:
-    start = (len(needle) - HEAD_BYTES) // 2
-    return needle[start : start + HEAD_BYTES]
+def _spare_head(needle: bytes, owners: dict[bytes, Any], index: int) -> bytes:
+    """A head of ``needle`` that no other batch than ``index`` owns: its middle HEAD_BYTES
+    if free, else the nearest free run on either side of it; its middle when every run of
+    it is taken (a needle of fixed text alone). A needle whose tail is fixed text (a kind's
+    suffix) often has a fixed middle too (``\\xe2\\x`` in the repr of a canary's "€"):
+    owned by every batch of the kind, it made a text holding that escape mask with a
+    scanner over all of them."""
+    middle = (len(needle) - HEAD_BYTES) // 2
+    for distance in range(middle + 1):
+        for start in {middle - distance, middle + distance}:
+            if 0 <= start <= len(needle) - HEAD_BYTES:
+                head = needle[start : start + HEAD_BYTES]
+                if owners.get(head, index) == index:
+                    return head
+    return needle[middle : middle + HEAD_BYTES]
 
 
 _FIRST_FOUR = itemgetter(slice(0, 4))
@@ -180,10 +192,10 @@ class SessionMasker:
 
     def _index(self, needles: list[bytes], index: int) -> set[bytes]:
         """Index each of ``needles`` (of batch ``index``) by its tail or, where another
-        batch has that tail already (a kind's fixed suffix: ``corp.internal``), by its
-        middle: fixed text is then owned by the batch that came first, and a text holding
-        it (any line saying "internal") costs one small scanner, not one over every batch
-        of the kind. The heads used."""
+        batch has that tail already (a kind's fixed suffix: ``corp.internal``), by a run
+        of it that no other batch owns (``_spare_head``): fixed text is then owned by the
+        batch that came first, and a text holding it (any line saying "internal") costs
+        one small scanner, not one over every batch of the kind. The heads used."""
         owners = self._heads
         tail_of = list(map(_TAIL, needles))
         tails = set(tail_of)
@@ -192,19 +204,18 @@ class SessionMasker:
         owners.update(dict.fromkeys(heads, index))
         if not taken:
             return heads
-        moved = compress(needles, map(taken.__contains__, tail_of))
-        middles = set(map(_middle, moved))
-        crowded = set(filter(owners.__contains__, middles))
-        owners.update(dict.fromkeys(middles - crowded, index))
-        heads |= middles
-        for head in crowded:  # rare: the same middle in two batches
-            owner = owners[head]
+        for needle in compress(needles, map(taken.__contains__, tail_of)):
+            head = _spare_head(needle, owners, index)
+            heads.add(head)
+            owner = owners.setdefault(head, index)
+            if owner == index:
+                continue
+            # every six bytes of it are another batch's too (rare: fixed text alone)
             # tuples, not lists: a dict of bytes, ints and tuples of ints is left out of
             # the garbage collector's walks (with a list in it, every full collection of
             # a long session walked its hundreds of thousands of heads)
             if isinstance(owner, int):
-                if owner != index:
-                    owners[head] = (owner, index)
+                owners[head] = (owner, index)
             elif owner[-1] != index:
                 owners[head] = (*owner, index)
         return heads
