@@ -148,7 +148,20 @@ def backslash_runs(buf: bytes) -> Iterator[tuple[int, int, bytes]]:
     """Tokens holding ``\\uXXXX`` or ``\\xXX`` escapes (JSON, JavaScript, Python
     reprs), the escapes (and ``\\n``, ``\\"``, ``\\/``...) decoded."""
     for start, end in _token_runs(buf, _BACKSLASH_ESCAPE):
-        yield start, end, _join_surrogates(_ONE_ESCAPE.sub(_unescape_one, buf[start:end]))
+        yield start, end, _join_surrogates(_unescape(buf[start:end]))
+
+
+#: a token whose escapes are all ones the bytes escape decoder reads as _ONE_ESCAPE does
+#: (``\\xXX``, ``\\n``, ``\\r``, ``\\t``, quotes, backslash): a Python bytes repr
+_C_ESCAPES = re.compile(rb"(?:[^\\]|\\x[0-9A-Fa-f]{2}|\\[nrt\"'\\])*")
+
+
+def _unescape(token: bytes) -> bytes:
+    """The token with its escapes decoded: in C for a bytes repr's (a callback per escape
+    otherwise)."""
+    if _C_ESCAPES.fullmatch(token):
+        return codecs.escape_decode(token)[0]
+    return _ONE_ESCAPE.sub(_unescape_one, token)
 
 
 _ENTITY = re.compile(rb"&(?:#[0-9]{1,7}|#[xX][0-9A-Fa-f]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")

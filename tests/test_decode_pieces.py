@@ -171,3 +171,16 @@ def test_token_runs_skip_no_token() -> None:
             assert list(decode_module._token_runs(buf, marker)) == _token_runs_reference(
                 buf, marker
             )
+
+
+def test_unescape_is_the_callback_s() -> None:
+    rnd = random.Random(5)
+    bits = [b"\\", b"\\\\", b"x", b"u", b"U", b"4", b"1", b"f", b"F", b"z", b"n", b"t", b"r", b"'"]
+    bits += [b'"', b"/", b"0", b"\xed", b"\xa0", b"\x80", b"a", b"\n", b"\\x41", b"\\u0041"]
+    fast = 0
+    for _ in range(20_000):
+        token = b"".join(rnd.choice(bits) for _ in range(rnd.randint(0, 12)))
+        slow = decode_module._ONE_ESCAPE.sub(decode_module._unescape_one, token)
+        assert decode_module._unescape(token) == slow, token
+        fast += decode_module._C_ESCAPES.fullmatch(token) is not None and b"\\" in token
+    assert fast > 1000  # the decoder's own path was taken, and checked
