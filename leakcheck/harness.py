@@ -10,6 +10,7 @@ lc.check()                    # raises LeakError with masked evidence on a forbi
 from __future__ import annotations
 
 import contextlib
+import itertools
 import sys
 from collections.abc import Iterable
 from typing import Any, TypeVar
@@ -46,6 +47,10 @@ T = TypeVar("T")
 SMALL_INPUT_BACKEND = "ahocorasick" if "ahocorasick" in available_backends() else "auto"
 
 
+#: Numbers each check, once for the process (an ``id()`` is reused once a check is gone).
+_SERIALS = itertools.count(1)
+
+
 class LeakError(AssertionError):
     """A forbidden hit. The message carries masked evidence only."""
 
@@ -70,6 +75,8 @@ class LeakCheck:
         backend: str = SMALL_INPUT_BACKEND,
     ) -> None:
         self.canaries = CanaryFactory(seed, namespace=namespace)
+        #: this check's number in the process, never another's
+        self.serial = next(_SERIALS)
         self.policy = policy
         self.decode = decode
         self.backend = backend

@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import random
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +74,7 @@ class PluginSession:
         self.running: dict[str, LeakCheck] = {}
         #: the last texts masked, with what was known then (see ``mask``)
         self._masked: dict[str, tuple[tuple[object, ...], str]] = {}
+        self._masked_lock = threading.Lock()  # log handlers mask from the threads that log
         self.records: list[dict[str, Any]] = []
         self.opt_outs: list[dict[str, str]] = []
         self.request_id_problems: list[dict[str, Any]] = []
@@ -110,7 +112,7 @@ class PluginSession:
         # A test's captured sections come again in each of its later reports: masked once
         # while no secret arrives (any new one, the test's or the session's, changes the
         # key). A cached text is the one masked; the key holds it, never a secret.
-        known = (len(self.masker), *((id(check), check.secret_count) for check in running))
+        known = (len(self.masker), *((check.serial, check.secret_count) for check in running))
         cached = self._masked.get(text)
         if cached is not None and cached[0] == known:
             return cached[1]
@@ -119,9 +121,10 @@ class PluginSession:
             text = check.mask(text)
         masked = self.masker.mask(text)
         if _CACHED_FROM_CHARS <= len(original) <= _CACHED_UP_TO_CHARS:
-            if len(self._masked) >= _CACHED_TEXTS:
-                self._masked.pop(next(iter(self._masked)))
-            self._masked[original] = (known, masked)
+            with self._masked_lock:
+                if len(self._masked) >= _CACHED_TEXTS:
+                    self._masked.pop(next(iter(self._masked)))
+                self._masked[original] = (known, masked)
         return masked
 
     def mask_terminal(self) -> None:
