@@ -247,11 +247,14 @@ def test_the_wrap_search_is_linear_on_a_long_line() -> None:
 
     from leakcheck.decode import wrapped_runs
 
-    def cost(size: int) -> float:
+    def cost(size: int) -> float:  # the best of 3: a busy machine's pause is not the code's
         text = b"{" + b"x" * size + b" y" * 10 + b"\nend\n"
-        start = time.perf_counter()
-        list(wrapped_runs(text))
-        return time.perf_counter() - start
+        times = []
+        for _ in range(3):
+            start = time.perf_counter()
+            list(wrapped_runs(text))
+            times.append(time.perf_counter() - start)
+        return min(times)
 
     cost(1000)  # warm
     small = max(cost(16 * 1024), 1e-4)
