@@ -408,6 +408,8 @@ _CACHED_TEXT_BYTES = 16 * 1024
 _CACHE_BYTES = 8 * 1024 * 1024
 _cache: OrderedDict[tuple[bytes, tuple[tuple[str, Decoder], ...]], tuple[Run, ...]] = OrderedDict()
 _cache_size = 0
+_decoder_sets: dict[tuple[tuple[str, Decoder], ...], tuple[tuple[str, Decoder], ...]] = {}
+_DECODER_SETS_KEPT = 64
 _cache_lock = _thread.allocate_lock()  # (not threading: 0.5 ms of start-up)
 
 
@@ -416,9 +418,14 @@ def decode_runs(buf: bytes, decoders: dict[str, Decoder] | None = None) -> Itera
     chosen = DECODERS if decoders is None else decoders
     if len(buf) > _CACHED_TEXT_BYTES or not isinstance(buf, bytes):
         return _runs(buf, chosen)
-    key = (buf, tuple(chosen.items()))
     try:
         with _cache_lock:
+            # one tuple per set of decoders, shared by every key: each key held its own
+            # (ten objects the garbage collector walked, two thousand keys in a session)
+            items = tuple(chosen.items())
+            if len(_decoder_sets) < _DECODER_SETS_KEPT:
+                items = _decoder_sets.setdefault(items, items)
+            key = (buf, _decoder_sets.get(items, items))
             runs = _cache.get(key)
             if runs is not None:
                 _cache.move_to_end(key)

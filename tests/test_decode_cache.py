@@ -80,3 +80,17 @@ def test_large_texts_and_unhashable_decoders_are_decoded_without_keeping() -> No
     before = len(decode_module._cache)
     list(decode_runs(big))
     assert len(decode_module._cache) == before
+
+
+def test_the_keys_share_one_tuple_of_decoders() -> None:
+    """Every kept text's key names its decoders through one shared tuple: one of its own
+    per key was ten more objects for the garbage collector to walk, thousands of keys in
+    a session."""
+    decoders = dict(DECODERS)  # another dict, equal to the built-in one
+    texts = [b"shared decoders %d %%41%%42" % n for n in range(3)]
+    for text in texts:
+        decode_runs(text, decoders)
+        decode_runs(text, dict(DECODERS))
+    kept = [key[1] for key in decode_module._cache if key[0] in texts]
+    assert len(kept) == len(texts)
+    assert all(sets is kept[0] for sets in kept)
