@@ -80,3 +80,72 @@ def test_a_short_last_piece_and_an_empty_stream() -> None:
     assert [bytes(p) for p in detect_module._reread(io.BytesIO(b""))] == []
     pieces = [bytes(p) for p in detect_module._reread(io.BytesIO(b"a" * 5))]
     assert pieces == [b"a" * 5]
+
+
+class _Pipe(io.RawIOBase):
+    """A stream that cannot be re-read (stdin, a FIFO)."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = io.BytesIO(data)
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, target) -> int:  # type: ignore[no-untyped-def, override]
+        return self._data.readinto(target)
+
+
+def _text(rng: random.Random, utf16: bool) -> bytes:
+    """Findings everywhere: on short lines, on lines far longer than a chunk (so that a
+    line begins before the pass starts counting), some in UTF-16-LE text."""
+    parts = []
+    for _ in range(30):
+        value = rng.choice(SECRETS).value
+        roll = rng.random()
+        if utf16 and roll < 0.3:
+            parts.append(f"ps> $x\r\nline {rng.random()} {value} end\r\n".encode("utf-16-le"))
+        elif roll < 0.5:
+            parts.append(
+                _filler(rng, rng.randint(0, 400)).replace(b"\n", b" ") + b" " + value.encode()
+            )
+        else:
+            parts.append(_filler(rng, rng.randint(0, 2500)) + b" " + value.encode() + b" ")
+    return b"".join(parts)
+
+
+@pytest.mark.parametrize("utf16", [False, True])
+def test_a_stream_s_findings_are_located_as_the_whole_text_s(utf16: bool) -> None:
+    """Counted in the pass from the first finding on (a seekable stream) or from the start
+    (a pipe), or by re-reading: every finding's line and column are those ``scan`` gives
+    the whole text, UTF-16-LE columns included."""
+    scanner = Scanner(SECRETS)
+    rng = random.Random(int(utf16))
+    data = _text(rng, utf16)
+    want = [(f.offset, f.form, f.line, f.column) for f in scanner.scan(data)]
+    assert len(want) >= 30 and (not utf16 or any(f[1].startswith("utf16") for f in want))
+    for stream in (io.BytesIO(data), _Pipe(data)):
+        found = list(scanner.scan_stream(stream, chunk_bytes=300))
+        assert [(f.offset, f.form, f.line, f.column) for f in found] == want, type(stream)
+
+
+def test_the_pass_counts_after_the_first_finding_and_re_reads_only_before_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(detect_module, "REREAD_BYTES", 100)
+    value = SECRETS[0].value.encode()
+    data = b"x\n" * 1000 + value + b"\n" + b"y\n" * 30_000 + value + b"\n" + b"z\n" * 10
+    scanner = Scanner(SECRETS)
+    stream = io.BytesIO(data)
+    reads: list[tuple[int, int]] = []  # (start, end) of each read asked for
+    real = stream.readinto
+
+    def recording(target):  # type: ignore[no-untyped-def]
+        reads.append((stream.tell(), stream.tell() + len(target)))
+        return real(target)
+
+    stream.readinto = recording  # type: ignore[method-assign]
+    first, last = list(scanner.scan_stream(stream, chunk_bytes=4096))
+    assert (first.line, first.column, last.line, last.column) == (1001, 1, 31002, 1)
+    [again] = [n for n, (start, _) in enumerate(reads) if start == 0 and n > 0]
+    # the re-read ends in the chunk after the first finding's, far before the second
+    assert max(end for _, end in reads[again:]) < 2000 + 3 * 4096
