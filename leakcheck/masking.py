@@ -80,7 +80,7 @@ _NUL, _NUL_ESCAPE = b"\x00", b"\\x00"
 
 
 def _narrowed(data: bytes) -> bytes:
-    """``data`` without its NULs and ``\x00`` escapes."""
+    """``data`` without its NULs and ``\\x00`` escapes."""
     if _NUL in data:
         data = data.replace(_NUL, b"")
     if _NUL_ESCAPE in data:
