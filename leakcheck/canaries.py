@@ -16,9 +16,10 @@ import re
 import string
 import zlib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any
+
+from ._values import Value, field
 
 if TYPE_CHECKING:  # generation only: a scan of user secrets never imports random
     import random
@@ -53,8 +54,7 @@ class WeakSecretError(ValueError):
     """A secret too short or too guessable for reliable detection. Never carries the value."""
 
 
-@dataclass(frozen=True, repr=False, eq=False)
-class Secret:
+class Secret(Value, frozen=True):
     """A secret to search for. ``bits`` holds the per-character entropy estimate."""
 
     value: str
@@ -302,8 +302,7 @@ _SQUARE = re.compile(r"(?=(.+?)\1)", re.DOTALL)
 _LONGEST_WORD = 23
 
 
-@dataclass(frozen=True)
-class _EarlyData:
+class _EarlyData(Value, frozen=True):
     short: dict[str, int]  # each spelling of a word of 1 to 3 characters: its best rank
     fourgrams: bytes  # a bit per 4-gram of buckets: set when some longer word holds it
     words: bytes  # a Bloom filter of the words of 4 characters or more (_in_words)
@@ -664,8 +663,7 @@ _NON_ASCII = "é€ß"
 _HEADER_HOSTILE = "+/=%~:@'\"\\&<>#?;,{}[]|^`$!*()"
 
 
-@dataclass(frozen=True)
-class Kind:
+class Kind(Value, frozen=True):
     """A kind of secret: its policy class and how to generate a hostile one."""
 
     name: str

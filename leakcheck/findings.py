@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+
+from ._values import Value
 
 __all__ = ["Finding", "Span", "mask_all", "mask_label", "masked_excerpt"]
 
@@ -28,8 +29,7 @@ _TOKEN_RUN_UTF16 = re.compile(b"(?:" + _TOKEN_CLASS + b"\x00)*")
 _TOKEN_RUN_UTF16_BACK = re.compile(b"(?:\x00" + _TOKEN_CLASS + b")*")
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(Value, frozen=True):
     """One occurrence of one secret. Carries the secret's id and kind, never its value."""
 
     secret_id: str
@@ -44,15 +44,14 @@ class Finding:
     excerpt: str
 
     def to_dict(self) -> dict[str, object]:
-        return asdict(self)
+        return {name: getattr(self, name) for name in self._field_names}
 
     @property
     def location(self) -> str:
         return f"{self.source}:{self.line}:{self.column}"
 
 
-@dataclass(frozen=True)
-class Span:
+class Span(Value, frozen=True):
     """A matched byte range in a buffer and the label that replaces it."""
 
     start: int

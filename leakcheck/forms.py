@@ -32,9 +32,9 @@ import math
 import re
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from itertools import accumulate, repeat
 
+from ._values import Value
 from .canaries import Secret
 
 __all__ = [
@@ -59,8 +59,7 @@ WRAP_WIDTH = 64
 FormFn = Callable[[Secret], Iterable[tuple[str, bytes]]]
 
 
-@dataclass(frozen=True)
-class Piece:
+class Piece(Value, frozen=True):
     """A family of form names that spell a *piece* of the secret, not all of it: the names
     the generators below make start with ``prefix``. A piece found where the decoding pass
     saw the whole secret adds nothing; a ``mask_only`` piece (a masking window) never makes

@@ -10,11 +10,11 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from ._values import Value, field
 from .findings import Finding
 from .serialize import map_strings
 from .version import __version__
@@ -32,8 +32,7 @@ __all__ = [
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
 
-@dataclass
-class ScanSummary:
+class ScanSummary(Value):
     """What was scanned and how: the report's header. Never holds a secret value."""
 
     findings: list[Finding]

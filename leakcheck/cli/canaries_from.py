@@ -6,13 +6,13 @@ The reading of a report (``read_report``) is shared with ``leakcheck request-ids
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
 import stat
 from collections.abc import Sequence
 from typing import Any
 
+from .._values import replace
 from ..canaries import KINDS, CanaryFactory, Secret
 from ..findings import MASK_LABEL
 from ..records import TestRecord
@@ -130,7 +130,7 @@ def load_all_canaries(
                 values[canary.id] = canary.value
                 canaries.append(canary)
             elif seen != canary.value:
-                canaries.append(dataclasses.replace(canary, id=f"{canary.id}@{display(path)}"))
+                canaries.append(replace(canary, id=f"{canary.id}@{display(path)}"))
     return canaries, registered, lost
 
 
@@ -167,7 +167,7 @@ def canaries_from_report(
         if factory is None:
             factory = factories[test] = CanaryFactory(seed, namespace=test)
         canary = factory.nth(kind, number)
-        canaries.append(dataclasses.replace(canary, id=f"{canary.id}@{display(test)}"))
+        canaries.append(replace(canary, id=f"{canary.id}@{display(test)}"))
     budget.check(len(canaries), sum(len(c.value) for c in canaries), f"report {path!r}")
     return canaries, registered, lost
 

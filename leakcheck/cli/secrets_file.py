@@ -4,11 +4,11 @@ secret is refused), its ids and kinds checked, never quoted back in a message.""
 from __future__ import annotations
 
 import codecs
-import dataclasses
 import re
 from pathlib import Path
 from typing import Any
 
+from .._values import replace
 from ..canaries import KINDS, Secret, WeakSecretError
 from ..serialize import parse_json
 from .budget import Budget, budget_for
@@ -127,7 +127,7 @@ def read_secrets(path: str, budget: Budget | None = None) -> SecretsFile:
     judged: dict[str, Secret] = {}
     for value, kind, secret_id in entries:
         if value in judged:  # given twice: judged once (zxcvbn), searched for once
-            loaded.secrets.append(dataclasses.replace(judged[value], id=secret_id))
+            loaded.secrets.append(replace(judged[value], id=secret_id))
             continue
         try:
             judged[value] = Secret.from_user(value, kind=kind, id=secret_id)

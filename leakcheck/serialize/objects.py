@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import sys
 from collections.abc import AsyncIterator, Callable, Coroutine, Generator, Iterator, Mapping
@@ -379,6 +378,12 @@ def _is_iterator(kind: type) -> bool:
 
 def _dataclass_fields(kind: type) -> list[str] | None:
     """The field names of a dataclass type, or None."""
+    if getattr(kind, "__dataclass_fields__", None) is None:
+        return None
+    # only a dataclass gets here, and its module has imported dataclasses already (the
+    # scan's start-up does not: leakcheck's own values are ``_values.Value``)
+    import dataclasses
+
     if not dataclasses.is_dataclass(kind):
         return None
     return [f.name for f in dataclasses.fields(kind)]
