@@ -179,9 +179,32 @@ def test_another_zxcvbn_than_the_data_was_made_from_disables_the_early_accept(
         canaries_module._early.cache_clear()
 
 
+@pytest.mark.parametrize("broken", ["missing", "short"])
+def test_tables_missing_or_cut_short_disable_the_early_accept(
+    monkeypatch: pytest.MonkeyPatch, broken: str
+) -> None:
+    from leakcheck import zxcvbn_bound
+
+    if broken == "missing":
+        monkeypatch.setattr(canaries_module, "EARLY_TABLES", "no-such-tables.bin")
+    else:  # the file holds fewer bytes than the module says
+        monkeypatch.setattr(zxcvbn_bound, "WORD_BYTES", zxcvbn_bound.WORD_BYTES + 1)
+    canaries_module._early_data.cache_clear()
+    canaries_module._early.cache_clear()
+    try:
+        assert early_bound("ghp_" + _token(random.Random(5), 36)) is None
+    finally:
+        monkeypatch.undo()
+        canaries_module._early_data.cache_clear()
+        canaries_module._early.cache_clear()
+    assert early_bound("ghp_" + _token(random.Random(5), 36)) is not None
+
+
 def test_the_shipped_data_is_made_from_the_installed_zxcvbn() -> None:
     path = Path(canaries_module.__file__).with_name("zxcvbn_bound.py")
     assert path.read_text(encoding="utf-8") == canaries_module.early_data_source()
+    tables = path.with_name(canaries_module.EARLY_TABLES)
+    assert tables.read_bytes() == canaries_module.early_data_tables()
     from zxcvbn.matching import RANKED_DICTIONARIES
 
     longest = max(len(w) for ranked in RANKED_DICTIONARIES.values() for w in ranked)

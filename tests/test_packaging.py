@@ -50,6 +50,7 @@ print(json.dumps({
     "plugin_modules": modules,
     "corpora_files": sorted(walk(res.files("leakcheck.corpora"))),
     "py_typed": res.files("leakcheck").joinpath("py.typed").is_file(),
+    "early_tables": res.files("leakcheck").joinpath("zxcvbn_bound.bin").is_file(),
     "version": md.version("pytest-leakcheck"),
     "path": sys.path,
 }))
@@ -142,6 +143,7 @@ def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
 def test_wheel_contents(wheel: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     assert "leakcheck/py.typed" in names
+    assert "leakcheck/zxcvbn_bound.bin" in names  # the early accept's tables (package data)
     assert "leakcheck/plugins/__init__.py" in names
     assert "leakcheck/corpora/__init__.py" in names
     top = {name.split("/")[0] for name in names}
@@ -179,6 +181,7 @@ def test_plugin_entry_points_resolve_in_the_venv(installed: dict) -> None:
 
 def test_py_typed_and_corpora_data_ship(installed: dict) -> None:
     assert installed["py_typed"]
+    assert installed["early_tables"]
     expected = source_files(REPO / "corpora")
     data = {f for f in expected if not f.endswith(".py")}
     assert data, "corpora/ holds no data file to ship"
