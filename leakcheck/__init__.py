@@ -18,8 +18,6 @@ them.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ._lazy import lazy_names
 from .canaries import KINDS, CanaryFactory, Secret, SecretClass, WeakSecretError
 from .detect import Scanner
@@ -27,6 +25,7 @@ from .findings import Finding
 from .forms import FORMS, Needle, needles_for  # noqa: F401 - kept importable from here
 from .version import __version__
 
+TYPE_CHECKING = False  # not typing's: its import was a twentieth of a scan's start-up
 if TYPE_CHECKING:
     from .capture import Captured
     from .contract import Expectations

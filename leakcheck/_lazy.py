@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from typing import Any
+
+TYPE_CHECKING = False  # not typing's: its import was a twentieth of a scan's start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def lazy_names(

@@ -11,13 +11,16 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 from urllib.parse import quote
 
 from ._values import Value, field
 from .findings import Finding
 from .serialize import map_strings
 from .version import __version__
+
+TYPE_CHECKING = False  # not typing's: its import was a twentieth of a scan's start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "ScanSummary",

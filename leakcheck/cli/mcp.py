@@ -18,10 +18,13 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 from .console import EXIT_ERROR, UsageError, print_stderr, write_stdout
 from .output import Output
+
+TYPE_CHECKING = False  # not typing's: its import was a twentieth of a scan's start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["add_mcp_parser", "mcp_command"]
 

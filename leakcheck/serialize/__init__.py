@@ -16,10 +16,9 @@ field's path), ``exceptions`` (an exception's texts); every name importable from
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from .._lazy import lazy_names
 
+TYPE_CHECKING = False  # not typing's: its import was a twentieth of a scan's start-up
 if TYPE_CHECKING:
     from .budget import BUDGET_CHARS, FIELD_BUDGET, INLINE_MAX, TEXT_ATTRIBUTES
     from .exceptions import exception_texts

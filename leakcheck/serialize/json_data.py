@@ -7,10 +7,13 @@ import os
 import re
 import sys
 from collections.abc import Callable, Iterator
-from typing import Any
 
 from .objects import key_text_of
 from .text import text_of
+
+TYPE_CHECKING = False  # not typing's: its import was a twentieth of a scan's start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def map_strings(value: Any, fn: Callable[[str], str]) -> Any:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import AsyncIterator, Callable, Coroutine, Generator, Iterator, Mapping
-from typing import Any
 
 from .budget import BUDGET_CHARS, INLINE_MAX, INT_TEXT_BITS, MAX_DEPTH, PATH_KEY_CHARS
 from .reprs import members_of
@@ -19,6 +18,10 @@ from .text import (
     text_of,
     type_name,
 )
+
+TYPE_CHECKING = False  # not typing's: its import was a twentieth of a scan's start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 # --- JSON ------------------------------------------------------------------------------------
 

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import itertools
-from typing import Any
 
 from .budget import MAX_DEPTH
 from .text import bytes_of, class_attr, int_text, text_of, type_name
+
+TYPE_CHECKING = False  # not typing's: its import was a twentieth of a scan's start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 # --- repr -------------------------------------------------------------------------------------
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from .budget import INLINE_MAX, INT_TEXT_BITS
+
+TYPE_CHECKING = False  # not typing's: its import was a twentieth of a scan's start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 # --- text, read through the base types ------------------------------------------------------
 #
