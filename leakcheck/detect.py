@@ -139,6 +139,7 @@ class Scanner:
         self._backend = backend = resolve_backend(backend, len(self._patterns), input_bytes)
         # keyed decoding: the keys and shapes searched in the needles' pass (after them)
         self._keys: list[bytes] = []
+        self._key_owner: list[int] = []
         self._keyed = False
         if decode and input_bytes is not None and input_bytes >= KEYED_FROM_BYTES:
             self._keyed = self._key_up()
@@ -152,17 +153,22 @@ class Scanner:
 
     def _build(self) -> Engine:
         regexes = DENSE_ESCAPES if self._keyed else ()
-        return build_engine([*self._patterns, *self._keys], self._backend, regexes)
+        # the secret of each pattern: hyperscan searches for some through a run that
+        # several of one secret's patterns share (engine._factor)
+        families = [*self._owner, *self._key_owner]
+        return build_engine([*self._patterns, *self._keys], self._backend, regexes, families)
 
     def _key_up(self) -> bool:
         """Make the keys of every secret; False (decode every run) when a secret has none."""
-        keys: dict[bytes, None] = {}
-        for secret in self.secrets:
+        keys: dict[bytes, int] = {}  # key -> the first secret that has it
+        for i, secret in enumerate(self.secrets):
             own = decode_keys(secret)
             if own is None:
                 return False
-            keys.update(dict.fromkeys(own))
+            for key in own:
+                keys.setdefault(key, i)
         self._keys = list(keys)
+        self._key_owner = list(keys.values())
         return True
 
     def _index(self, deferred: Container[int]) -> _Index:

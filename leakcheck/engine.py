@@ -10,6 +10,7 @@ import importlib.util
 import math
 import re
 from array import array
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from operator import itemgetter
 from typing import Any, Protocol, cast
@@ -32,40 +33,223 @@ class Engine(Protocol):
         ...
 
 
+#: A run that several patterns share as their head or tail, searched for in their place, is
+#: at least this long (see _factor).
+SHARED_MIN_BYTES = 6
+#: An anchor of digits alone (a hex or numeric-entity spelling) is at least this long.
+DIGITS_ANCHOR_BYTES = 12
+_DIGITS = b"0123456789"
+_BY_END = itemgetter(1)
+#: The patterns found through an anchor: (pattern index, bytes before the anchor in it,
+#: pattern), each
+_Kids = tuple[tuple[int, int, bytes], ...]
+
+
+class _Factored:
+    """What hyperscan compiles for a list of patterns (see _factor): ``plain``, the indexes
+    of the patterns searched for as they are; ``anchors``, runs searched for in place of
+    others, each ``(run, the pattern it is or -1, the patterns found through it)``;
+    ``nested``, the patterns found through a pattern that is itself found through an
+    anchor."""
+
+    __slots__ = ("plain", "anchors", "nested")
+
+    def __init__(
+        self,
+        plain: list[int],
+        anchors: list[tuple[bytes, int, _Kids]],
+        nested: dict[int, _Kids],
+    ) -> None:
+        self.plain, self.anchors, self.nested = plain, anchors, nested
+
+    @property
+    def compiled(self) -> int:
+        return len(self.plain) + len(self.anchors)
+
+
+def _factor(patterns: Sequence[bytes], families: Sequence[int] | None = None) -> _Factored:
+    """Fewer patterns for hyperscan to compile: a pattern that ends or begins with a run
+    that others share is found only where that run is, by comparing it there.
+
+    Patterns are grouped by their last, then (those not grouped yet) their first
+    SHARED_MIN_BYTES bytes; a group's anchor is the tail (head) all of its members share.
+    Either it is one of them (a pattern that others end or begin with: its hits are needed
+    anyway), or it is searched for without being reported, and then only when every pattern
+    with that last (first) run is of one family (``families``: the secret each pattern is
+    of; a run that several secrets' patterns end or begin with is fixed text, such as
+    ``ending in ``) and it looks random (``_random_looking``: not one kind's fixed text,
+    such as a hostname's domain). Hyperscan's compile time grows about linearly with the
+    patterns: 20 secrets make some 2,500 (needles and keys), of which some 1,150 are
+    compiled this way (a mask spelling is ``****`` or ``ending in`` and a secret's tail:
+    one anchor for a dozen; the base64 and percent spellings that share a head; a fragment
+    that is a needle's head or tail).
+    """
+    size = SHARED_MIN_BYTES
+    internal_ok = families is not None and len(set(families)) > 1
+    parent: set[int] = set()  # patterns found through an anchor
+    runs: list[tuple[bytes, int]] = []  # each anchor: (run, the pattern it is or -1)
+    kids: list[list[tuple[int, int, bytes]]] = []  # each anchor's
+    number_of: dict[int, int] = {}  # a pattern that is an anchor -> its number
+    for tail in (True, False):
+        # (a pattern shorter than ``size`` is its own key: no other pattern has it)
+        keys = [p[-size:] for p in patterns] if tail else [p[:size] for p in patterns]
+        counts = Counter(keys)  # (counted in C: most keys are a single pattern's)
+        groups: dict[bytes, list[int]] = {}
+        for i in [i for i, key in enumerate(keys) if counts[key] > 1]:
+            groups.setdefault(keys[i], []).append(i)
+        for members in groups.values():
+            free = [i for i in members if i not in parent]
+            if len(free) < 2:
+                continue
+            one_family = internal_ok and len({families[i] for i in members}) == 1  # type: ignore[index]
+            if one_family or families is None:
+                subgroups = [free]
+            else:  # only a member can be the anchor: a family's own group
+                by_family: dict[int, list[int]] = {}
+                for i in free:
+                    by_family.setdefault(families[i], []).append(i)
+                subgroups = [group for group in by_family.values() if len(group) > 1]
+            for group in subgroups:
+                texts = [patterns[i][::-1] if tail else patterns[i] for i in group]
+                low, high = min(texts), max(texts)
+                common = _common_head(low, high, size)
+                own = [i for i, text in zip(group, texts, strict=True) if len(text) == common]
+                run = low[:common][::-1] if tail else low[:common]
+                if own:
+                    anchor_index = own[0]
+                    number = number_of.setdefault(anchor_index, len(runs))
+                elif one_family and _random_looking(run):
+                    anchor_index, number = -1, len(runs)
+                else:
+                    continue
+                if number == len(runs):
+                    runs.append((run, anchor_index))
+                    kids.append([])
+                for i in group:
+                    if i != anchor_index:
+                        parent.add(i)
+                        kids[number].append(
+                            (i, len(patterns[i]) - common if tail else 0, patterns[i])
+                        )
+    anchors = [
+        (run, anchor_index, tuple(found))
+        for (run, anchor_index), found in zip(runs, kids, strict=True)
+        if anchor_index not in parent  # (-1 never is)
+    ]
+    nested = {
+        anchor_index: tuple(found)
+        for (_, anchor_index), found in zip(runs, kids, strict=True)
+        if anchor_index in parent
+    }
+    plain = [i for i in range(len(patterns)) if i not in parent and i not in number_of]
+    return _Factored(plain, anchors, nested)
+
+
+def _random_looking(run: bytes) -> bool:
+    """Whether ``run`` holds two of: a lowercase letter, an uppercase letter, a digit, or is
+    DIGITS_ANCHOR_BYTES digits (a secret's random characters do, nearly always; the fixed
+    text of one kind of secret, such as a hostname's domain, a path's last directory or
+    ``-----BEGIN``, does not)."""
+    if run.isdigit():
+        return len(run) >= DIGITS_ANCHOR_BYTES
+    digit = len(run.translate(None, _DIGITS)) < len(run)
+    return (run != run.upper()) + (run != run.lower()) + digit >= 2
+
+
+def _common_head(low: bytes, high: bytes, known: int) -> int:
+    """How many bytes ``low`` and ``high`` begin with alike, ``known`` at least (by
+    halving: each comparison is one in C)."""
+    lo, hi = known, min(len(low), len(high))
+    while lo < hi:
+        middle = (lo + hi + 1) // 2
+        if low[:middle] == high[:middle]:
+            lo = middle
+        else:
+            hi = middle - 1
+    return lo
+
+
+def _expression(pattern: bytes) -> bytes:
+    """``pattern`` as a hyperscan expression, escaped byte by byte rather than compiled as
+    a literal: the binding passes literals as C strings, so a NUL byte would end it (hex
+    with a one-character separator, then the separator widened: all in C)."""
+    return b"\\x" + pattern.hex("|").replace("|", "\\x").encode()
+
+
 class HyperscanEngine:
     name = "hyperscan"
 
-    def __init__(self, patterns: Sequence[bytes], regexes: Sequence[bytes] = ()) -> None:
+    def __init__(
+        self,
+        patterns: Sequence[bytes],
+        regexes: Sequence[bytes] = (),
+        families: Sequence[int] | None = None,
+    ) -> None:
         import hyperscan
 
         self._hs = hyperscan
         self._db = None
+        # ids: a plain pattern's is its index, a regex's follows the patterns', an anchor's
+        # (see _factor) follows the regexes' (its hits are resolved after the scan)
+        factored = _factor(patterns, families)
+        self._first_anchor = len(patterns) + len(regexes)
+        self._anchors = [(index, len(run), found) for run, index, found in factored.anchors]
+        self._nested = factored.nested
         if patterns or regexes:
-            # Escaped byte by byte rather than compiled as literals: the binding passes
-            # literals as C strings, so a NUL byte would end the pattern.
-            # (hex with a one-character separator, then the separator widened: all in C)
-            expressions = [b"\\x" + p.hex("|").replace("|", "\\x").encode() for p in patterns]
+            expressions = [_expression(patterns[i]) for i in factored.plain]
             expressions += regexes  # in the same database: one pass finds both
+            expressions += [_expression(run) for run, _, _ in factored.anchors]
+            last = self._first_anchor + len(factored.anchors)
+            ids = [*factored.plain, *range(len(patterns), last)]
             self._db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-            self._db.compile(
-                expressions=expressions,
-                ids=list(range(len(expressions))),
-                elements=len(expressions),
-                flags=0,
-            )
+            self._db.compile(expressions=expressions, ids=ids, elements=len(ids), flags=0)
             self._scratch = hyperscan.Scratch(self._db)
 
     def scan(self, data: bytes | memoryview) -> list[tuple[int, int]]:
+        """The hits in the order of their ends (as hyperscan gives them)."""
         hits: list[tuple[int, int]] = []
         if self._db is None or not data:
             return hits
+        anchored: list[tuple[int, int]] = []
+        first_anchor = self._first_anchor
 
         def on_match(index: int, _start: int, end: int, _flags: int, _ctx: object) -> None:
-            hits.append((index, end))
+            if index < first_anchor:
+                hits.append((index, end))
+            else:
+                anchored.append((index, end))
 
         # the stubs say AnyStr; the binding reads any buffer (a memoryview is not copied)
         self._db.scan(cast(bytes, data), match_event_handler=on_match, scratch=self._scratch)
+        if anchored:
+            self._resolve(data, anchored, hits)
         return hits
+
+    def _resolve(
+        self, data: bytes | memoryview, anchored: list[tuple[int, int]], hits: list[tuple[int, int]]
+    ) -> None:
+        """Add to ``hits`` the patterns found at the anchor hits ``anchored``."""
+        count = len(hits)
+        work: list[tuple[int, _Kids]] = []  # (where an anchor starts, the patterns it has)
+        for index, end in anchored:
+            pattern_index, length, found = self._anchors[index - self._first_anchor]
+            if pattern_index >= 0:
+                hits.append((pattern_index, end))
+            work.append((end - length, found))
+        nested = self._nested
+        while work:
+            start, found = work.pop()
+            for kid, before, pattern in found:
+                begin = start - before
+                stop = begin + len(pattern)
+                # (a slice that a negative start or the end of the data cuts is shorter
+                # than the pattern: never equal to it)
+                if data[begin:stop] == pattern:
+                    hits.append((kid, stop))
+                    if kid in nested:
+                        work.append((begin, nested[kid]))
+        if len(hits) > count:
+            hits.sort(key=_BY_END)
 
 
 #: 8 x log2(1 + count) of each byte value over 80 MiB of source code and gateway logs
@@ -343,10 +527,15 @@ def resolve_backend(backend: str, needles: int, input_bytes: int | None) -> str:
 
 
 def build_engine(
-    patterns: Sequence[bytes], backend: str = "auto", regexes: Sequence[bytes] = ()
+    patterns: Sequence[bytes],
+    backend: str = "auto",
+    regexes: Sequence[bytes] = (),
+    families: Sequence[int] | None = None,
 ) -> Engine:
     """Compile ``patterns`` (distinct, non-empty byte strings) for one-pass search, with
-    ``regexes`` (each starting with a literal byte; indexes after the patterns')."""
+    ``regexes`` (each starting with a literal byte; indexes after the patterns').
+    ``families``: a number for each pattern, the same for patterns of one secret (hyperscan
+    then searches for some through a run they share: see ``_factor``)."""
     if backend not in ("auto", *BACKENDS):
         raise ValueError(f"unknown engine {backend!r}; choose auto, hyperscan or ahocorasick")
     too_long = max(map(len, patterns), default=0) > HYPERSCAN_MAX_NEEDLE_BYTES
@@ -358,7 +547,7 @@ def build_engine(
         )
     if backend == "hyperscan" or (backend == "auto" and not too_long):
         try:
-            return HyperscanEngine(patterns, regexes)
+            return HyperscanEngine(patterns, regexes, families)
         except ImportError:
             if backend == "hyperscan":
                 raise RuntimeError(
