@@ -13,7 +13,10 @@ from array import array
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from operator import itemgetter
-from typing import Any, Protocol, cast
+
+TYPE_CHECKING = False  # not typing's: its import was a twentieth of a scan's start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["Engine", "build_engine", "available_backends", "resolve_backend", "BACKENDS"]
 
@@ -22,7 +25,10 @@ BACKENDS = ("hyperscan", "ahocorasick")
 _SLICE_BYTES = 1 << 20
 
 
-class Engine(Protocol):
+class Engine:
+    """A backend: one pass over a text for every pattern (a base class, not a
+    ``typing.Protocol``: the scan's start-up does not import typing)."""
+
     name: str
 
     def scan(self, data: bytes | memoryview) -> list[tuple[int, int]]:
@@ -30,7 +36,7 @@ class Engine(Protocol):
         a match of the ``regexes`` given to ``build_engine`` has index ``len(patterns) + i``
         (for the i-th regex; hyperscan reports every end offset of a match, the fallback
         the end of each non-overlapping match)."""
-        ...
+        raise NotImplementedError
 
 
 #: A run that several patterns share as their head or tail, searched for in their place, is
@@ -176,7 +182,7 @@ def _expression(pattern: bytes) -> bytes:
     return b"\\x" + pattern.hex("|").replace("|", "\\x").encode()
 
 
-class HyperscanEngine:
+class HyperscanEngine(Engine):
     name = "hyperscan"
 
     def __init__(
@@ -220,7 +226,7 @@ class HyperscanEngine:
                 anchored.append((index, end))
 
         # the stubs say AnyStr; the binding reads any buffer (a memoryview is not copied)
-        self._db.scan(cast(bytes, data), match_event_handler=on_match, scratch=self._scratch)
+        self._db.scan(data, match_event_handler=on_match, scratch=self._scratch)  # type: ignore[type-var]
         if anchored:
             self._resolve(data, anchored, hits)
         return hits
@@ -343,7 +349,7 @@ class _KeyIndex:
         self.key_set = set(self.keys)
 
 
-class AhoCorasickEngine:
+class AhoCorasickEngine(Engine):
     """pyahocorasick over short anchors, each match verified against its whole needle.
 
     pyahocorasick slows with the fan-out of its automaton (about 115 MiB/s at 10 needles,
