@@ -217,7 +217,10 @@ from leakcheck.cli import main
 code = main(sys.argv[1:])
 heavy = ("zxcvbn", "jsonschema", "hypothesis", "pytest", "leakcheck.matrix",
          "leakcheck.harness", "leakcheck.capture", "leakcheck.contract", "leakcheck.audit",
-         "httpx", "mcp", "sentry_sdk", "opentelemetry")
+         "httpx", "mcp", "sentry_sdk", "opentelemetry",
+         # for type checkers only, and what leakcheck's values replace (_values): typing and
+         # dataclasses (with inspect) were an eighth of the start-up
+         "typing", "dataclasses", "inspect")
 print(json.dumps({"code": code, "heavy": sorted(m for m in heavy if m in sys.modules)}),
       file=sys.stderr)
 """
