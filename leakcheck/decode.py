@@ -16,7 +16,6 @@ import codecs
 import re
 from collections import OrderedDict
 from collections.abc import Callable, Container, Iterable, Iterator, Sequence
-from urllib.parse import unquote_to_bytes
 
 __all__ = ["DECODERS", "DENSE_ESCAPES", "Decoder", "Run", "all_decoders", "decode_runs"]
 
@@ -89,6 +88,9 @@ def _unquote(run: bytes) -> bytes:
     try:
         return codecs.escape_decode(run.replace(b"\\", b"\\\\").replace(b"%", b"\\x"))[0]
     except ValueError:
+        # imported here: with its ipaddress, 2 ms of a scan's start-up, for a rare run
+        from urllib.parse import unquote_to_bytes
+
         return unquote_to_bytes(run)
 
 

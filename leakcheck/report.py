@@ -10,8 +10,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
-from pathlib import Path
-from urllib.parse import quote
 
 from ._values import Value, field
 from .findings import Finding
@@ -133,6 +131,9 @@ def _uri(source: str, uris: dict[str, str] | None = None) -> str:
         return uris[source]
     if source.startswith("<"):
         return source.strip("<>") or "stdin"
+    from pathlib import Path  # SARIF's alone (see path_uri)
+    from urllib.parse import quote
+
     path = Path(source)
     return quote(path.as_posix()) if not path.is_absolute() else path.as_uri()
 
@@ -140,6 +141,11 @@ def _uri(source: str, uris: dict[str, str] | None = None) -> str:
 def path_uri(path: str) -> str:
     """The SARIF URI of a file path as the OS gave it: its raw bytes percent-encoded (a
     name that is not UTF-8 arrives surrogate-escaped)."""
+    # imported here: a JSON or text report needs neither (with urllib.parse's ipaddress,
+    # 2 ms of a scan's start-up)
+    from pathlib import Path
+    from urllib.parse import quote
+
     if os.path.isabs(path):
         return Path(path).as_uri()
     return quote(os.fsencode(Path(path).as_posix()))
@@ -248,6 +254,8 @@ def render_sarif(summary: ScanSummary) -> str:
 
 
 def _requote_uris(document: dict[str, Any]) -> None:
+    from urllib.parse import quote  # SARIF's alone (see path_uri)
+
     for run in document["runs"]:
         for result in run["results"]:
             for location in result["locations"]:

@@ -189,6 +189,17 @@ def test_py_typed_and_corpora_data_ship(installed: dict) -> None:
     assert expected <= set(installed["corpora_files"])
 
 
+def test_the_scan_command_imports_no_module_it_does_not_use(installed: dict) -> None:
+    # the installed wheel, where no editable finder brings pathlib in: what the start-up
+    # of ``leakcheck scan`` left out (typing, dataclasses, pathlib, urllib.parse with
+    # ipaddress: a fifth of it) stays out
+    python = Path(installed["venv"]) / "bin" / "python"
+    unused = ("typing", "dataclasses", "inspect", "pathlib", "urllib.parse", "ipaddress")
+    code = f"import sys, leakcheck.cli; print([m for m in {unused!r} if m in sys.modules])"
+    imported = check(run(python, "-I", "-c", code, cwd=Path(installed["venv"])), "import")
+    assert imported.strip() == "[]"
+
+
 def test_version_and_console_script(installed: dict) -> None:
     assert installed["version"] == "0.1.0"
     script = Path(installed["venv"]) / "bin" / "leakcheck"

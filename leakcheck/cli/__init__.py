@@ -22,7 +22,6 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 from ..engine import BACKENDS
 from ..report import RENDERERS
@@ -235,7 +234,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     output = Output()
     try:
         if args.command == "scan":
-            code = scan_command(args, Path(args.output) if args.output else None, output)
+            code = scan_command(args, args.output or None, output)
         elif args.command == "request-ids":
             from .request_ids import request_ids_command
 

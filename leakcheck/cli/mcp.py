@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path
 
 from .console import EXIT_ERROR, UsageError, print_stderr, write_stdout
 from .output import Output
@@ -234,7 +233,8 @@ def mcp_command(args: argparse.Namespace, output: Output) -> int:
     report = output.mask_one(render(result, args.format))
     if args.output:
         try:
-            Path(args.output).write_text(report, encoding="utf-8")
+            with open(args.output, "w", encoding="utf-8") as written:
+                written.write(report)
         except OSError as exc:
             raise UsageError(f"cannot write {args.output}: {exc.strerror or exc}") from None
     else:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from ..canaries import Secret
 from ..detect import Scanner
@@ -51,7 +50,7 @@ def _distinct(secrets: list[Secret]) -> tuple[list[Secret], list[list[str]]]:
     return kept, list(ids.values())
 
 
-def scan_command(args: argparse.Namespace, out: Path | None, output: Output) -> int:
+def scan_command(args: argparse.Namespace, out: str | None, output: Output) -> int:
     if not args.secrets_file and not args.canaries_from:
         raise UsageError("give --secrets-file FILE, --canaries-from REPORT, or both")
     secrets: list[Secret] = []
@@ -122,7 +121,10 @@ def scan_command(args: argparse.Namespace, out: Path | None, output: Output) -> 
         findings.sort(key=lambda f: (order.get(f.source, 0), f.offset, -f.length))
     if trusted is None:  # several batches: the masker's detection batches too
         trusted = _check_named(named, args.secrets_file, output)
-    sources, uris = reader.sources, reader.uris
+    sources = reader.sources
+    # (SARIF's alone: pathlib and urllib.parse are imported for it only)
+    uris = {name: path_uri(target) for name, target in reader.targets.items()}
+    uris = uris if args.format == "sarif" else {}
     summary = ScanSummary(
         findings=findings,
         sources=sources,
@@ -156,7 +158,8 @@ def scan_command(args: argparse.Namespace, out: Path | None, output: Output) -> 
     text = dump(report, args.format)
     if out is not None:
         try:
-            out.write_text(text, encoding="utf-8")
+            with open(out, "w", encoding="utf-8") as written:
+                written.write(text)
         except OSError as exc:
             raise UsageError(f"cannot write report {display(str(out))!r}: {exc.strerror}") from None
     else:
@@ -173,7 +176,7 @@ class _Reader:
     def __init__(self, inputs: Inputs, many: bool) -> None:
         self.inputs, self.many = inputs, many
         self.sources = 0
-        self.uris: dict[str, str] = {}
+        self.targets: dict[str, str] = {}  # the name shown -> the path as given
         self.names: list[str] = []
         self._stdin: IO[bytes] | None = None
         self._first = True
@@ -200,7 +203,7 @@ class _Reader:
                 continue
             name = display(target)
             if first:
-                self.uris[name] = path_uri(target)
+                self.targets[name] = target
             try:
                 with open(target, "rb") as stream:
                     if first:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import codecs
 import re
-from pathlib import Path
 
 from .._values import replace
 from ..canaries import KINDS, Secret, WeakSecretError
@@ -65,7 +64,8 @@ def read_secrets(path: str, budget: Budget | None = None) -> SecretsFile:
     budget = budget_for() if budget is None else budget
     label = f"secrets file {path!r}"
     try:
-        data = Path(path).read_bytes()
+        with open(path, "rb") as given:
+            data = given.read()
     except OSError as exc:
         raise UsageError(f"cannot read {label}: {exc.strerror}") from None
     if data.startswith(codecs.BOM_UTF8):
