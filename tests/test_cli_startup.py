@@ -277,3 +277,29 @@ def test_a_command_line_naming_its_command_builds_that_parser_only() -> None:
     alone = _build_parser(["scan"])._subparsers._group_actions[0].choices["scan"]  # type: ignore[union-attr]
     among = _build_parser([])._subparsers._group_actions[0].choices["scan"]  # type: ignore[union-attr]
     assert alone.format_help() == among.format_help()
+
+
+@pytest.mark.parametrize("report_format", ["json", "text", "sarif"])
+def test_only_a_sarif_report_computes_the_uris_of_its_sources(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    report_format: str,
+) -> None:
+    # a URI needs pathlib and urllib.parse (with ipaddress): 2 ms of the start-up, for SARIF
+    import leakcheck.cli.scan as scan_module
+    from leakcheck.cli import main
+
+    made: list[str] = []
+    real = scan_module.path_uri
+    monkeypatch.setattr(scan_module, "path_uri", lambda path: made.append(path) or real(path))
+    secrets_file = tmp_path / "secrets.txt"
+    secrets_file.write_text("ghp_" + _token(random.Random(8), 36) + "\n")
+    log = tmp_path / "app.log"
+    log.write_text("GET /health 200\n")
+    assert (
+        main(["scan", "--secrets-file", str(secrets_file), "--format", report_format, str(log)])
+        == 0
+    )
+    assert made == ([str(log)] if report_format == "sarif" else [])
+    capsys.readouterr()

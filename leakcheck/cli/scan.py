@@ -123,8 +123,11 @@ def scan_command(args: argparse.Namespace, out: str | None, output: Output) -> i
         trusted = _check_named(named, args.secrets_file, output)
     sources = reader.sources
     # (SARIF's alone: pathlib and urllib.parse are imported for it only)
-    uris = {name: path_uri(target) for name, target in reader.targets.items()}
-    uris = uris if args.format == "sarif" else {}
+    uris = (
+        {name: path_uri(target) for name, target in reader.targets.items()}
+        if args.format == "sarif"
+        else {}
+    )
     summary = ScanSummary(
         findings=findings,
         sources=sources,
