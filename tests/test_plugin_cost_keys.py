@@ -1,0 +1,99 @@
+"""The verdict's proof by keys (issue 13's plugin cost): a long text captured again in a
+later test is not searched when the layers kept for it (the text and what its decoding
+pass decodes, ``verdict._layers``) hold none of the new scanner's needles. Each check
+judges the text with one test's scanner first (so its layers are kept), then with
+another's whose secret it holds, in each spelling a layer shows it in: that secret must
+still be found. Assertions compare paths, forms and counts, never a secret's value.
+"""
+
+from __future__ import annotations
+
+import base64
+from urllib.parse import quote
+
+import pytest
+
+from leakcheck import CanaryFactory, verdict
+from leakcheck.capture import Captured
+from leakcheck.detect import Scanner
+from leakcheck.forms import MASKING_FORMS
+from leakcheck.policy import DEFAULT_POLICY, SinkClass
+
+FRAMES = "".join(
+    f'  File "/srv/app/tools/handler_{n}.py", line {n + 10}, in call_{n}\n'
+    f"    return await upstream.post(url, json=payload)  # frame {n}, most recent call last\n"
+    for n in range(30)
+)
+
+
+def _scanner(seed: str, kind: str = "bearer") -> tuple[Scanner, str]:
+    secret = CanaryFactory(seed).secret(kind)
+    scanner = Scanner([secret], decode=True, forms=MASKING_FORMS, backend="ahocorasick")
+    return scanner, secret.value
+
+
+def _judged(scanner: Scanner, text: str) -> list[tuple[str, str]]:
+    items = [
+        Captured("tool response", SinkClass.CALLER, "$.a", "ok", group="g"),
+        Captured("tool response", SinkClass.CALLER, "$.trace", text, group="g"),
+    ]
+    return sorted(
+        (leak.path, leak.finding.form) for leak in verdict.judge(scanner, items, DEFAULT_POLICY)
+    )
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+#: a secret's spelling, and the layer of the decoding pass it is found in
+SPELLINGS = {
+    "raw": lambda v: v,
+    "base64": lambda v: _b64(v.encode()),
+    "base64 of base64": lambda v: _b64(_b64(v.encode()).encode()),
+    "percent of base64": lambda v: quote(_b64(v.encode()), safe=""),
+    "masked tail": lambda v: f"token=...{v[-6:]}",
+}
+
+
+@pytest.mark.parametrize("spelling", sorted(SPELLINGS))
+def test_a_text_kept_clean_for_one_scanner_is_searched_for_another(spelling: str) -> None:
+    """The same text, kept clean for a first scanner, holds the second's secret: found
+    as a search of it finds it (a layer left out of the kept ones, or a needle taken for
+    absent because its head is common text, would lose it)."""
+    first, _ = _scanner(f"keys-first-{spelling}")
+    second, value = _scanner(f"keys-second-{spelling}")
+    text = f"{FRAMES}Error: upstream refused {SPELLINGS[spelling](value)}\n{FRAMES}"
+    assert len(text) >= verdict.APART_FROM
+    assert _judged(first, text) == []
+    expected = sorted((f.source, f.form) for f in second.scan(text, source="$.trace"))
+    assert expected, spelling  # (the spelling is one the scanner finds)
+    assert _judged(second, text) == expected
+
+
+def test_a_long_text_seen_before_is_not_searched_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The saving itself: the stacktrace a span records in every test is searched once,
+    then its kept layers answer for the scanners of the tests after."""
+    text = FRAMES + "Traceback (most recent call last): ToolError: upstream refused\n"
+    _judged(_scanner("keys-seen-0")[0], text)
+    searched: list[int] = []
+    hit_starts = Scanner.hit_starts
+
+    def counted(self: Scanner, data: bytes) -> list[int]:
+        searched.append(len(data))
+        return hit_starts(self, data)
+
+    monkeypatch.setattr(Scanner, "hit_starts", counted)
+    for n in range(1, 4):
+        assert _judged(_scanner(f"keys-seen-{n}")[0], text) == []
+    assert all(size < verdict.APART_FROM for size in searched), searched
+
+
+def test_kept_layers_are_bounded() -> None:
+    """The kept layers never exceed their bound (texts and bytes)."""
+    scanner, _ = _scanner("keys-bound")
+    for n in range(verdict._KEYS_KEPT + 10):
+        verdict._layers(scanner, f"{n}\n{FRAMES}".encode())
+    assert len(verdict._kept_layers) <= verdict._KEYS_KEPT
+    assert verdict._kept_bytes[0] <= verdict._KEYS_KEPT_BYTES
+    assert verdict._kept_bytes[0] == sum(size for *_, size in verdict._kept_layers.values())
