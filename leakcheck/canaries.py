@@ -306,7 +306,7 @@ _LONGEST_WORD = 23
 class _EarlyData(Value, frozen=True):
     short: dict[str, int]  # each spelling of a word of 1 to 3 characters: its best rank
     fourgrams: bytes  # a bit per 4-gram of buckets: set when some longer word holds it
-    words: bytes  # a Bloom filter of the words of 4 characters or more (_in_words)
+    words: bytes  # a Bloom filter of the words of 4 characters or more (_bloom_bits)
     adjacent: frozenset[str]  # adjacent keys (previous + next), on any keyboard
     readings: dict[str, tuple[str, ...]]  # l33t: the letters a character may stand for
 
@@ -439,18 +439,6 @@ def _bloom_bits(word: str, size: int) -> list[int]:
     return [(h1 + i * h2) % size for i in range(_BLOOM_HASHES)]
 
 
-def _in_words(word: str, words: bytes) -> bool:
-    """Whether ``word`` may be a dictionary word (a Bloom filter: never a false no);
-    ``_bloom_bits``, stopping at the first bit not set."""
-    data = word.encode("utf-8", "surrogatepass")
-    h1, h2, size = zlib.crc32(data), zlib.adler32(data) | 1, len(words) * 8
-    for i in range(_BLOOM_HASHES):
-        b = (h1 + i * h2) % size
-        if not words[b >> 3] >> (b & 7) & 1:
-            return False
-    return True
-
-
 #: Spellings of one piece followed at most (l33t readings multiply them; those that hold a
 #: 4-gram no word holds are dropped as they appear): past this, the piece is taken for a word.
 _MAX_SPELLINGS = 4096
@@ -464,20 +452,34 @@ def _words_in(run: str, offset: int, data: _EarlyData) -> list[tuple[int, int, f
     holding a 4-gram that no word (forward or reversed) holds is dropped, for no longer
     piece holding it is a word either, and once none is left the start is done. (Giving up
     at 64 spellings made a run of symbols, each read as a letter or two, a possible word of
-    any length: zxcvbn's full estimate for a header value full of punctuation.)"""
+    any length: zxcvbn's full estimate for a header value full of punctuation.)
+
+    A spelling carries the buckets of its last three characters (base 37), so that its
+    next 4-gram is one multiplication away, and the Bloom filter is read in one loop
+    (``_any_in_words``): judging 20 user secrets took 4.8 ms, 3.9 ms this way."""
     readings, grams, words = data.readings, data.fourgrams, data.words
+    word_bits = len(words) * 8
     found = []
     longest = min(len(run), _LONGEST_WORD)
+    # each character's readings (itself first, then the letters l33t lets it stand for)
+    # with their buckets
+    ways = [tuple((r, _BUCKET.get(r, 36)) for r in (c, *readings.get(c, ()))) for c in run]
     for start in range(len(run) - 3):
-        spellings = [""]
+        spellings: list[tuple[str, int]] = [("", 0)]
         for end in range(start, min(len(run), start + longest)):
-            c = run[end]
-            spellings = [s + r for s in spellings for r in (c, *readings.get(c, ()))]
             size = end - start + 1
-            if size >= 4:
-                spellings = [s for s in spellings if _gram_held(s[-4:], grams)]
-                if not spellings:
-                    break
+            if size < 4:
+                spellings = [(s + r, tail * 37 + b) for s, tail in spellings for r, b in ways[end]]
+                continue
+            grown = []
+            for s, tail in spellings:
+                for r, b in ways[end]:
+                    key = tail * 37 + b
+                    if grams[key >> 3] >> (key & 7) & 1:
+                        grown.append((s + r, key % _TAIL_KEYS))
+            spellings = grown
+            if not spellings:
+                break
             if len(spellings) > _MAX_SPELLINGS:  # taken for a word, whatever its length
                 if min(len(run) - start, longest) >= EARLY_LONGEST:
                     raise _TooLong
@@ -486,19 +488,32 @@ def _words_in(run: str, offset: int, data: _EarlyData) -> list[tuple[int, int, f
                     for k in range(max(size, 4), min(len(run) - start, longest) + 1)
                 ]
                 break
-            if size >= 4 and any(_in_words(w, words) for s in spellings for w in (s, s[::-1])):
+            if _any_in_words(spellings, words, word_bits):
                 if size >= EARLY_LONGEST:
                     raise _TooLong
                 found.append((offset + start, offset + end + 1, _FLOOR / size))
     return found
 
 
-def _gram_held(four: str, grams: bytes) -> bool:
-    """Whether some word of 4 characters or more, forward or reversed, holds ``four``
-    (lowered), by its buckets (the map of ``_possible_matches``)."""
-    b0, b1, b2, b3 = (_BUCKET.get(c, 36) for c in four)
-    key = ((b0 * 37 + b1) * 37 + b2) * 37 + b3
-    return grams[key >> 3] >> (key & 7) & 1 == 1
+#: the buckets of three characters, base 37, take this many values
+_TAIL_KEYS = 37**3
+
+
+def _any_in_words(spellings: list[tuple[str, int]], words: bytes, word_bits: int) -> bool:
+    """Whether a spelling, or a spelling reversed, may be a dictionary word (a Bloom
+    filter: never a false no): ``_bloom_bits`` of each, stopping at the first bit not set."""
+    crc32, adler32 = zlib.crc32, zlib.adler32
+    for spelling, _ in spellings:
+        for word in (spelling, spelling[::-1]):
+            encoded = word.encode("utf-8", "surrogatepass")
+            h1, h2 = crc32(encoded), adler32(encoded) | 1
+            for i in range(_BLOOM_HASHES):
+                b = (h1 + i * h2) % word_bits
+                if not words[b >> 3] >> (b & 7) & 1:
+                    break
+            else:
+                return True
+    return False
 
 
 class _TooLong(Exception):
