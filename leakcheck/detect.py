@@ -155,11 +155,15 @@ class Scanner:
         return self._compiled[0]
 
     def _build(self) -> Engine:
-        regexes = DENSE_ESCAPES if self._keyed else ()
+        if not self._keyed:
+            return build_engine(self._patterns, self._backend)
         # the secret of each pattern: hyperscan searches for some through a run that
-        # several of one secret's patterns share (engine._factor)
+        # several of one secret's patterns share (engine._factor); only beside the keys,
+        # where that costs its search nothing (the needles alone searched that way were
+        # searched at about 0.6 of their speed, 20 secrets' on the bench corpus)
         families = [*self._owner, *self._key_owner]
-        return build_engine([*self._patterns, *self._keys], self._backend, regexes, families)
+        patterns = [*self._patterns, *self._keys]
+        return build_engine(patterns, self._backend, DENSE_ESCAPES, families)
 
     def _key_up(self) -> bool:
         """Make the keys of every secret; False (decode every run) when a secret has none."""
