@@ -38,6 +38,7 @@ from .detect import Scanner
 from .engine import available_backends
 from .forms import MASKING_FORMS, RUN_KEEPING_FORMS, WINDOW_CHARS, anchor_run, needle_table
 from .serialize import map_strings
+from .serialize.objects import key_text_of
 
 __all__ = ["SessionMasker", "mask_strings", "masking_scanner"]
 
@@ -279,12 +280,32 @@ _STRING_SEPARATOR = "\n\x00\x00\n"
 def mask_strings(value: Any, mask: Callable[[str], str]) -> Any:
     """JSON data ``value`` with every string masked by ``mask`` (keys included), the data
     itself when none needs it: one pass over all of them first, since nearly always none
-    does (a report record holds a few dozen short strings)."""
+    does (a report record holds a few dozen short strings). Where one does, the items of
+    a list (and the values of a mapping) are each looked at that way in turn: the
+    session's records are masked once, at its end, and one record showing a secret must
+    not make every string of a thousand others be masked one by one."""
+    if _clean(value, mask):
+        return value
+    return _masked(value, mask)
+
+
+def _clean(value: Any, mask: Callable[[str], str]) -> bool:
     strings: list[str] = []
     _strings(value, strings)
     joined = _STRING_SEPARATOR.join(strings)
-    if mask(joined) == joined:
-        return value
+    return mask(joined) == joined
+
+
+def _masked(value: Any, mask: Callable[[str], str]) -> Any:
+    """``map_strings(value, mask)`` for ``value`` that needs masking somewhere; its parts
+    that need none kept as they are."""
+    if isinstance(value, list) and len(value) > 1:
+        return [item if _clean(item, mask) else _masked(item, mask) for item in list.copy(value)]
+    if isinstance(value, dict) and len(value) > 1:
+        return {
+            mask(key_text_of(key)): item if _clean(item, mask) else _masked(item, mask)
+            for key, item in dict.items(value)
+        }
     return map_strings(value, mask)
 
 

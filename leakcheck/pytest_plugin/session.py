@@ -75,6 +75,8 @@ class PluginSession:
         #: the last texts masked, with what was known then (see ``mask``)
         self._masked: dict[str, tuple[tuple[object, ...], str]] = {}
         self._masked_lock = threading.Lock()  # log handlers mask from the threads that log
+        #: each test's record, unmasked while in this process: masked with every secret
+        #: seen when it leaves it (the worker's output, the JSON report: sessionfinish)
         self.records: list[dict[str, Any]] = []
         self.opt_outs: list[dict[str, str]] = []
         self.request_id_problems: list[dict[str, Any]] = []
