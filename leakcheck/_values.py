@@ -143,11 +143,29 @@ class Value:
             cls.__hash__ = Value.__hash__ if frozen else None  # type: ignore[assignment]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # The fields go into __dict__ in their order (hash and equality read it): by
+        # position, then the defaults of those left, in order; keywords take the long way.
         names = self._field_names
-        if len(args) == len(names) and not kwargs:
-            self.__dict__.update(zip(names, args, strict=True))
+        fields = self.__dict__
+        if kwargs or len(args) > len(names):
+            fields.update(self._from_keywords(args, kwargs))
             return
-        kind = type(self).__name__
+        fields.update(zip(names, args, strict=False))  # the rest: defaults
+        for name in names[len(args) :]:
+            _, default, factory, _ = self._field_specs[name]
+            if factory is not None:
+                fields[name] = factory()
+            elif default is not _NO_DEFAULT:
+                fields[name] = default
+            else:
+                fields.clear()
+                self._from_keywords(args, {})  # raises, naming every field missing
+
+    @classmethod
+    def _from_keywords(cls, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        """The fields from positions and keywords, in their order; TypeError as a call
+        with wrong arguments gives."""
+        names, kind = cls._field_names, cls.__name__
         if len(args) > len(names):
             raise TypeError(
                 f"{kind}() takes {len(names)} positional arguments but {len(args)} were given"
@@ -156,13 +174,13 @@ class Value:
         for name, value in kwargs.items():
             if name in values:
                 raise TypeError(f"{kind}() got multiple values for argument {name!r}")
-            if name not in self._field_specs:
+            if name not in cls._field_specs:
                 raise TypeError(f"{kind}() got an unexpected keyword argument {name!r}")
             values[name] = value
         missing = []
         for name in names:
             if name not in values:
-                _, default, factory, _ = self._field_specs[name]
+                _, default, factory, _ = cls._field_specs[name]
                 if factory is not None:
                     values[name] = factory()
                 elif default is not _NO_DEFAULT:
@@ -171,11 +189,7 @@ class Value:
                     missing.append(name)
         if missing:
             raise TypeError(f"{kind}() missing required arguments: {', '.join(missing)}")
-        self.__dict__.update((name, values[name]) for name in names)
-
-    def _values(self) -> tuple[object, ...]:
-        fields = self.__dict__
-        return tuple(fields[name] for name in self._field_names)
+        return {name: values[name] for name in names}
 
     def __repr__(self) -> str:
         shown = ", ".join(
@@ -187,11 +201,11 @@ class Value:
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is self.__class__:
-            return self._values() == other._values()
+            return self.__dict__ == other.__dict__
         return NotImplemented
 
     def __hash__(self) -> int:
-        return hash(self._values())
+        return hash(tuple(self.__dict__.values()))
 
     def __setattr__(self, name: str, value: object) -> None:
         if self._frozen:

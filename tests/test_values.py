@@ -79,6 +79,16 @@ def test_values_compare_hash_and_refuse_assignment_as_frozen_dataclasses_did() -
     assert ScanSummary.__hash__ is None  # as @dataclass(eq=True) left a mutable class
 
 
+def test_keywords_in_any_order_make_the_same_value_and_the_same_hash() -> None:
+    # hash and equality read the fields in their order: keywords are put in it
+    shuffled = Span(kind="bearer", rank=0, start=1, form="raw", end=2)
+    assert shuffled == Span(1, 2, "bearer", "raw") and hash(shuffled) == hash(
+        Span(1, 2, "bearer", "raw")
+    )
+    assert list(vars(shuffled)) == ["start", "end", "kind", "form", "rank"]
+    assert list(vars(Span(1, 2, "bearer", "raw"))) == ["start", "end", "kind", "form", "rank"]
+
+
 def test_a_default_factory_gives_each_value_its_own_list() -> None:
     first, second = ScanSummary(findings=[]), ScanSummary(findings=[])
     first.errors.append("unreadable")
