@@ -96,6 +96,39 @@ class _DataclassFields:
         return made
 
 
+class _FactoryDefault:
+    """What a signature shows for a default made by a factory (as dataclasses shows it)."""
+
+    def __repr__(self) -> str:
+        return "<factory>"
+
+
+class _Signature:
+    """``__signature__``, made on first read: ``inspect.signature`` of a value class gives
+    its fields, as of a dataclass, not ``(*args, **kwargs)`` (Hypothesis' ``builds`` and
+    IDEs read it); inspect is imported then."""
+
+    def __get__(self, instance: object, owner: type[Value]) -> Any:
+        import inspect
+
+        parameters = []
+        for name in owner._field_names:
+            annotation, default, factory, _ = owner._field_specs[name]
+            if factory is not None:
+                default = _FactoryDefault()
+            elif default is _NO_DEFAULT:
+                default = inspect.Parameter.empty
+            parameters.append(
+                inspect.Parameter(
+                    name,
+                    inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                    default=default,
+                    annotation=annotation,
+                )
+            )
+        return inspect.Signature(parameters, return_annotation=None)
+
+
 def _is_class_var(annotation: object) -> bool:
     return isinstance(annotation, str) and annotation.startswith(("ClassVar", "typing.ClassVar"))
 
@@ -110,6 +143,7 @@ class Value:
     _field_specs: dict[str, tuple[object, object, Callable[[], Any] | None, bool]] = {}
     _frozen = False
     __dataclass_fields__ = _DataclassFields()
+    __signature__ = _Signature()
 
     def __init_subclass__(cls, *, frozen: bool = False, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

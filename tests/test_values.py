@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import inspect
 import pickle
 from typing import ClassVar
 
@@ -138,6 +139,21 @@ def test_a_field_left_out_of_repr_is_not_shown() -> None:
         value: str = field(default="", repr=False)
 
     assert repr(Token("api", "hidden-material")).endswith(".Token(name='api')")
+
+
+def test_a_value_class_signature_lists_its_fields_as_a_dataclass_one_does() -> None:
+    @dataclasses.dataclass(frozen=True)
+    class Twin:
+        start: int
+        end: int
+        kind: str
+        form: str
+        rank: int = 0
+
+    assert str(inspect.signature(Span)) == str(inspect.signature(Twin))
+    summary = inspect.signature(ScanSummary).parameters
+    assert list(summary)[:3] == ["findings", "sources", "secrets"]
+    assert repr(summary["secrets"].default) == "<factory>" and summary["sources"].default == 0
 
 
 def test_copy_and_pickle_round_trip_a_frozen_value() -> None:
