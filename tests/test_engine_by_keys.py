@@ -1,0 +1,62 @@
+"""The fallback engine's search of small texts by their 4-byte substrings: a pattern is
+searched for only when its first and its last 4 bytes are both in the text."""
+
+from __future__ import annotations
+
+import random
+from array import array
+from collections import Counter
+
+import pytest
+
+import leakcheck.engine as engine_module
+from leakcheck.engine import AhoCorasickEngine, _KeyIndex
+
+pytestmark = pytest.mark.skipif(
+    "ahocorasick" not in engine_module.available_backends(), reason="no pyahocorasick"
+)
+
+
+def _present(data: bytes) -> set[int]:
+    grams = {data[i : i + 4] for i in range(len(data) - 3)}
+    return set(array(engine_module._KEY_CODE, b"".join(grams)))
+
+
+def brute_force(patterns: list[bytes], data: bytes) -> Counter[tuple[int, int]]:
+    hits: Counter[tuple[int, int]] = Counter()
+    for index, pattern in enumerate(patterns):
+        start = data.find(pattern)
+        while start >= 0:
+            hits[(index, start + len(pattern))] += 1
+            start = data.find(pattern, start + 1)
+    return hits
+
+
+def test_a_shared_fixed_head_makes_no_candidate() -> None:
+    # masks and token prefixes: the head is in the text, the random tail is not
+    patterns = [b"ending in Ab12Cd34", b"ending in 9QzX4mKw", b"ghp_Zr4Tq8WnAb", b"****Ab12"]
+    index = _KeyIndex(patterns)
+    text = b"the credential ending in 7KQ2 was rejected; ghp_**** masked; ****ab99"
+    assert index.candidates(_present(text)) == []
+    assert index.candidates(_present(text + b" Ab12Cd34")) == [0, 3]
+
+
+def test_short_patterns_are_always_candidates() -> None:
+    index = _KeyIndex([b"abc", b"abcdef", b"xyz"])
+    assert index.candidates(_present(b"nothing here")) == [0, 2]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_hits_by_keys_are_every_occurrence(seed: int) -> None:
+    rng = random.Random(seed)
+    alphabet = b"ab\x00\xffcd"
+    patterns = list(
+        dict.fromkeys(
+            bytes(rng.choice(alphabet) for _ in range(rng.randrange(1, 12))) for _ in range(40)
+        )
+    )
+    data = bytes(rng.choice(alphabet) for _ in range(2000))  # (under the budget)
+    engine = AhoCorasickEngine(patterns)
+    hits = engine.scan(data)
+    assert engine._automaton is None, "searched by keys"
+    assert Counter(hits) == brute_force(patterns, data)
