@@ -533,8 +533,11 @@ def available_backends() -> list[str]:
 #: automaton (7 us per needle to build, 16 MiB/s to search at that size) repays on inputs up
 #: to about 400 bytes per needle (measured: 147,462 needles of a 423-case matrix's
 #: canaries, 8 MiB scanned in 5.5 s by hyperscan, 2.1 s by the automaton; 64 MiB in 5.6 s
-#: by both).
-AUTOMATON_BELOW_BYTES_PER_NEEDLE = 256
+#: by both). With 20 secrets (some 1,400 to 1,700 needles, their keys and shapes compiled
+#: in 27 ms, see _factor) ``leakcheck scan`` of log text takes as long on either engine at
+#: about 1,000 KB (bench canaries: 590 bytes per needle) to 1,200 KB (user tokens: 870);
+#: at 600 KB the automaton was 4.5 and 6.4 ms faster (best of 5).
+AUTOMATON_BELOW_BYTES_PER_NEEDLE = 512
 
 
 #: ``auto`` never compiles more needles than this with hyperscan, whatever the input: its

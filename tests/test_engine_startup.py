@@ -45,3 +45,12 @@ def test_available_backends_imports_no_importlib_util() -> None:
     before, after, found = result.stdout.split(" ", 2)
     assert (before, after) == ("False", "False"), result.stdout
     assert eval(found) == engine_module.available_backends()  # noqa: S307 - our own output
+
+
+def test_auto_takes_the_automaton_for_a_file_under_a_megabyte() -> None:
+    # 20 secrets make some 1,400 to 1,700 needles: below about 1,000 KB of input the
+    # automaton finishes first (its build is cheaper than hyperscan's compile)
+    if engine_module.available_backends() != ["hyperscan", "ahocorasick"]:
+        pytest.skip("needs both engines")
+    assert engine_module.resolve_backend("auto", 1_700, 600 * 1024) == "ahocorasick"
+    assert engine_module.resolve_backend("auto", 1_700, 4 << 20) == "auto"
