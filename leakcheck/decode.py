@@ -352,6 +352,18 @@ def _starts_block(line: bytes) -> bool:
     return end - token >= _WRAP_MIN_PIECE or len(line.rstrip(b"\r")) in _TERMINAL_WIDTHS
 
 
+#: the first byte of a line that ``_LEAD`` can match: a space, a tab, a border's (a tuple:
+#: a stream's buffer is a bytearray, whose slices cannot be hashed)
+_LEAD_FIRST = tuple(dict.fromkeys((b" ", b"\t", *(border[:1] for border in _BORDERS))))
+
+
+def _may_continue(line: bytes, first: bytes) -> bool:
+    """False when a line beginning with the byte ``first`` surely does not continue
+    ``line`` (``_continues``: no lead, and ``line`` is not as long as a terminal): the
+    common case, told without a regular expression."""
+    return first in _LEAD_FIRST or len(line.rstrip(b"\r")) in _TERMINAL_WIDTHS
+
+
 def wrap_extent(buf: bytes, low: int, high: int, limit: int) -> tuple[int, int]:
     """``[low, high)`` widened over the whole lines that continue it or that it continues
     (as ``wrapped_runs`` joins them), at most ``limit`` bytes each way."""
@@ -361,6 +373,8 @@ def wrap_extent(buf: bytes, low: int, high: int, limit: int) -> tuple[int, int]:
         if eol >= ceiling:
             break
         line = buf[bol:eol]
+        if not _may_continue(line, buf[eol + 1 : eol + 2]):
+            break
         nxt = _line_at(buf, eol + 1, floor, ceiling)[1]
         after = buf[eol + 1 : nxt]
         if not _continues([(0, line), (0, after)], 1) or not _starts_block(line):
@@ -373,6 +387,8 @@ def wrap_extent(buf: bytes, low: int, high: int, limit: int) -> tuple[int, int]:
         if bol <= floor:
             break
         before = _line_at(buf, bol - 1, floor, ceiling)[0]
+        if not _may_continue(buf[before : bol - 1], buf[bol : bol + 1]):
+            break
         line, previous = buf[bol:eol], buf[before : bol - 1]
         if not _continues([(0, previous), (0, line)], 1) or not _starts_block(previous):
             break
