@@ -173,3 +173,16 @@ def test_findings_are_those_of_every_pattern_compiled(monkeypatch: pytest.Monkey
     monkeypatch.setattr(engine_module, "_factor", unfactored)
     assert findings() == factored
     assert len(factored) > 100
+
+
+def test_common_head_is_the_longest_shared_start() -> None:
+    from leakcheck.engine import _common_head
+
+    rng = random.Random(5)
+    for _ in range(5000):
+        a = bytes(rng.choice(b"ab\x00\xff") for _ in range(rng.randrange(0, 14)))
+        b = bytes(rng.choice(b"ab\x00\xff") for _ in range(rng.randrange(0, 14)))
+        n = 0
+        while n < min(len(a), len(b)) and a[n] == b[n]:
+            n += 1
+        assert _common_head(a, b) == n, (a, b)
