@@ -37,6 +37,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Scanner"]
 
+#: a buffer's hits to report, sorted, with the buffer (as bytes) and the spans for masking
+_Prepared = tuple[bytes, list["_Hit"], list[Span]]
 #: (patterns, form of each, owning secret of each, {pattern index: other (secret, form)})
 _Index = tuple[list[bytes], list[str], list[int], dict[int, list[tuple[int, str]]]]
 
@@ -510,6 +512,10 @@ class Scanner:
         # the code points of the line before memory[0] (None: the line began before
         # counted_from, where nothing was counted)
         line: _CodePoints | None = _CodePoints()
+        # the hits of a buffer carried whole (a file shorter than the carry: the next read
+        # finds the end of the stream, and the same buffer is searched again for the hits
+        # it could not settle): (its length, its hits), searched and decoded once
+        kept_whole: tuple[int, _Prepared | None] | None = None
         while True:
             size = _read_into(stream, view[carry : carry + chunk_bytes])
             at_end = size == 0
@@ -518,7 +524,12 @@ class Scanner:
                 break
             data = view[:length]
             limit = base + length if at_end else base + length - margin
-            for hit, buf, spans in self._settled(data, base, reported_upto, limit):
+            if kept_whole is not None and size == 0 and kept_whole[0] == length:
+                prepared = kept_whole[1]
+            else:
+                prepared = self._prepared(data)
+            kept_whole = None
+            for hit, buf, spans in self._reported(prepared, base, reported_upto, limit):
                 finding = self._finding(buf, hit, spans, base, source)
                 where = None if counted_from < 0 else _where(buf, hit, newlines, line)
                 if seekable:
@@ -541,6 +552,8 @@ class Scanner:
                     line.feed(view[j + 1 : cut])
             elif pending:  # a seekable stream's first findings: count from here on
                 counted_from, line = base + cut, None
+            if not cut:  # (its hits read from a copy: _readable copies a part of memory)
+                kept_whole = (length, prepared)
             memory[:keep] = memory[cut:length]
             carry, base = keep, base + cut
         del view
@@ -553,21 +566,35 @@ class Scanner:
     ) -> Iterator[tuple[_Hit, bytes, list[Span]]]:
         """Hits of ``data`` whose absolute end lies in ``(after, limit]``, with the buffer
         (as bytes) and every span near them for masking."""
+        return self._reported(self._prepared(data), base, after, limit)
+
+    def _prepared(self, data: bytes | memoryview) -> _Prepared | None:
+        """Every hit of ``data`` to report, sorted, with the buffer (as bytes) and the
+        spans for masking; None when there is none."""
         first = self._search(data)
         if not first[0] and (not self.decode or (self._keyed and not first[1])):
-            return
+            return None
         buf = _readable(data)
         report, every = self._hits(buf, first)
         spans = sorted(
             [*(h.span() for h in every), *(h.span(rank=1) for h in report)],
             key=lambda s: s.start,
         )
+        return buf, sorted(report, key=lambda h: (h.start, h.end)), spans
+
+    def _reported(
+        self, prepared: _Prepared | None, base: int, after: int, limit: int
+    ) -> Iterator[tuple[_Hit, bytes, list[Span]]]:
+        """The hits of ``prepared`` whose absolute end lies in ``(after, limit]``."""
+        if prepared is None:
+            return
+        buf, report, spans = prepared
         starts = [s.start for s in spans]
         longest = max((s.end - s.start for s in spans), default=0)
         # A span matters to an excerpt when its widened extent reaches the excerpt's window;
         # masking with only those keeps one excerpt linear, not quadratic, in the hits.
         reach = CONTEXT_BYTES + WIDEN_BYTES
-        for hit in sorted(report, key=lambda h: (h.start, h.end)):
+        for hit in report:
             if after < base + hit.end <= limit:
                 low = bisect.bisect_left(starts, hit.start - reach - longest)
                 high = bisect.bisect_right(starts, hit.end + reach)
