@@ -510,8 +510,9 @@ class Scanner:
         counted_from = -1 if seekable else 0  # newlines are counted from here on (-1: not yet)
         newlines = 0  # newlines from counted_from to memory[0]
         # the code points of the line before memory[0] (None: the line began before
-        # counted_from, where nothing was counted)
-        line: _CodePoints | None = _CodePoints()
+        # counted_from, where nothing was counted; a seekable stream counts from its first
+        # finding on, its line then unknown: none made for it, a codec's decoder each)
+        line: _CodePoints | None = None if seekable else _CodePoints()
         # the hits of a buffer carried whole (a file shorter than the carry: the next read
         # finds the end of the stream, and the same buffer is searched again for the hits
         # it could not settle): (its length, its hits), searched and decoded once

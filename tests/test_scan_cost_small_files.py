@@ -90,3 +90,21 @@ def test_a_stream_that_grows_after_its_end_is_searched_again() -> None:
     found = list(scanner.scan_stream(_Growing(first, later), "<text>"))  # type: ignore[arg-type]
     assert [f.secret_id for f in found] == [secrets[0].id]
     assert found[0].offset == len(first) + len(b"token=")
+
+
+def test_a_clean_file_makes_no_line_counter(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a seekable stream counts its lines from its first finding on: a clean one needs no
+    # code point counter (each made a codec's incremental decoder)
+    import leakcheck.detect as detect_module
+
+    made = []
+    real = detect_module._CodePoints
+
+    def counted(*args: object, **kwargs: object) -> object:
+        made.append(args)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(detect_module, "_CodePoints", counted)
+    scanner = Scanner(_secrets(), decode=True)
+    assert list(scanner.scan_stream(io.BytesIO(b"INFO ok\n" * 300))) == []
+    assert made == []
