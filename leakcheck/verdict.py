@@ -46,6 +46,10 @@ APART_FROM = 1024
 #: again (see ``_clean_by_keys``): up to this many texts and this many of their bytes.
 _KEYS_KEPT = 64
 _KEYS_KEPT_BYTES = 4 * 1024 * 1024
+#: A text longer than this is searched, never shown clean by keys: its layers would cost
+#: as much to make as the search (its decoding is not kept: ``decode._CACHED_TEXT_BYTES``)
+#: and, kept, would crowd out the texts that come again.
+_PROVEN_UP_TO = 64 * 1024
 _KEY_CODE = next((code for code in "IL" if array(code).itemsize == 4), "")
 
 
@@ -249,8 +253,8 @@ def _clean_by_keys(scanner: Scanner, text: bytes, needles: _Needles) -> bool:
     """Whether ``text`` holds no hit of ``scanner``, told without searching it: no needle
     occurs in it nor in any layer its decoding pass searches. Only for a scanner that
     decodes every run (not keyed: one that has searched a text of ``KEYED_FROM_BYTES``
-    decodes around keys)."""
-    if len(text) >= KEYED_FROM_BYTES or getattr(scanner, "_keyed", True):
+    decodes around keys), and a text of at most ``_PROVEN_UP_TO`` bytes."""
+    if len(text) > _PROVEN_UP_TO or getattr(scanner, "_keyed", True):
         return False
     found = _layers(scanner, text)
     return found is not None and needles.none_in(*found)
@@ -379,7 +383,7 @@ def _only_allowed(
     if not forbidden:
         return True
     text = _encoded(item.text)
-    if len(text) >= KEYED_FROM_BYTES or getattr(scanner, "_keyed", True):
+    if len(text) > _PROVEN_UP_TO or getattr(scanner, "_keyed", True):
         return False
     found = _layers(scanner, text)
     if found is None:

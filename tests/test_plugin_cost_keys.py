@@ -97,3 +97,16 @@ def test_kept_layers_are_bounded() -> None:
     assert len(verdict._kept_layers) <= verdict._KEYS_KEPT
     assert verdict._kept_bytes[0] <= verdict._KEYS_KEPT_BYTES
     assert verdict._kept_bytes[0] == sum(size for *_, size in verdict._kept_layers.values())
+
+
+def test_a_text_over_the_bound_is_searched_not_kept() -> None:
+    """A text longer than ``_PROVEN_UP_TO`` is searched: making and keeping its layers
+    would cost what the search costs (its decoding is not kept) and crowd out the texts
+    that come again."""
+    scanner, _ = _scanner("keys-over")
+    text = (FRAMES * (verdict._PROVEN_UP_TO // len(FRAMES) + 1)).encode()
+    assert len(text) > verdict._PROVEN_UP_TO
+    needles = verdict._Needles(scanner)
+    assert not verdict._clean_by_keys(scanner, text, needles)
+    assert not any(key[0] == text for key in verdict._kept_layers)
+    assert verdict._clean_by_keys(scanner, text[: verdict._PROVEN_UP_TO], needles)
