@@ -1,0 +1,111 @@
+"""The automaton's anchors, chosen in C per pattern (engine._pivots, engine._anchors), are
+the ones the per-pattern Python choice made: the same pivots in the same order, the same
+anchor and offset for every pattern (so the same hits in the same order)."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from leakcheck import engine
+from leakcheck.engine import (
+    _BYTE_WEIGHT,
+    ANCHOR_BYTES,
+    PIVOT_COST,
+    _anchor_starts,
+    _anchors,
+    _pivots,
+)
+
+
+def _reference_pivots(patterns: list[bytes]) -> dict[int, float]:
+    """The greedy cover as it was written first: a bit set per pattern and byte."""
+    bitmaps = [bytearray((len(patterns) + 7) // 8) for _ in range(256)]
+    for index, pattern in enumerate(patterns):
+        where, bit = index >> 3, 1 << (index & 7)
+        for byte in set(_anchor_starts(pattern)):
+            bitmaps[byte][where] |= bit
+    cover = [int.from_bytes(bitmap, "little") for bitmap in bitmaps]
+    frequency = [2.0 ** (w / 8) for w in _BYTE_WEIGHT]
+    total = sum(frequency)
+    share = [f / total for f in frequency]
+    uncovered = (1 << len(patterns)) - 1
+    chosen: dict[int, float] = {}
+    while uncovered:
+        best, best_score = -1, math.inf
+        for byte in range(256):
+            count = (cover[byte] & uncovered).bit_count()
+            if count and (PIVOT_COST + share[byte]) / count < best_score:
+                best, best_score = byte, (PIVOT_COST + share[byte]) / count
+        chosen[best] = frequency[best]
+        uncovered &= ~cover[best]
+    return chosen
+
+
+def _reference_anchors(
+    patterns: list[bytes], pivots: dict[int, float]
+) -> dict[bytes, list[tuple[int, int]]]:
+    """The anchor choice as it was written first: a set intersection and two ``min``."""
+    pivot_bytes = set(pivots)
+    anchors: dict[bytes, list[tuple[int, int]]] = {}
+    for index, pattern in enumerate(patterns):
+        starts = _anchor_starts(pattern)
+        present = pivot_bytes.intersection(starts)
+        rarest = min(pivots[byte] for byte in present)
+        offset = min(starts.index(byte) for byte in present if pivots[byte] == rarest)
+        anchors.setdefault(pattern[offset : offset + ANCHOR_BYTES], []).append((index, offset))
+    return anchors
+
+
+def _patterns(seed: int, count: int) -> list[bytes]:
+    rng = random.Random(seed)
+    alphabets = [
+        b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789",
+        b"0123456789abcdef",
+        bytes(range(256)),  # every byte, the unweighted (equally rare) ones too
+        b"\x00\x01\x02\x03\xfe\xff",  # only bytes of one weight: ties decide
+        b"%25AF",
+    ]
+    found: dict[bytes, None] = {}
+    while len(found) < count:
+        alphabet = rng.choice(alphabets)
+        size = rng.choice([1, 2, 5, 6, 7, 12, 40, 90])
+        prefix = rng.choice([b"", b"ghp_", b"sk_live_", b"ending in ", b"****"])
+        found[prefix + bytes(rng.choice(alphabet) for _ in range(size))] = None
+    return list(found)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_pivots_and_anchors_are_the_per_pattern_choice(seed: int) -> None:
+    patterns = _patterns(seed, 900)
+    pivots = _pivots(patterns)
+    assert list(pivots.items()) == list(_reference_pivots(patterns).items())
+    assert _anchors(patterns, pivots) == _reference_anchors(patterns, pivots)
+
+
+def test_ties_of_equally_rare_pivots_go_to_the_first_place() -> None:
+    # bytes of one weight (0: never seen in the corpus) are equally rare
+    rare = [b for b in range(256) if _BYTE_WEIGHT[b] == 0][:3]
+    assert len(rare) == 3
+    pivots = {rare[0]: 1.0, rare[1]: 1.0, rare[2]: 1.0}
+    pattern = bytes([65, 66, rare[2], 67, rare[0], rare[1]]) + b"xyzxyzxyz"
+    assert _anchors([pattern], pivots) == {pattern[2 : 2 + ANCHOR_BYTES]: [(0, 2)]}
+    assert _anchors([pattern], pivots) == _reference_anchors([pattern], pivots)
+
+
+def test_the_automaton_finds_every_hit_through_those_anchors() -> None:
+    patterns = _patterns(7, engine.ANCHOR_FROM_PATTERNS + 100)
+    rng = random.Random(8)
+    text = b"|".join(rng.choice(patterns) for _ in range(300))
+    found = engine.AhoCorasickEngine(patterns)
+    found._build()  # noqa: SLF001 - the automaton, not the search by keys
+    expected = []
+    for i, pattern in enumerate(patterns):
+        start = text.find(pattern)
+        while start >= 0:
+            expected.append((i, start + len(pattern)))
+            start = text.find(pattern, start + 1)
+    expected.sort()
+    assert sorted(found.scan(text)) == expected
