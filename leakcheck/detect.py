@@ -8,7 +8,10 @@ import codecs
 import os
 import re
 import stat
+import sys
+from array import array
 from collections.abc import Container, Iterable, Iterator, Sequence
+from operator import itemgetter
 
 from . import engine as engine_module
 from .canaries import Secret
@@ -35,7 +38,7 @@ TYPE_CHECKING = False  # not typing's: its import was a twentieth of a scan's st
 if TYPE_CHECKING:
     from typing import BinaryIO
 
-__all__ = ["Scanner"]
+__all__ = ["HEAD_BYTES", "Scanner"]
 
 #: a buffer's hits to report, sorted, with the buffer (as bytes) and the spans for masking
 _Prepared = tuple[bytes, list["_Hit"], list[Span]]
@@ -52,6 +55,11 @@ JOIN_SEPARATOR = b"\n\x00\x00\n"
 KEYED_FROM_BYTES = 256 * 1024
 #: A token decoded around a key reaches at most this far on each side of it.
 REGION_BYTES = 4096
+#: ``Scanner.pattern_heads``: a pattern's first this many bytes, read as one int
+HEAD_BYTES = 8
+_HEAD_CODE = "Q"  # an array type code of 8-byte items (checked where heads are read)
+_HEAD_OF = itemgetter(slice(0, HEAD_BYTES))
+_BYTE_ORDER = sys.byteorder  # how an array reads its items' bytes
 
 
 class _Hit:
@@ -131,10 +139,16 @@ class Scanner:
             # Below ANCHOR_FROM_PATTERNS the engine finds hits in an order that does not
             # depend on the pattern list (which of two equally long overlapping needles
             # names a mask follows it): put off only what keeps every needle below it.
-            most = len(self._deferred) * RUN_KEEPING_MAX_NEEDLES + sum(
-                len(needle_table(s, self._eager_forms if i in self._deferred else self._all_forms))
-                for i, s in enumerate(self.secrets)
-            )
+            # (counted only until it reaches that: a table made here for each of a
+            # batch's 5,000 secrets was made again for the index, the tables' cache
+            # keeping a few hundred secrets)
+            most = len(self._deferred) * RUN_KEEPING_MAX_NEEDLES
+            for i, s in enumerate(self.secrets):
+                if most >= engine_module.ANCHOR_FROM_PATTERNS:
+                    break
+                most += len(
+                    needle_table(s, self._eager_forms if i in self._deferred else self._all_forms)
+                )
             if most >= engine_module.ANCHOR_FROM_PATTERNS:
                 self._deferred.clear()
                 self._defers = False
@@ -303,6 +317,37 @@ class Scanner:
     def _make_all(self) -> None:
         if self._deferred:
             self._make_deferred(list(self._deferred))
+
+    def pattern_heads(self) -> tuple[array[int], array[int], list[tuple[bytes, int]]]:
+        """Every needle pattern by its first HEAD_BYTES bytes, to tell which secrets can
+        occur in a text without this scanner: (those bytes of each pattern that long or
+        longer, read as one int; the index in ``secrets`` of its secret; the shorter
+        patterns, each with its secret's index), a pattern that several secrets share once
+        for each. About 10 bytes a pattern."""
+        self._make_all()
+        with self._lock:
+            patterns, owners, shared = self._patterns, self._owner, self._shared
+            size = HEAD_BYTES
+            if min(map(len, patterns), default=size) >= size:
+                long: Sequence[int] = range(len(patterns))
+                kept: Sequence[bytes] = patterns
+                mine: Sequence[int] = owners
+            else:
+                long = [i for i, p in enumerate(patterns) if len(p) >= size]
+                kept = [patterns[i] for i in long]
+                mine = [owners[i] for i in long]
+            heads = array(_HEAD_CODE, b"".join(map(_HEAD_OF, kept)))
+            who = array("H" if len(self.secrets) <= 0xFFFF else "I", mine)
+            short = [(p, owners[i]) for i, p in enumerate(patterns) if len(p) < size]
+            for index, pairs in shared.items():
+                pattern = patterns[index]
+                for owner, _form in pairs:
+                    if len(pattern) < size:
+                        short.append((pattern, owner))
+                    else:
+                        heads.append(int.from_bytes(pattern[:size], _BYTE_ORDER))
+                        who.append(owner)
+        return heads, who, short
 
     @property
     def needle_count(self) -> int:

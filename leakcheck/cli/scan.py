@@ -112,6 +112,8 @@ def scan_command(args: argparse.Namespace, out: str | None, output: Output) -> i
             if len(batches) == 1:
                 output.use(secrets, scanner)
                 trusted = _check_named(named, args.secrets_file, output)
+            else:  # what the masker needs of it, so as not to build it again
+                output.learn(scanner)
             needles += scanner.needle_count
             engines.append(scanner.engine.name)
             findings += reader.scan(scanner)
