@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import sys
+import weakref
 from collections.abc import Iterable
 from typing import Any, TypeVar
 
@@ -89,7 +90,10 @@ class LeakCheck:
         self._exceptions = ExceptionSink()
         self.stdout = TextSink("stdout", SinkClass.CALLER)
         self.stderr = TextSink("stderr", SinkClass.OPERATOR)
-        self.warnings = WarningsSink(self.mask)
+        # a weak method: the sink holding the check's own bound method made each check a
+        # reference cycle, freed only by the garbage collector (whose full collections
+        # walk the whole of pytest's heap)
+        self.warnings = WarningsSink(_WeakMask(self))
         #: bundled sink plugins whose library nothing had imported when the check began
         self._waiting: dict[str, str] = {}
         if sinks is None:
@@ -334,3 +338,20 @@ class LeakCheck:
         leaks = self.findings()
         if any(not leak.allowed for leak in leaks):
             raise LeakError(self.report(leaks))
+
+
+class _WeakMask:
+    """``check.mask`` without a strong reference to the check. Called once the check is
+    gone (nothing does: its sinks stop while it runs) it raises ``ReferenceError`` rather
+    than hand the text on unmasked."""
+
+    __slots__ = ("_method",)
+
+    def __init__(self, check: LeakCheck) -> None:
+        self._method = weakref.WeakMethod(check.mask)
+
+    def __call__(self, text: str) -> str:
+        mask = self._method()
+        if mask is None:
+            raise ReferenceError("the check this warnings sink masked for is gone")
+        return mask(text)
