@@ -59,6 +59,8 @@ REGION_BYTES = 4096
 HEAD_BYTES = 8
 _HEAD_CODE = "Q"  # an array type code of 8-byte items (checked where heads are read)
 _HEAD_OF = itemgetter(slice(0, HEAD_BYTES))
+_TAIL_CODE = "I" if array("I").itemsize == 4 else "L"  # (checked where tails are read)
+_TAIL_OF = itemgetter(slice(-4, None))
 _BYTE_ORDER = sys.byteorder  # how an array reads its items' bytes
 
 
@@ -318,12 +320,14 @@ class Scanner:
         if self._deferred:
             self._make_deferred(list(self._deferred))
 
-    def pattern_heads(self) -> tuple[array[int], array[int], list[tuple[bytes, int]]]:
-        """Every needle pattern by its first HEAD_BYTES bytes, to tell which secrets can
-        occur in a text without this scanner: (those bytes of each pattern that long or
-        longer, read as one int; the index in ``secrets`` of its secret; the shorter
-        patterns, each with its secret's index), a pattern that several secrets share once
-        for each. About 10 bytes a pattern."""
+    def pattern_heads(
+        self,
+    ) -> tuple[array[int], array[int], array[int], list[tuple[bytes, int]]]:
+        """Every needle pattern by its first HEAD_BYTES and its last 4 bytes, to tell which
+        secrets can occur in a text without this scanner: (those first bytes of each
+        pattern that long or longer, read as one int; its last 4, read so; the index in
+        ``secrets`` of its secret; the shorter patterns, each with its secret's index), a
+        pattern that several secrets share once for each. About 14 bytes a pattern."""
         self._make_all()
         with self._lock:
             patterns, owners, shared = self._patterns, self._owner, self._shared
@@ -337,6 +341,7 @@ class Scanner:
                 kept = [patterns[i] for i in long]
                 mine = [owners[i] for i in long]
             heads = array(_HEAD_CODE, b"".join(map(_HEAD_OF, kept)))
+            tails = array(_TAIL_CODE, b"".join(map(_TAIL_OF, kept)))
             who = array("H" if len(self.secrets) <= 0xFFFF else "I", mine)
             short = [(p, owners[i]) for i, p in enumerate(patterns) if len(p) < size]
             for index, pairs in shared.items():
@@ -346,8 +351,9 @@ class Scanner:
                         short.append((pattern, owner))
                     else:
                         heads.append(int.from_bytes(pattern[:size], _BYTE_ORDER))
+                        tails.append(int.from_bytes(pattern[-4:], _BYTE_ORDER))
                         who.append(owner)
-        return heads, who, short
+        return heads, tails, who, short
 
     @property
     def needle_count(self) -> int:

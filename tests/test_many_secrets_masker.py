@@ -195,3 +195,24 @@ def test_a_scanner_puts_needles_off_exactly_when_the_count_stays_low() -> None:
             len(needle_table(s, eager if s in deferred else scanner.forms)) for s in secrets
         )
         assert bool(scanner._deferred) == (most < engine.ANCHOR_FROM_PATTERNS)  # noqa: SLF001
+
+
+@pytest.mark.usefixtures("small_batches")
+def test_a_head_every_secret_has_makes_no_candidate_of_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # every secret has needles "ending in " + its tail: their head is in this text, their
+    # last 4 bytes are not, and no secret's needles are searched for
+    tokens = _tokens(120, 7)
+    secrets = _secrets(tokens)
+    learned = _learned(secrets)
+    made: list[Secret] = []
+
+    def counted(secret: Secret, forms: tuple[object, ...]) -> dict[bytes, str]:
+        made.append(secret)
+        return needle_table(secret, forms)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(output_module, "needle_table", counted)
+    texts = ["card ending in ~~~~ was declined", "ending in ...."]
+    assert learned._candidates(texts) == set()  # noqa: SLF001
+    assert len(made) <= 2

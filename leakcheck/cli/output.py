@@ -8,7 +8,6 @@ import re
 import sys
 from array import array
 from collections.abc import Callable, Iterable, Iterator
-from itertools import compress
 
 from ..canaries import Secret
 from ..decode import all_decoders, decode_runs
@@ -55,6 +54,10 @@ HEAD_SET_BYTES = 1 << 19
 
 
 _BYTE_ORDER = sys.byteorder  # how an array reads its items' bytes
+_FOUR_CODE = "I" if array("I").itemsize == 4 else "L"  # an array of 4-byte items
+#: What Output.learn keeps of a batch: the index of its first secret, and its scanner's
+#: pattern heads, tails, their secrets and its short patterns (Scanner.pattern_heads)
+_Learned = tuple[int, "array[int]", "array[int]", "array[int]", list[tuple[bytes, int]]]
 
 #: Splits a text at the mask labels it holds (kept, at the odd indexes).
 _LABELS = re.compile(f"({MASK_LABEL.pattern})")
@@ -92,7 +95,7 @@ class Output:
         # what the scan's scanners said (see learn): per batch, (the index of its first
         # secret, its pattern heads, their secrets, its short patterns); None once a
         # scanner did not fit
-        self._learned: list[tuple[int, array[int], array[int], list[tuple[bytes, int]]]] | None
+        self._learned: list[_Learned] | None
         self._learned, self._learned_upto = [], 0
 
     def use(self, secrets: list[Secret], detection: Scanner | None = None) -> None:
@@ -117,6 +120,7 @@ class Output:
         mine = self.secrets[start : start + len(batch)]
         if (
             array("Q").itemsize != HEAD_BYTES
+            or array(_FOUR_CODE).itemsize != 4
             or scanner.forms != detection_forms()
             or [id(s) for s in batch] != [id(s) for s in mine]
         ):
@@ -209,15 +213,20 @@ class Output:
         those with a needle whose head is there (see learn)."""
         learned = self._learned or []
         maybe: set[int] = set()
+        # per batch, which needles have their head there, and which their last 4 bytes
+        # (a byte each, 1 or 0, as the bytes of an int): a head that every secret's
+        # needles share ("ending i") made every secret a candidate
+        head_seen = [0] * len(learned)
+        tail_seen = [0] * len(learned)
         for present in _head_sets(joined):
-            for start, heads, owners, _ in learned:
+            for n, (_, heads, _, _, _) in enumerate(learned):
                 if not present.isdisjoint(heads):
-                    hit = map(present.__contains__, heads)
-                    maybe.update(start + i for i in compress(owners, hit))
+                    seen = bytes(map(present.__contains__, heads))
+                    head_seen[n] |= int.from_bytes(seen, "little")
         # the needles shorter than a head (a masked tail such as "...abcd") by their first
         # 4 bytes (each searched for in the whole text, 16,000 of them were 2.6 s), the
         # shortest searched for
-        shorter = [(start + i, needle) for start, _, _, short in learned for needle, i in short]
+        shorter = [(start + i, needle) for start, *_, short in learned for needle, i in short]
         keyed: dict[int, list[tuple[int, bytes]]] = {}
         for index, needle in shorter:
             if len(needle) < 4:
@@ -227,9 +236,19 @@ class Output:
                 keyed.setdefault(int.from_bytes(needle[:4], _BYTE_ORDER), []).append(
                     (index, needle)
                 )
-        for present in _head_sets(joined, 4, "I" if array("I").itemsize == 4 else "L"):
+        for present in _head_sets(joined, 4, _FOUR_CODE):
             for key in present.intersection(keyed):
                 maybe.update(index for index, needle in keyed[key] if needle in joined)
+            for n, (_, _, tails, _, _) in enumerate(learned):
+                if head_seen[n] and not present.isdisjoint(tails):
+                    seen = bytes(map(present.__contains__, tails))
+                    tail_seen[n] |= int.from_bytes(seen, "little")
+        for n, (start, _, _, owners, _) in enumerate(learned):
+            both = (head_seen[n] & tail_seen[n]).to_bytes(len(owners), "little")
+            at = both.find(1)
+            while at >= 0:
+                maybe.add(start + owners[at])
+                at = both.find(1, at + 1)
         forms = detection_forms()
         return {
             index
