@@ -684,12 +684,20 @@ def head_bits(s: Secret) -> tuple[float, ...]:
     at none: what the prefix fragments and masked heads are measured on. A generated
     canary's bits are exact already."""
     bits = _bits(s)
-    head = None if s.generated else _PUBLIC_HEAD.match(s.value)
-    if head is None or head.end() >= len(s.value):
+    if s.generated:
+        return bits
+    # made once per value and bits: a secret's forms and keys ask nine times
+    return _head_bits(s.value, bits)
+
+
+@functools.lru_cache(maxsize=1024)
+def _head_bits(value: str, bits: tuple[float, ...]) -> tuple[float, ...]:
+    head = _PUBLIC_HEAD.match(value)
+    if head is None or head.end() >= len(value):
         return bits
     # the body's characters at most what its own classes give (the head's "_" or "-"
     # made a random alphanumeric body look drawn from 94 symbols)
-    most = math.log2(_body_alphabet(s.value[head.end() :]))
+    most = math.log2(_body_alphabet(value[head.end() :]))
     return (0.0,) * head.end() + tuple(min(b, most) for b in bits[head.end() :])
 
 

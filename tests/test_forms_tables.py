@@ -66,3 +66,21 @@ def test_the_tables_kept_are_bounded() -> None:
     for _ in range(forms_module._TABLES_KEPT + 20):
         needle_table(factory.secret("bearer"), EAGER[:1])
     assert len(forms_module._tables) <= forms_module._TABLES_KEPT
+
+
+def test_head_bits_are_made_once_per_value_and_bits_and_are_what_they_were() -> None:
+    from leakcheck import Secret
+    from leakcheck._values import replace
+    from leakcheck.forms import _head_bits, head_bits
+
+    token = Secret.from_user("ghp_" + "aB3dE6gH9jK2mN5pQ8sT1vW4yZ7bC0eF3hJ6", id="t")
+    first = head_bits(token)
+    assert first[:4] == (0.0,) * 4 and min(first[4:]) > 0  # the public head counts for nothing
+    _head_bits.cache_clear()
+    assert head_bits(token) == first and head_bits(token) == first
+    assert _head_bits.cache_info().hits == 1
+    # the same value with other bits is measured on its own bits
+    weaker = replace(token, bits=tuple(b / 2 for b in token.bits))
+    assert head_bits(weaker) == tuple(b / 2 for b in first)
+    canary = CanaryFactory(seed="head", namespace="t").secret("bearer")
+    assert head_bits(canary) == canary.bits  # a generated canary's bits are exact
