@@ -16,6 +16,7 @@ import json
 import logging
 import os
 import sys
+from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 from types import ModuleType
@@ -73,6 +74,18 @@ def canaries(request: pytest.FixtureRequest) -> CanaryFactory:
 @functools.lru_cache(maxsize=32)
 def _checker(secrets: tuple[Secret, ...]) -> Scanner:
     return Scanner(secrets, decode=True)
+
+
+def brute_force(patterns: list[bytes], data: bytes) -> Counter[tuple[int, int]]:
+    """Every (pattern index, end offset), overlapping occurrences included: what an
+    engine must find, by ``bytes.find``."""
+    hits: Counter[tuple[int, int]] = Counter()
+    for index, pattern in enumerate(patterns):
+        start = data.find(pattern)
+        while start >= 0:
+            hits[(index, start + len(pattern))] += 1
+            start = data.find(pattern, start + 1)
+    return hits
 
 
 def self_scan(text: str | bytes, secrets: Iterable[Secret], what: str = "output") -> None:

@@ -4,11 +4,13 @@ exactly as before, and a plain scan imports nothing heavy."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import string
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -163,20 +165,28 @@ def test_a_higher_bar_still_takes_the_full_estimate() -> None:
         Secret.from_user(value, min_bits=1000.0)
 
 
+@contextlib.contextmanager
+def early_data_read_again(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The early accept's data read anew under ``monkeypatch``'s changes, and read anew
+    without them afterwards (both are cached for the process)."""
+    canaries_module._early_data.cache_clear()
+    canaries_module._early.cache_clear()
+    try:
+        yield
+    finally:
+        monkeypatch.undo()
+        canaries_module._early_data.cache_clear()
+        canaries_module._early.cache_clear()
+
+
 def test_another_zxcvbn_than_the_data_was_made_from_disables_the_early_accept(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from leakcheck import zxcvbn_bound
 
     monkeypatch.setattr(zxcvbn_bound, "FILES", {**zxcvbn_bound.FILES, "matching.py": 1})
-    canaries_module._early_data.cache_clear()
-    canaries_module._early.cache_clear()
-    try:
+    with early_data_read_again(monkeypatch):
         assert early_bound("ghp_" + _token(random.Random(5), 36)) is None
-    finally:
-        monkeypatch.undo()
-        canaries_module._early_data.cache_clear()
-        canaries_module._early.cache_clear()
 
 
 @pytest.mark.parametrize("broken", ["missing", "short"])
@@ -189,14 +199,8 @@ def test_tables_missing_or_cut_short_disable_the_early_accept(
         monkeypatch.setattr(canaries_module, "EARLY_TABLES", "no-such-tables.bin")
     else:  # the file holds fewer bytes than the module says
         monkeypatch.setattr(zxcvbn_bound, "WORD_BYTES", zxcvbn_bound.WORD_BYTES + 1)
-    canaries_module._early_data.cache_clear()
-    canaries_module._early.cache_clear()
-    try:
+    with early_data_read_again(monkeypatch):
         assert early_bound("ghp_" + _token(random.Random(5), 36)) is None
-    finally:
-        monkeypatch.undo()
-        canaries_module._early_data.cache_clear()
-        canaries_module._early.cache_clear()
     assert early_bound("ghp_" + _token(random.Random(5), 36)) is not None
 
 

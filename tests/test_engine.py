@@ -9,21 +9,11 @@ import sys
 from collections import Counter
 
 import pytest
+from conftest import brute_force
 
 import leakcheck.engine as engine_module
 from leakcheck.engine import BACKENDS, available_backends, build_engine
 from leakcheck.forms import needles_for
-
-
-def brute_force(patterns: list[bytes], data: bytes) -> Counter[tuple[int, int]]:
-    """Every (pattern index, end offset), overlapping occurrences included."""
-    hits: Counter[tuple[int, int]] = Counter()
-    for index, pattern in enumerate(patterns):
-        start = data.find(pattern)
-        while start >= 0:
-            hits[(index, start + len(pattern))] += 1
-            start = data.find(pattern, start + 1)
-    return hits
 
 
 @pytest.fixture(params=BACKENDS)

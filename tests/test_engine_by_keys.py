@@ -8,6 +8,7 @@ from array import array
 from collections import Counter
 
 import pytest
+from conftest import brute_force
 
 import leakcheck.engine as engine_module
 from leakcheck.engine import AhoCorasickEngine, _KeyIndex
@@ -20,16 +21,6 @@ pytestmark = pytest.mark.skipif(
 def _present(data: bytes) -> set[int]:
     grams = {data[i : i + 4] for i in range(len(data) - 3)}
     return set(array(engine_module._KEY_CODE, b"".join(grams)))
-
-
-def brute_force(patterns: list[bytes], data: bytes) -> Counter[tuple[int, int]]:
-    hits: Counter[tuple[int, int]] = Counter()
-    for index, pattern in enumerate(patterns):
-        start = data.find(pattern)
-        while start >= 0:
-            hits[(index, start + len(pattern))] += 1
-            start = data.find(pattern, start + 1)
-    return hits
 
 
 def test_a_shared_fixed_head_makes_no_candidate() -> None:

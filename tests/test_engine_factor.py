@@ -8,6 +8,7 @@ import random
 from collections import Counter
 
 import pytest
+from conftest import brute_force
 
 import leakcheck.engine as engine_module
 from leakcheck import CanaryFactory
@@ -17,16 +18,6 @@ from leakcheck.engine import _factor, build_engine
 pytestmark = pytest.mark.skipif(
     "hyperscan" not in engine_module.available_backends(), reason="hyperscan not importable"
 )
-
-
-def brute_force(patterns: list[bytes], data: bytes) -> Counter[tuple[int, int]]:
-    hits: Counter[tuple[int, int]] = Counter()
-    for index, pattern in enumerate(patterns):
-        start = data.find(pattern)
-        while start >= 0:
-            hits[(index, start + len(pattern))] += 1
-            start = data.find(pattern, start + 1)
-    return hits
 
 
 def _families_of_patterns(rng: random.Random) -> tuple[list[bytes], list[int]]:
