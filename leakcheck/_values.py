@@ -185,15 +185,25 @@ class Value:
             fields.update(self._from_keywords(args, kwargs))
             return
         fields.update(zip(names, args, strict=False))  # the rest: defaults
-        for name in names[len(args) :]:
-            _, default, factory, _ = self._field_specs[name]
-            if factory is not None:
-                fields[name] = factory()
-            elif default is not _NO_DEFAULT:
-                fields[name] = default
-            else:
-                fields.clear()
-                self._from_keywords(args, {})  # raises, naming every field missing
+        if self._fill_defaults(fields, names[len(args) :]):
+            fields.clear()
+            self._from_keywords(args, {})  # raises, naming every field missing
+
+    @classmethod
+    def _fill_defaults(cls, values: dict[str, Any], names: tuple[str, ...]) -> list[str]:
+        """Each of ``names`` not in ``values`` given its default, in order; those that
+        have none."""
+        missing = []
+        for name in names:
+            if name not in values:
+                _, default, factory, _ = cls._field_specs[name]
+                if factory is not None:
+                    values[name] = factory()
+                elif default is not _NO_DEFAULT:
+                    values[name] = default
+                else:
+                    missing.append(name)
+        return missing
 
     @classmethod
     def _from_keywords(cls, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -211,16 +221,7 @@ class Value:
             if name not in cls._field_specs:
                 raise TypeError(f"{kind}() got an unexpected keyword argument {name!r}")
             values[name] = value
-        missing = []
-        for name in names:
-            if name not in values:
-                _, default, factory, _ = cls._field_specs[name]
-                if factory is not None:
-                    values[name] = factory()
-                elif default is not _NO_DEFAULT:
-                    values[name] = default
-                else:
-                    missing.append(name)
+        missing = cls._fill_defaults(values, names)
         if missing:
             raise TypeError(f"{kind}() missing required arguments: {', '.join(missing)}")
         return {name: values[name] for name in names}
