@@ -25,16 +25,14 @@ Fragment lengths are chosen from the secret's per-character entropy, not guessed
 
 from __future__ import annotations
 
-import _thread
 import binascii
 import functools
 import json
 import math
 import re
 import sys
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
-from itertools import accumulate, islice, repeat
+from itertools import accumulate, repeat
 
 from ._values import Value
 from .canaries import Secret
@@ -800,15 +798,7 @@ def needles_for(secret: Secret, forms: Iterable[FormFn] = FORMS) -> list[Needle]
     ]
 
 
-#: Secrets whose needle tables are kept (see needle_table): a few tables each
-_TABLES_KEPT = 256
-#: secret -> the tables made of it: (forms, table, the table's size after each form)
-_Made = list[tuple[tuple[FormFn, ...], dict[bytes, str], list[int]]]
-_tables: OrderedDict[Secret, _Made] = OrderedDict()
-# a masker may be called from a logging thread (``_thread``: threading's import is start-up)
-_tables_lock = _thread.allocate_lock()
-
-
+@functools.lru_cache(maxsize=512)
 def needle_table(secret: Secret, forms: tuple[FormFn, ...]) -> dict[bytes, str]:
     """``{needle bytes: form name}`` of one secret, in form order (read-only: cached).
 
@@ -816,46 +806,18 @@ def needle_table(secret: Secret, forms: tuple[FormFn, ...]) -> dict[bytes, str]:
     test holds a few hundred needles, and pytest keeps every test's harness alive to the
     end of the session: objects the garbage collector has to walk made whole-suite runs
     slower with every test. (A dict of bytes and str is never tracked by the collector.)
-
-    Cached per secret: a test's detection scanner and its report masker share a secret's
-    needles, and the masker's forms are the detector's and the windows. A table of forms
-    that begin with those of a table made before goes on from a copy of it; one of forms
-    that another table's begin with is the first entries of that one (the first form
-    naming a needle wins, so each form only adds entries): 0.50 to 0.37 ms a test of three
-    canaries.
     """
-    with _tables_lock:
-        made = _tables.get(secret)
-        if made is None:
-            made = _tables[secret] = []
-            if len(_tables) > _TABLES_KEPT:
-                _tables.popitem(last=False)
-        else:
-            _tables.move_to_end(secret)
-        start: tuple[dict[bytes, str], list[int]] = ({}, [])
-        for known, table, sizes in made:
-            if known == forms:
-                return table
-            if len(known) > len(start[1]) and known == forms[: len(known)]:
-                start = (table, sizes)
-            elif forms == known[: len(forms)]:
-                kept = sizes[len(forms) - 1] if forms else 0
-                table = dict(islice(table.items(), kept))
-                made.append((forms, table, sizes[: len(forms)]))
-                return table
-    seen, sizes = dict(start[0]), list(start[1])
-    last = shared = ""
+    # Cached: a test's detection scanner and its report masker share a secret's needles.
     # Names interned: a few dozen distinct ones, shared by every table kept alive (a form
     # names its needles in runs: the same object, interned once).
-    for form in forms[len(sizes) :]:
+    seen: dict[bytes, str] = {}
+    last = shared = ""
+    for form in forms:
         for name, pattern in form(secret):
             if pattern and pattern not in seen:
                 if name is not last:
                     last, shared = name, sys.intern(name)
                 seen[pattern] = shared
-        sizes.append(len(seen))
-    with _tables_lock:
-        made.append((forms, seen, sizes))
     return seen
 
 

@@ -1,5 +1,5 @@
-"""A secret's needle tables: made once per secret and set of forms, a table of forms that
-begin with those of another one built from it, and always what building it alone gives."""
+"""A secret's needle tables (cached per secret and forms) and head bits (cached per value
+and bits): always what making them anew gives."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import random
 import pytest
 
 from leakcheck import CanaryFactory
-from leakcheck import forms as forms_module
 from leakcheck.forms import FORMS, MASKING_FORMS, RUN_KEEPING_FORMS, FormFn, needle_table
 
 EAGER = tuple(f for f in FORMS if f not in RUN_KEEPING_FORMS)
@@ -33,39 +32,6 @@ def test_every_table_is_what_building_it_alone_gives_in_any_order_asked(seed: in
     for _ in range(60):
         secret, forms = rng.choice(secrets), rng.choice(ASKED)
         assert list(needle_table(secret, forms).items()) == made_alone(secret, forms)
-
-
-def test_the_masking_table_goes_on_from_the_detection_table(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    secret = CanaryFactory(seed="tables", namespace="t").secret("bearer")
-    calls: list[str] = []
-
-    def counted(form: FormFn) -> FormFn:
-        def made(s: object) -> object:
-            calls.append(form.__name__)
-            return form(s)  # type: ignore[arg-type]
-
-        made.__name__ = form.__name__
-        return made  # type: ignore[return-value]
-
-    detect = tuple(counted(f) for f in EAGER)
-    window = counted(forms_module.window_forms)
-    table = needle_table(secret, detect)
-    assert len(calls) == len(EAGER)
-    masking = needle_table(secret, (*detect, window))
-    assert calls[len(EAGER) :] == ["window_forms"]  # only the windows made anew
-    assert list(masking.items())[: len(table)] == list(table.items())
-    # and a table of the first forms only is cut from it, nothing made
-    assert list(needle_table(secret, detect[:3]).items()) == made_alone(secret, EAGER[:3])
-    assert calls[len(EAGER) + 1 :] == []
-
-
-def test_the_tables_kept_are_bounded() -> None:
-    factory = CanaryFactory(seed="bounded", namespace="t")
-    for _ in range(forms_module._TABLES_KEPT + 20):
-        needle_table(factory.secret("bearer"), EAGER[:1])
-    assert len(forms_module._tables) <= forms_module._TABLES_KEPT
 
 
 def test_head_bits_are_made_once_per_value_and_bits_and_are_what_they_were() -> None:
