@@ -653,6 +653,7 @@ TAIL_CONTEXTS = (
     "XXXX",
     "####",
     "ending in ",
+    " ending ",  # "token ending 7KQ2" (the space: not "sending", "pending")
     "ending with ",
     "ends in ",
     "ends with ",

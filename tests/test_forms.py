@@ -904,6 +904,7 @@ def produce_suffix(v: str, form: str) -> list[Variant]:
 
 MASKED_TAILS = {  # text before the tail, the part of it that is the masking context
     "credential ending in ": "ending in ",
+    "auth failed for token ending ": " ending ",
     "key ****": "**",
     "card \u2022\u2022\u2022\u2022": "\u2022",
     "token \u2026": "\u2026",
@@ -1713,3 +1714,15 @@ def test_a_truncated_secret_in_utf16_text_is_found(kind: str, backend: str) -> N
         data = ("\ufeff" + line).encode("utf-16-le")
         (in_utf16,) = [f for f in sc.scan(data) if f.form == f"utf16-{side}-{n}"]
         assert in_utf16.excerpt.replace(":utf16-", ":") == in_utf8.excerpt, kind
+
+
+def test_a_tail_after_ending_is_a_masked_tail_and_after_sending_is_not() -> None:
+    # "token ending 7KQ2" names a masked tail; "sending", "pending" hold "ending " but
+    # do not mask anything (the context's leading space keeps them out)
+    secret = CanaryFactory(seed="ending-1").secret("bearer")
+    tail = secret.value[-6:]
+    scanner = Scanner([secret])
+    caught = scanner.scan(f"auth failed for token ending {tail}")
+    assert [f.form for f in caught] == ["masked-tail-6"]
+    for near_miss in (f"sending {tail} upstream", f"pending {tail} approval"):
+        assert scanner.scan(near_miss) == [], near_miss
