@@ -18,7 +18,7 @@ import pytest
 
 from ..harness import LeakCheck
 from . import options, reports, snapshots
-from .judge import CHECK, judge_report
+from .judge import CHECK, judge_report, own_verdict
 from .options import LeakcheckOptions, options_for
 from .session import SESSION, PluginSession, register_session_secret
 
@@ -148,6 +148,10 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
             del fixture.readouterr  # the class's own method again
 
 
+def _message_only(excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+    return str(excinfo.value)
+
+
 def _tapped_readouterr(readouterr: Any, name: str, check: LeakCheck) -> Any:
     def tapped() -> Any:
         result = readouterr()
@@ -165,9 +169,18 @@ def _tapped_readouterr(readouterr: Any, name: str, check: LeakCheck) -> Any:
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pluggy.Result[pytest.TestReport], None]:
-    outcome = yield
-    report: pytest.TestReport = outcome.get_result()
     state = item.config.stash[SESSION]
+    # our own verdict's text replaces the failure (judge_report): pytest's traceback of
+    # it, parsed from the source of every frame (34 ms a failure in a matrix), is not made
+    verdict = own_verdict(item, call, state)
+    if verdict is not None:
+        item.repr_failure = _message_only  # type: ignore[method-assign]
+    try:
+        outcome = yield
+    finally:
+        if verdict is not None:
+            del item.repr_failure
+    report: pytest.TestReport = outcome.get_result()
     try:
         judge_report(item, call, report, state)
     finally:

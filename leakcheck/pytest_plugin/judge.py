@@ -16,7 +16,7 @@ from ..verdict import Leak, Verdict, format_leaks, judge, leaks_header, root_cau
 from . import reports, snapshots
 from .session import PluginSession
 
-__all__ = ["CHECK", "failure_text", "judge_report"]
+__all__ = ["CHECK", "failure_text", "judge_report", "own_verdict"]
 
 #: a test's harness, while it runs
 CHECK = pytest.StashKey[LeakCheck]()
@@ -53,16 +53,14 @@ def judge_report(
         # a matrix case's own failure names the case and how to rerun it (the matrix, and
         # its jsonschema, are imported only when a matrix runs)
         told = bool(getattr(raised, "names_case_and_rerun", False))
-        # our own verdicts (a matrix failure, already masked) are not the gateway's output,
-        # and read best without the harness's traceback around them
         verdict_text = ""
-        if raised is not None and not isinstance(raised, (pytest.skip.Exception, HarnessError)):
-            if getattr(raised, "leakcheck_verdict", False):
-                verdict_text = str(raised)
-                report.longrepr = check.harness_errors() + "\n\n" + str(raised)
-                report.longrepr = report.longrepr.strip()
-            else:
-                check.exception_reached_caller(raised)
+        verdict = own_verdict(item, call, state)
+        if verdict is not None:
+            verdict_text = str(verdict)
+            report.longrepr = check.harness_errors() + "\n\n" + verdict_text
+            report.longrepr = report.longrepr.strip()
+        elif raised is not None and not isinstance(raised, (pytest.skip.Exception, HarnessError)):
+            check.exception_reached_caller(raised)
         hand_over_output(item, check)
         leaks = findings(check, details=bool(state.report_path))
         forbidden = [leak for leak in leaks if not leak.allowed]
@@ -250,6 +248,21 @@ def failure_reason(
     if own and not verdict:
         lines.append(own)
     return "\n".join(lines) or "failed (no reason recorded)"
+
+
+def own_verdict(
+    item: pytest.Item, call: pytest.CallInfo[None], state: PluginSession
+) -> BaseException | None:
+    """The exception a test's call raised when it is one of our own verdicts (a matrix
+    failure, already masked), whose text becomes the whole failure: it is not the gateway's
+    output, and reads best without the harness's traceback around it. None otherwise."""
+    check = item.stash.get(CHECK, None)
+    if call.when != "call" or call.excinfo is None or check is None or not check.secrets:
+        return None
+    raised = call.excinfo.value
+    if not state.enabled or isinstance(raised, (pytest.skip.Exception, HarnessError)):
+        return None
+    return raised if getattr(raised, "leakcheck_verdict", False) else None
 
 
 def _own_failure(call: pytest.CallInfo[None], report: pytest.TestReport) -> str:
