@@ -23,6 +23,7 @@ from .forms import (
     MASK_ONLY_FORMS,
     RUN_KEEPING_FORMS,
     RUN_KEEPING_MAX_NEEDLES,
+    TAIL_BITS,
     UTF16_FORM,
     UTF16_PREFIX,
     UTF16_SUFFIX,
@@ -32,6 +33,7 @@ from .forms import (
     decode_keys,
     is_piece,
     needle_table,
+    weak_masks,
 )
 
 TYPE_CHECKING = False  # not typing's: its import was a twentieth of a scan's start-up
@@ -111,8 +113,12 @@ class Scanner:
         forms: Sequence[FormFn] | None = None,
         strict: bool = False,
         input_bytes: int | None = None,
+        masked_bits: float = TAIL_BITS,
     ) -> None:
         self.secrets: list[Secret] = list(secrets)
+        # what a masked head or tail must carry to be reported (forms.masked_bits_for: a
+        # search for many secrets at once); a weaker one is still masked
+        self._masked_bits = masked_bits
         self.decode = decode
         self.decode_depth = decode_depth
         # strict: report mask-only windows too (for scanning our own output, where a
@@ -506,7 +512,14 @@ class Scanner:
                     hits.append(hit)
         # masking windows (MASKING_FORMS) mask our own output but are too short to report
         reportable = [h for h in hits if h.needle.form not in self._mask_only]
+        if self._masked_bits > TAIL_BITS:  # (still masked: only not reported)
+            reportable = [h for h in reportable if not self._too_weak(h.needle)]
         return _outermost(reportable, buf), hits
+
+    def _too_weak(self, needle: Needle) -> bool:
+        """A masked head or tail whose characters carry less than this search needs."""
+        piece = needle.form.rpartition(">")[2]  # (the piece of a decoded chain)
+        return piece in weak_masks(needle.secret, self._masked_bits)
 
     # --- public API -----------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ import sys
 from ..canaries import Secret
 from ..detect import Scanner
 from ..findings import Finding
+from ..forms import masked_bits_for
 from ..report import ScanSummary, document, dump, path_uri
 from ..serialize import map_strings
 from .budget import batches_of, budget_for
@@ -100,6 +101,8 @@ def scan_command(args: argparse.Namespace, out: str | None, output: Output) -> i
         inputs.add(arg)
     size = total_size(inputs.targets)
     batches = batches_of(secrets)
+    # the masked heads and tails searched for: as likely by chance as for 20 secrets
+    masked_bits = masked_bits_for(len(secrets))
     trusted: set[str] | None = None
     if out is not None or args.format != "text":  # else the report on stdout lists them
         said += [f"leakcheck: note: not read ({why}): {path}" for path, why in inputs.not_read]
@@ -108,7 +111,7 @@ def scan_command(args: argparse.Namespace, out: str | None, output: Output) -> i
     with _Reader(inputs, many=len(batches) > 1) as reader:
         for batch in batches:
             # one scanner at a time: many secrets take bounded memory (see budget.BATCH_*)
-            scanner = _scanner(batch, args.decode, args.engine, size)
+            scanner = _scanner(batch, args.decode, args.engine, size, masked_bits)
             if len(batches) == 1:
                 output.use(secrets, scanner)
                 trusted = _check_named(named, args.secrets_file, output)
@@ -254,12 +257,16 @@ def _check_paths_are_not_reports(paths: list[str], reports: list[str]) -> None:
             )
 
 
-def _scanner(secrets: list[Secret], decode: bool, engine: str, size: int | None) -> Scanner:
+def _scanner(
+    secrets: list[Secret], decode: bool, engine: str, size: int | None, masked_bits: float
+) -> Scanner:
     """The scan's scanner. ``auto`` is the engine's choice (``engine.resolve_backend``: the
     automaton past HYPERSCAN_MAX_NEEDLES or for a needle hyperscan cannot compile), and the
     automaton if hyperscan still fails to compile."""
     try:
-        return Scanner(secrets, decode=decode, backend=engine, input_bytes=size)
+        return Scanner(
+            secrets, decode=decode, backend=engine, input_bytes=size, masked_bits=masked_bits
+        )
     except RuntimeError as exc:
         raise UsageError(str(exc)) from None
     except Exception as exc:  # noqa: BLE001 - only hyperscan's own error is handled
@@ -271,7 +278,9 @@ def _scanner(secrets: list[Secret], decode: bool, engine: str, size: int | None)
                 f"hyperscan cannot compile these needles ({exc}): a secret this long needs "
                 "--engine ahocorasick"
             ) from None
-    return Scanner(secrets, decode=decode, backend="ahocorasick", input_bytes=size)
+    return Scanner(
+        secrets, decode=decode, backend="ahocorasick", input_bytes=size, masked_bits=masked_bits
+    )
 
 
 def _check_named(named: list[tuple[int, str, str]], path: str | None, output: Output) -> set[str]:

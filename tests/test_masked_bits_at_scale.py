@@ -1,0 +1,81 @@
+"""A masked head or tail ("credential ending in 7KQ2") in a scan for many secrets: it is
+some secret's by chance n times as often for n secrets, so past 20 secrets the pieces
+reported must carry log2(n / 20) more bits (``forms.masked_bits_for``); still masked."""
+
+from __future__ import annotations
+
+import json
+import random
+import string
+from pathlib import Path
+
+import pytest
+
+from leakcheck import Secret
+from leakcheck.cli import main
+from leakcheck.detect import Scanner
+from leakcheck.engine import available_backends
+from leakcheck.forms import TAIL_BITS, masked_bits_for
+
+ALNUM = string.ascii_letters + string.digits
+
+
+def _token(rng: random.Random) -> str:
+    return "".join(rng.choice(ALNUM) for _ in range(32))
+
+
+def test_the_bits_needed_grow_with_the_log_of_the_secrets() -> None:
+    assert masked_bits_for(1) == masked_bits_for(20) == TAIL_BITS
+    assert masked_bits_for(40) == pytest.approx(TAIL_BITS + 1)
+    assert masked_bits_for(100_000) == pytest.approx(TAIL_BITS + 12.29, abs=0.01)
+
+
+def _strong_tailed(rng: random.Random) -> Secret:
+    """A user token whose last 4 characters carry TAIL_BITS and last 6 what 100,000
+    secrets need (the strength estimate gives a few tokens' tails less)."""
+    while True:
+        secret = Secret.from_user(_token(rng), id="S1")
+        if sum(secret.bits[-4:]) >= TAIL_BITS and sum(secret.bits[-6:]) >= masked_bits_for(100_000):
+            return secret
+
+
+@pytest.mark.parametrize("backend", available_backends())
+def test_a_four_character_tail_is_not_reported_among_100000_secrets(backend: str) -> None:
+    secret = _strong_tailed(random.Random(1))
+    four = f"credential ending in {secret.value[-4:]} was rejected"
+    six = f"credential ending in {secret.value[-6:]} was rejected"
+    default = Scanner([secret], backend=backend)
+    assert [f.form for f in default.scan(four)] == ["masked-tail-4"]
+    many = Scanner([secret], masked_bits=masked_bits_for(100_000), backend=backend)
+    assert many.scan(four) == []
+    # six mixed-case alphanumerics carry 35.7 bits: still reported
+    assert [f.form for f in many.scan(six)] == ["masked-tail-6"]
+    # the rest of the secret's forms are what they were (on the automaton the URL and
+    # JSON spellings are made once the value's run is seen: made here)
+    assert [f.form for f in many.scan(f"token={secret.value}")] == ["raw"]
+    assert many.scan(four) == []
+    # our own output masks the weak piece all the same: leakcheck prints none of it
+    assert secret.value[-4:] not in many.mask(four)
+    assert "\u00abcanary:secret:masked-tail-4\u00bb" in many.mask(four)
+
+
+def test_the_scan_raises_the_bits_for_the_secrets_it_is_given(tmp_path: Path) -> None:
+    rng = random.Random(7)
+    tokens = [_token(rng) for _ in range(2_000)]  # log2(100) = 6.6 bits more: 29.6
+    log = tmp_path / "gateway.log"
+    log.write_text(f"auth failed: credential ending in {tokens[0][-4:]}\n")
+
+    def forms_found(secrets: list[str]) -> list[str]:
+        secrets_file = tmp_path / "secrets.txt"
+        secrets_file.write_text("".join(f"{t}\n" for t in secrets))
+        out = tmp_path / "report.json"
+        code = main(["scan", "--secrets-file", str(secrets_file), "--format", "json",
+                     "--output", str(out), str(log)])  # fmt: skip
+        forms = [f["form"] for f in json.loads(out.read_text())["findings"]]
+        assert code == (1 if forms else 0)
+        return forms
+
+    assert forms_found(tokens[:20]) == ["masked-tail-4"]
+    assert forms_found(tokens) == []
+    # the report prints nothing of it: the log line is not an excerpt (no finding)
+    assert tokens[0][-4:] not in (tmp_path / "report.json").read_text()
