@@ -680,6 +680,37 @@ class Scanner:
             excerpt=masked_excerpt(buf, hit.start, hit.end, spans, utf16=_is_utf16(hit.form)),
         )
 
+    @property
+    def decodes_whole_texts(self) -> bool:
+        """Whether the decoding pass (if on) decodes every run of a text, as ``layers``
+        says: not once the scanner has searched a text of KEYED_FROM_BYTES or more (it
+        then decodes only around its keys)."""
+        return not self._keyed
+
+    def layers(self, text: bytes) -> tuple[bytes, ...] | None:
+        """``text`` and each layer the decoding pass searches in it, as a scanner that
+        decodes whole texts does: the runs decoded from ``text``, joined; the runs decoded
+        from those, joined; to ``decode_depth`` layers (``text`` alone without decoding).
+        A text that holds no needle in any of its layers has no hit. None where searching
+        a layer would key the scanner (KEYED_FROM_BYTES)."""
+        layers = [text]
+        layer = text
+        for _ in range(self.decode_depth if self.decode else 0):
+            runs = list(decode_runs(layer, self._decoders))
+            if not runs:
+                break
+            layer = JOIN_SEPARATOR.join(decoded for *_, decoded in runs)
+            if len(layer) >= KEYED_FROM_BYTES:
+                return None
+            layers.append(layer)
+        return tuple(layers)
+
+    @property
+    def layering(self) -> tuple[object, ...]:
+        """What ``layers`` of a text depend on besides the text (the depth searched and
+        the decoders): a key for keeping them."""
+        return (self.decode_depth if self.decode else 0, tuple(self._decoders.items()))
+
     def hit_starts(self, data: bytes) -> list[int]:
         """Start offsets of every reportable hit in ``data`` (first pass and decoded), for
         triage: which parts of a joined buffer need a full scan."""

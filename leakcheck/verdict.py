@@ -12,8 +12,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 
 from .capture import Captured
-from .decode import decode_runs
-from .detect import JOIN_SEPARATOR, KEYED_FROM_BYTES, Scanner
+from .detect import JOIN_SEPARATOR, Scanner
 from .findings import Finding
 from .forms import PIECES, RUN_KEEPING_FORMS, anchor_run, needle_table
 from .policy import Policy, SinkClass
@@ -200,36 +199,23 @@ class _Needles:
 
 _keys_lock = _thread.allocate_lock()
 _Layers = tuple[tuple[bytes, ...], frozenset[int], int]  # layers, their keys, their bytes
-_kept_layers: OrderedDict[tuple[bytes, int, object], _Layers] = OrderedDict()
+_kept_layers: OrderedDict[tuple[bytes, object], _Layers] = OrderedDict()
 _kept_bytes = [0]
 
 
 def _layers(scanner: Scanner, text: bytes) -> tuple[tuple[bytes, ...], frozenset[int]] | None:
     """``text`` and each layer the scanner's decoding pass searches in it
-    (``Scanner._decoded``: the runs decoded from the text, joined; the runs decoded from
-    those, joined; to ``decode_depth`` layers), and every 4-byte substring of them as an
-    int; kept for the next test that captures the same text. None for a scanner whose
-    decoders cannot be told."""
-    decoders = getattr(scanner, "_decoders", None)
-    if not isinstance(decoders, dict):
-        return None
-    depth = scanner.decode_depth if scanner.decode else 0
-    key = (text, depth, tuple(decoders.items()))
+    (``Scanner.layers``), and every 4-byte substring of them as an int; kept for the next
+    test that captures the same text. None where the scanner cannot tell its layers."""
+    key = (text, scanner.layering)
     with _keys_lock:
         kept = _kept_layers.get(key)
         if kept is not None:
             _kept_layers.move_to_end(key)
             return kept[0], kept[1]
-    layers = [text]
-    layer = text
-    for _ in range(depth):
-        runs = list(decode_runs(layer, decoders))
-        if not runs:
-            break
-        layer = JOIN_SEPARATOR.join(decoded for *_, decoded in runs)
-        if len(layer) >= KEYED_FROM_BYTES:  # searching it would key the scanner
-            return None
-        layers.append(layer)
+    layers = scanner.layers(text)
+    if layers is None:
+        return None
     present: set[int] = set()
     for data in layers:
         size = len(data)
@@ -254,7 +240,7 @@ def _clean_by_keys(scanner: Scanner, text: bytes, needles: _Needles) -> bool:
     occurs in it nor in any layer its decoding pass searches. Only for a scanner that
     decodes every run (not keyed: one that has searched a text of ``KEYED_FROM_BYTES``
     decodes around keys), and a text of at most ``_PROVEN_UP_TO`` bytes."""
-    if len(text) > _PROVEN_UP_TO or getattr(scanner, "_keyed", True):
+    if len(text) > _PROVEN_UP_TO or not scanner.decodes_whole_texts:
         return False
     found = _layers(scanner, text)
     return found is not None and needles.none_in(*found)
