@@ -133,6 +133,55 @@ def test_a_secret_registered_too_late_for_its_own_id_fails_the_test(
     self_scan("\n".join(failure_lines), SECRETS[:1], "short summary")
 
 
+def test_only_a_value_the_test_brought_is_looked_for_in_its_id(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A canary is made after the id was printed, from the seed and the id; a session
+    secret is masked from the first line: neither makes the test's scanner search its id
+    (a clean test's scanner then searches nothing at all). A value the test brought does."""
+    monkeypatch.setenv("LATE_TOKEN", TOKEN)
+    pytester.makeconftest(
+        """
+        from leakcheck.detect import Scanner
+
+        SCANNED = []
+        SCAN = Scanner.scan
+
+        def counting(self, data, *args, **kwargs):
+            SCANNED.append(data)
+            return SCAN(self, data, *args, **kwargs)
+
+        Scanner.scan = counting
+
+        def pytest_runtest_logreport(report):
+            if report.when == "call":
+                print(f"\\nids scanned for {report.nodeid}:",
+                      sum(text == report.nodeid for text in SCANNED))
+        """
+    )
+    pytester.makepyfile(
+        test_ids="""
+        import os, pytest
+
+        @pytest.mark.parametrize("n", [1])
+        def test_canaries(leakcheck, n):
+            leakcheck.secret("bearer")
+
+        @pytest.mark.parametrize("n", [1])
+        def test_brought(leakcheck, n):
+            leakcheck.register(os.environ["LATE_TOKEN"], kind="bearer")
+        """
+    )
+    result = pytester.runpytest_inprocess("-p", "no:randomly", "-p", "no:cacheprovider", "-s")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines_random(
+        [
+            "*ids scanned for test_ids.py::test_canaries[[]1[]]: 0",
+            "*ids scanned for test_ids.py::test_brought[[]1[]]: 1",
+        ]
+    )
+
+
 def test_a_text_masked_before_a_secret_arrived_is_masked_again_after(
     pytester: pytest.Pytester,
 ) -> None:
