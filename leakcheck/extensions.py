@@ -38,7 +38,9 @@ __all__ = [
     "CODECS_GROUP",
     "GROUP",
     "broken_plugins",
+    "detection_forms",
     "load_plugins",
+    "masking_forms",
     "not_set_up_reasons",
     "plugin_forms",
     "plugin_decoders",
@@ -227,6 +229,26 @@ def _library_missing(exc: BaseException) -> bool:
 
 def plugin_forms() -> list[Any]:
     return [form for m in load_plugins(CODECS_GROUP) for form in getattr(m, "FORMS", ())]
+
+
+@cache
+def detection_forms() -> tuple[Any, ...]:
+    """The forms a scanner searches for by default: every detection form, the codec
+    plugins' ``FORMS`` too."""
+    from .forms import FORMS
+
+    return (*FORMS, *plugin_forms())
+
+
+@cache
+def masking_forms() -> tuple[Any, ...]:
+    """The forms a masker searches for: ``forms.MASKING_FORMS`` (every detection form and
+    the short masking windows) and the codec plugins' ``FORMS``; ``MASKING_FORMS`` itself
+    when no plugin brings a form (the usual case)."""
+    from .forms import MASKING_FORMS
+
+    extra = tuple(form for form in plugin_forms() if form not in MASKING_FORMS)
+    return (*MASKING_FORMS, *extra) if extra else MASKING_FORMS
 
 
 def plugin_decoders() -> dict[str, Any]:

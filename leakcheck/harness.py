@@ -30,9 +30,8 @@ from .capture import (
 )
 from .detect import Scanner
 from .engine import available_backends
-from .extensions import waiting_plugins
+from .extensions import masking_forms, waiting_plugins
 from .faults import Fault, StageNotReached, make_fault
-from .forms import MASKING_FORMS
 from .placements import Placed, Placement, place
 from .policy import DEFAULT_POLICY, Policy, SinkClass
 from .records import CaseResult
@@ -162,7 +161,8 @@ class LeakCheck:
         return self._scanner
 
     def _build_masker(self) -> Scanner:
-        return Scanner(self._secrets, decode=True, forms=MASKING_FORMS, backend=self.backend)
+        # (the codec plugins' forms too: a masking scanner also detects)
+        return Scanner(self._secrets, decode=True, forms=masking_forms(), backend=self.backend)
 
     def built_masker(self) -> Scanner | None:
         """The masking scanner over this check's secrets, if one was built already."""

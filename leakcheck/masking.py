@@ -22,6 +22,7 @@ six bytes keep chance matches rare even for the lowercase alphabet of a host nam
 
 from __future__ import annotations
 
+import functools
 import sys
 import threading
 from array import array
@@ -36,7 +37,8 @@ from .canaries import Secret
 from .decode import all_decoders, decode_runs
 from .detect import Scanner
 from .engine import available_backends
-from .forms import MASKING_FORMS, RUN_KEEPING_FORMS, WINDOW_CHARS, anchor_run, needle_table
+from .extensions import masking_forms
+from .forms import RUN_KEEPING_FORMS, WINDOW_CHARS, FormFn, anchor_run, needle_table
 from .serialize import map_strings
 from .serialize.objects import key_text_of
 
@@ -46,7 +48,6 @@ __all__ = ["SessionMasker", "mask_strings", "masking_scanner"]
 #: millisecond, where a hyperscan database takes ~20 ms to compile.
 _BACKEND = "ahocorasick" if "ahocorasick" in available_backends() else "auto"
 _KEY_CODE = next(code for code in "IL" if array(code).itemsize == 4)
-_EAGER_FORMS = tuple(f for f in MASKING_FORMS if f not in RUN_KEEPING_FORMS)
 #: Bytes of a needle's head (the shortest needle, a masking window, has at least these).
 HEAD_BYTES = WINDOW_CHARS
 _TAIL = itemgetter(slice(-HEAD_BYTES, None))
@@ -116,7 +117,14 @@ _DECODE_DEPTH = 2
 
 def masking_scanner(secrets: Iterable[Secret]) -> Scanner:
     """A scanner that masks every form and every short piece of ``secrets``."""
-    return Scanner(secrets, decode=True, forms=MASKING_FORMS, backend=_BACKEND)
+    return Scanner(secrets, decode=True, forms=masking_forms(), backend=_BACKEND)
+
+
+@functools.cache
+def _eager_forms(forms: tuple[FormFn, ...]) -> tuple[FormFn, ...]:
+    """``forms`` but those whose needles a scanner puts off (as ``Scanner`` does: the
+    tables made here are the ones it made, from the cache)."""
+    return tuple(f for f in forms if f not in RUN_KEEPING_FORMS)
 
 
 def _needle_material(secret: Secret) -> list[bytes]:
@@ -124,8 +132,8 @@ def _needle_material(secret: Secret) -> list[bytes]:
     needle made at once, and the anchor run each put-off needle holds."""
     run = anchor_run(secret)
     if run is None:  # nothing is put off: every needle is made at once
-        return list(needle_table(secret, MASKING_FORMS))
-    return [*needle_table(secret, _EAGER_FORMS), run]
+        return list(needle_table(secret, masking_forms()))
+    return [*needle_table(secret, _eager_forms(masking_forms())), run]
 
 
 def _four_byte_keys(data: bytes, into: set[int]) -> None:
@@ -172,7 +180,7 @@ class SessionMasker:
             return
         if (
             scanner is not None
-            and scanner.forms == MASKING_FORMS
+            and scanner.forms == masking_forms()
             and set(fresh) <= set(scanner.secrets)
         ):
             # (its needles of secrets already known too: their heads only add candidates)

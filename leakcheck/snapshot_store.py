@@ -421,10 +421,10 @@ def review(
     detector: Any = None
     if secrets:
         from .detect import Scanner
-        from .forms import MASKING_FORMS
+        from .extensions import masking_forms
 
         # masking windows too: a piece of a secret cut by the side-by-side rows is hidden
-        scanner = Scanner(list(secrets), decode=True, forms=MASKING_FORMS)
+        scanner = Scanner(list(secrets), decode=True, forms=masking_forms())
         detector = Scanner(list(secrets), decode=True)  # what it would write: real hits
 
         def guard(text: str) -> str:

@@ -9,13 +9,14 @@ import sys
 from array import array
 from collections.abc import Callable, Iterable, Iterator
 
+from .. import extensions
 from ..canaries import Secret
 from ..decode import all_decoders, decode_runs
 from ..detect import HEAD_BYTES, JOIN_SEPARATOR, Scanner
 from ..engine import available_backends
-from ..extensions import plugin_forms
+from ..extensions import detection_forms
 from ..findings import MASK_LABEL, Finding
-from ..forms import FORMS, MASK_ONLY_FORMS, MASKING_FORMS, FormFn, needle_table
+from ..forms import MASK_ONLY_FORMS, FormFn, needle_table
 from ..serialize import map_strings
 from .budget import batches_of
 
@@ -27,18 +28,10 @@ __all__ = ["GRAM", "GRAM_SET_LIMIT", "Output", "masking_forms", "strings_of"]
 
 
 @functools.cache
-def detection_forms() -> tuple[FormFn, ...]:
-    """The forms a scanner searches for by default: every detection form, the codec
-    plugins' too."""
-    return (*FORMS, *plugin_forms())
-
-
-@functools.cache
 def masking_forms() -> tuple[tuple[FormFn, ...], tuple[FormFn, ...]]:
     """(the forms a masker searches for, those of them the detection scanner does not):
     every detection form (the codec plugins' too), and the short masking windows."""
-    detection = detection_forms()
-    masking = (*MASKING_FORMS, *(f for f in detection if f not in MASKING_FORMS))
+    detection, masking = detection_forms(), extensions.masking_forms()
     return masking, tuple(f for f in masking if f not in detection)
 
 
