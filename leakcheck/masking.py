@@ -103,6 +103,8 @@ def _head_material(needles: list[bytes]) -> list[bytes]:
     narrowed = _narrowed(joined).split(_NEEDLE_SEPARATOR)
     if len(narrowed) != len(needles):  # a needle holding the separator: one at a time
         narrowed = [_narrowed(needle) for needle in needles]
+    if min(map(len, narrowed), default=HEAD_BYTES) >= HEAD_BYTES:  # (as a rule: told in C)
+        return narrowed
     return [
         n if len(n) >= HEAD_BYTES else needle for n, needle in zip(narrowed, needles, strict=True)
     ]
