@@ -886,11 +886,11 @@ def window_forms(s: Secret) -> list[tuple[str, bytes]]:
     windows: dict[bytes, None] = dict.fromkeys(_encoded_windows(value, kept))
     seen = {value}
     for table in _ESCAPED_SPELLINGS:
-        pieces = [table[ord(char)] for char in value]
-        spelling = "".join(pieces)
+        spelling = value.translate(table)  # (in C: most canaries' spellings are the value)
         if spelling in seen:
             continue
         seen.add(spelling)
+        pieces = [table[ord(char)] for char in value]
         # the character of the value that each character of the spelling spells
         owner = [k for k, piece in enumerate(pieces) for _ in piece]
         last = size - 1
