@@ -732,13 +732,13 @@ def _fragment_lengths(s: Secret) -> tuple[int | None, int | None]:
 
 def masked_bits_for(secrets: int) -> float:
     """The bits a masked head or tail must carry to be reported in a scan for ``secrets``
-    secrets at once: TAIL_BITS up to TAIL_BITS_SECRETS, and one more for each doubling past it. A
-    masking context followed by four random characters is some secret's masked tail by
+    secrets at once: TAIL_BITS up to TAIL_BITS_SECRETS, and one more for each doubling
+    past it. A masking context followed by four random characters is some secret's masked tail by
     chance n times as often for n secrets: with 100,000 secrets, the first MiB of the bench
     corpus gave a ``masked-head-4`` finding of text that held none (204 masked tokens x
     100,000 / 62**4 ~ 1.4 expected). Raised by log2(n / 20) bits, the chance stays the
-    figure stated for 20 secrets (module docstring): 100,000 secrets search 6 and 8
-    characters of a mixed-case alphanumeric tail, not 4."""
+    figure stated for 20 secrets (module docstring): a scan for 100,000 secrets reports
+    6 and 8 characters of a mixed-case alphanumeric tail, not 4."""
     if secrets <= TAIL_BITS_SECRETS:
         return TAIL_BITS
     return TAIL_BITS + math.log2(secrets / TAIL_BITS_SECRETS)
