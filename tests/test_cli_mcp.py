@@ -305,8 +305,11 @@ def test_no_command(capsys: pytest.CaptureFixture[str]) -> None:
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="Node.js is not installed")
 def test_node_server_started_as_a_plain_command(mcp) -> None:
+    # a real Node process's start (a bound, not a wait: it answers as soon as it is up)
+    # took over 0.5 s once in a loaded CI run, as the Python servers' does always
+    startup = ["--call-timeout", "0.5", "--startup-timeout", "10"]
     run = mcp("--env", "NOTES_API_URL={upstream}", "--env", "NOTES_API_KEY={api_key}",
-              "--env", "NOTES_API_TIMEOUT=0.3", *TIMEOUTS, "--tools", "get_note",
+              "--env", "NOTES_API_TIMEOUT=0.3", *startup, "--tools", "get_note",
               "--stages", "http_401,dns_failure,connection_refused",
               "--placements", "authorization-header",
               tools=("get_note",), server=["node", str(NODE_SERVER)])  # fmt: skip
