@@ -52,18 +52,10 @@ def _children_keep_bytecode(tmp_path_factory: pytest.TempPathFactory) -> Iterabl
     the repository; the environment is restored at the session's end."""
     base = tmp_path_factory.getbasetemp()
     session = base.parent if base.name.startswith("popen-gw") else base
-    names = ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")
-    saved = {name: os.environ.get(name) for name in names}
-    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-    os.environ["PYTHONPYCACHEPREFIX"] = str(session / "pycache")
-    try:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
+        patch.setenv("PYTHONPYCACHEPREFIX", str(session / "pycache"))
         yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 @pytest.fixture
