@@ -15,6 +15,8 @@ import importlib.util
 import json
 import logging
 import os
+import random
+import string
 import sys
 from collections import Counter
 from collections.abc import Iterable
@@ -101,6 +103,43 @@ def brute_force(patterns: list[bytes], data: bytes) -> Counter[tuple[int, int]]:
             hits[(index, start + len(pattern))] += 1
             start = data.find(pattern, start + 1)
     return hits
+
+
+#: The characters of the random user tokens below.
+ALNUM = string.ascii_letters + string.digits
+
+
+def random_tokens(
+    count: int, seed: int, *, length: int = 32, prefixes: tuple[str, ...] = ()
+) -> list[str]:
+    """``count`` random user tokens of ``length`` letters and digits, each behind one of
+    ``prefixes`` (a family's public head) when given; the same for the same seed."""
+    rng = random.Random(seed)
+    return [
+        (rng.choice(prefixes) if prefixes else "")
+        + "".join(rng.choice(ALNUM) for _ in range(length))
+        for _ in range(count)
+    ]
+
+
+def scan_report(tmp_path: Path, tokens: list[str], log: str, *extra: str) -> str:
+    """``leakcheck scan --format json`` of ``log`` (written to ``app.log``) for ``tokens``
+    (a secrets file, one a line), with ``extra`` options: the report's text. The exit
+    code is checked against its findings."""
+    secrets_file = tmp_path / "secrets.txt"
+    secrets_file.write_text("\n".join(tokens) + "\n")
+    target = tmp_path / "app.log"
+    target.write_text(log)
+    out = tmp_path / "report.json"
+    from leakcheck.cli import main
+
+    code = main(
+        ["scan", "--secrets-file", str(secrets_file), "--format", "json", "-o", str(out)]
+        + [*extra, str(target)]
+    )
+    text = out.read_text()
+    assert code == (1 if json.loads(text)["findings"] else 0)
+    return text
 
 
 def self_scan(text: str | bytes, secrets: Iterable[Secret], what: str = "output") -> None:

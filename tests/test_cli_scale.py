@@ -5,40 +5,25 @@ from __future__ import annotations
 
 import io
 import json
-import random
-import string
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from conftest import random_tokens, scan_report
 
 import leakcheck.cli.budget as budget
 from leakcheck import Secret
 from leakcheck.cli import main
 from leakcheck.cli.budget import batches_of
 
-ALNUM = string.ascii_letters + string.digits
-
 
 def _tokens(count: int, seed: int) -> list[str]:
-    rng = random.Random(seed)
-    return ["".join(rng.choice(ALNUM) for _ in range(32)) for _ in range(count)]
+    return random_tokens(count, seed)
 
 
 def _scan(tmp_path: Path, tokens: list[str], log: str, *extra: str) -> dict[str, object]:
-    secrets_file = tmp_path / "secrets.txt"
-    secrets_file.write_text("\n".join(tokens) + "\n")
-    target = tmp_path / "app.log"
-    target.write_text(log)
-    out = tmp_path / "report.json"
-    code = main(
-        ["scan", "--secrets-file", str(secrets_file), "--format", "json", "-o", str(out)]
-        + [*extra, str(target)]
-    )
-    report = json.loads(out.read_text())
-    assert code == (1 if report["findings"] else 0)
-    return dict(report)
+    return dict(json.loads(scan_report(tmp_path, tokens, log, *extra)))
 
 
 def test_batches_keep_every_secret_once_in_order() -> None:

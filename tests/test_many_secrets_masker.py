@@ -11,25 +11,20 @@ import string
 from pathlib import Path
 
 import pytest
+from conftest import random_tokens, scan_report
 
 import leakcheck.cli.budget as budget
 import leakcheck.cli.output as output_module
 from leakcheck import Secret
-from leakcheck.cli import main
 from leakcheck.cli.budget import batches_of
 from leakcheck.cli.output import Output
 from leakcheck.detect import Scanner
 from leakcheck.forms import needle_table
 
-ALNUM = string.ascii_letters + string.digits
-
 
 def _tokens(count: int, seed: int) -> list[str]:
-    rng = random.Random(seed)
-    prefixes = ["ghp_", "sk_live_", "xoxb-", "glpat-", "AKIA", ""]
-    return [
-        rng.choice(prefixes) + "".join(rng.choice(ALNUM) for _ in range(30)) for _ in range(count)
-    ]
+    prefixes = ("ghp_", "sk_live_", "xoxb-", "glpat-", "AKIA", "")
+    return random_tokens(count, seed, length=30, prefixes=prefixes)
 
 
 def _secrets(tokens: list[str]) -> list[Secret]:
@@ -136,27 +131,6 @@ def test_what_is_not_learned_is_rebuilt() -> None:
     assert output._candidates(texts) == {5, 90}  # noqa: SLF001
 
 
-def _scan(tmp_path: Path, tokens: list[str], log: str) -> str:
-    secrets_file = tmp_path / "secrets.txt"
-    secrets_file.write_text("\n".join(tokens) + "\n")
-    target = tmp_path / "app.log"
-    target.write_text(log)
-    out = tmp_path / "report.json"
-    main(
-        [
-            "scan",
-            "--secrets-file",
-            str(secrets_file),
-            "--format",
-            "json",
-            "-o",
-            str(out),
-            str(target),
-        ]
-    )
-    return out.read_text()
-
-
 @pytest.mark.usefixtures("small_batches")
 def test_a_scan_in_batches_prints_the_same_bytes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -171,9 +145,9 @@ def test_a_scan_in_batches_prints_the_same_bytes(
             f"tail=****{tokens[n - 3][-4:]}",
         )
     log = "\n".join(lines) + "\n"
-    learned = _scan(tmp_path, tokens, log)
+    learned = scan_report(tmp_path, tokens, log)
     monkeypatch.setattr(Output, "learn", lambda self, scanner: None)
-    assert _scan(tmp_path, tokens, log) == learned
+    assert scan_report(tmp_path, tokens, log) == learned
     report = json.loads(learned)
     assert report["findings"]
     assert not any(t in learned for t in tokens)

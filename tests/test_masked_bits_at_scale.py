@@ -5,23 +5,15 @@ reported must carry log2(n / 20) more bits (``forms.masked_bits_for``); still ma
 from __future__ import annotations
 
 import json
-import random
-import string
 from pathlib import Path
 
 import pytest
+from conftest import random_tokens, scan_report
 
 from leakcheck import Secret
-from leakcheck.cli import main
 from leakcheck.detect import Scanner
 from leakcheck.engine import available_backends
 from leakcheck.forms import TAIL_BITS, masked_bits_for
-
-ALNUM = string.ascii_letters + string.digits
-
-
-def _token(rng: random.Random) -> str:
-    return "".join(rng.choice(ALNUM) for _ in range(32))
 
 
 def test_the_bits_needed_grow_with_the_log_of_the_secrets() -> None:
@@ -30,18 +22,20 @@ def test_the_bits_needed_grow_with_the_log_of_the_secrets() -> None:
     assert masked_bits_for(100_000) == pytest.approx(TAIL_BITS + 12.29, abs=0.01)
 
 
-def _strong_tailed(rng: random.Random) -> Secret:
+def _strong_tailed(seed: int) -> Secret:
     """A user token whose last 4 characters carry TAIL_BITS and last 6 what 100,000
     secrets need (the strength estimate gives a few tokens' tails less)."""
-    while True:
-        secret = Secret.from_user(_token(rng), id="S1")
-        if sum(secret.bits[-4:]) >= TAIL_BITS and sum(secret.bits[-6:]) >= masked_bits_for(100_000):
-            return secret
+    return next(
+        secret
+        for token in random_tokens(100, seed)
+        for secret in [Secret.from_user(token, id="S1")]
+        if sum(secret.bits[-4:]) >= TAIL_BITS and sum(secret.bits[-6:]) >= masked_bits_for(100_000)
+    )
 
 
 @pytest.mark.parametrize("backend", available_backends())
 def test_a_four_character_tail_is_not_reported_among_100000_secrets(backend: str) -> None:
-    secret = _strong_tailed(random.Random(1))
+    secret = _strong_tailed(1)
     four = f"credential ending in {secret.value[-4:]} was rejected"
     six = f"credential ending in {secret.value[-6:]} was rejected"
     default = Scanner([secret], backend=backend)
@@ -60,20 +54,12 @@ def test_a_four_character_tail_is_not_reported_among_100000_secrets(backend: str
 
 
 def test_the_scan_raises_the_bits_for_the_secrets_it_is_given(tmp_path: Path) -> None:
-    rng = random.Random(7)
-    tokens = [_token(rng) for _ in range(2_000)]  # log2(100) = 6.6 bits more: 29.6
-    log = tmp_path / "gateway.log"
-    log.write_text(f"auth failed: credential ending in {tokens[0][-4:]}\n")
+    tokens = random_tokens(2_000, 7)  # log2(100) = 6.6 bits more: 29.6
+    log = f"auth failed: credential ending in {tokens[0][-4:]}\n"
 
     def forms_found(secrets: list[str]) -> list[str]:
-        secrets_file = tmp_path / "secrets.txt"
-        secrets_file.write_text("".join(f"{t}\n" for t in secrets))
-        out = tmp_path / "report.json"
-        code = main(["scan", "--secrets-file", str(secrets_file), "--format", "json",
-                     "--output", str(out), str(log)])  # fmt: skip
-        forms = [f["form"] for f in json.loads(out.read_text())["findings"]]
-        assert code == (1 if forms else 0)
-        return forms
+        report = scan_report(tmp_path, secrets, log)
+        return [f["form"] for f in json.loads(report)["findings"]]
 
     assert forms_found(tokens[:20]) == ["masked-tail-4"]
     assert forms_found(tokens) == []
