@@ -19,7 +19,6 @@ from .decode import DENSE_ESCAPES, Run, all_decoders, decode_pieces, decode_runs
 from .engine import Engine, build_engine, resolve_backend
 from .findings import CONTEXT_BYTES, WIDEN_BYTES, Finding, Span, mask_all, masked_excerpt
 from .forms import (
-    FORMS,
     MASK_ONLY_FORMS,
     RUN_KEEPING_FORMS,
     RUN_KEEPING_MAX_NEEDLES,
@@ -31,6 +30,7 @@ from .forms import (
     Needle,
     anchor_run,
     decode_keys,
+    eager_forms,
     is_piece,
     needle_table,
     weak_masks,
@@ -126,15 +126,15 @@ class Scanner:
         self._mask_only = frozenset() if strict else MASK_ONLY_FORMS
         self._decoders = all_decoders() if decode else {}
         if forms is None:
-            from .extensions import plugin_forms
+            from .extensions import detection_forms
 
-            forms = (*FORMS, *plugin_forms())
+            forms = detection_forms()
         self._all_forms = tuple(forms)
         self._backend = backend
         # a masker may be called from a logging thread (``_thread``: importing threading
         # cost a scan 0.5 ms of its start-up)
         self._lock = _thread.allocate_lock()
-        self._eager_forms = tuple(f for f in self._all_forms if f not in RUN_KEEPING_FORMS)
+        self._eager_forms = eager_forms(self._all_forms)
         # secret index -> its anchor run, for the secrets whose RUN_KEEPING_FORMS needles
         # are put off (see _search)
         self._deferred: dict[int, bytes] = {}

@@ -828,6 +828,24 @@ def anchor_run(secret: Secret) -> bytes | None:
     return max((m.encode() for m in _ALNUM_RUN.findall(value)), key=len, default=None)
 
 
+@functools.cache
+def eager_forms(forms: tuple[FormFn, ...]) -> tuple[FormFn, ...]:
+    """``forms`` but the RUN_KEEPING_FORMS, whose needles a scanner puts off until a text
+    holds the secret's anchor run."""
+    return tuple(form for form in forms if form not in RUN_KEEPING_FORMS)
+
+
+def needle_material(secret: Secret, forms: tuple[FormFn, ...]) -> list[bytes]:
+    """What a text must hold for a scanner with ``forms`` to find anything of ``secret``:
+    the needles of its forms that keep no anchor run, and its anchor run, which every
+    needle of the others holds (RUN_KEEPING_FORMS); every needle when it has no anchor
+    run. (The tables are the ones a scanner makes, from ``needle_table``'s cache.)"""
+    run = anchor_run(secret)
+    if run is None:
+        return list(needle_table(secret, forms))
+    return [*needle_table(secret, eager_forms(forms)), run]
+
+
 def needles_for(secret: Secret, forms: Iterable[FormFn] = FORMS) -> list[Needle]:
     """All distinct needles of one secret, first form name winning on equal bytes."""
     return [

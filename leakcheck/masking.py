@@ -22,7 +22,6 @@ six bytes keep chance matches rare even for the lowercase alphabet of a host nam
 
 from __future__ import annotations
 
-import functools
 import sys
 import threading
 from array import array
@@ -38,7 +37,7 @@ from .decode import all_decoders, decode_runs
 from .detect import Scanner
 from .engine import available_backends
 from .extensions import masking_forms
-from .forms import RUN_KEEPING_FORMS, WINDOW_CHARS, FormFn, anchor_run, needle_table
+from .forms import WINDOW_CHARS, needle_material
 from .serialize import map_strings
 from .serialize.objects import key_text_of
 
@@ -122,22 +121,6 @@ def masking_scanner(secrets: Iterable[Secret]) -> Scanner:
     return Scanner(secrets, decode=True, forms=masking_forms(), backend=_BACKEND)
 
 
-@functools.cache
-def _eager_forms(forms: tuple[FormFn, ...]) -> tuple[FormFn, ...]:
-    """``forms`` but those whose needles a scanner puts off (as ``Scanner`` does: the
-    tables made here are the ones it made, from the cache)."""
-    return tuple(f for f in forms if f not in RUN_KEEPING_FORMS)
-
-
-def _needle_material(secret: Secret) -> list[bytes]:
-    """What a text must hold for ``masking_scanner`` to find anything of ``secret``: every
-    needle made at once, and the anchor run each put-off needle holds."""
-    run = anchor_run(secret)
-    if run is None:  # nothing is put off: every needle is made at once
-        return list(needle_table(secret, masking_forms()))
-    return [*needle_table(secret, _eager_forms(masking_forms())), run]
-
-
 def _four_byte_keys(data: bytes, into: set[int]) -> None:
     """Every 4-byte substring of ``data`` as an int (those at 0, 1, 2, 3 mod 4, each run
     read as ints in C)."""
@@ -188,7 +171,8 @@ class SessionMasker:
             # (its needles of secrets already known too: their heads only add candidates)
             needles = scanner.needles_so_far()
         else:
-            needles = [n for secret in fresh for n in _needle_material(secret)]
+            forms = masking_forms()
+            needles = [n for secret in fresh for n in needle_material(secret, forms)]
         short = min(map(len, needles), default=HEAD_BYTES) < HEAD_BYTES
         long_needles = [n for n in needles if len(n) >= HEAD_BYTES] if short else needles
         long_needles = _head_material(long_needles)

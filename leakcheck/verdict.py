@@ -14,13 +14,12 @@ from dataclasses import asdict, dataclass
 from .capture import Captured
 from .detect import JOIN_SEPARATOR, Scanner
 from .findings import Finding
-from .forms import PIECES, RUN_KEEPING_FORMS, anchor_run, needle_table
+from .forms import PIECES, needle_material
 from .policy import Policy, SinkClass
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from .canaries import Secret
-    from .forms import FormFn
+    pass
 
 __all__ = [
     "Leak",
@@ -377,22 +376,10 @@ def _only_allowed(
     for n, secret in forbidden:
         needles = material.get(n)
         if needles is None:
-            needles = material[n] = _Needles(None, _material(secret, scanner.forms))
+            needles = material[n] = _Needles(None, needle_material(secret, scanner.forms))
         if not needles.none_in(*found):
             return False
     return True
-
-
-def _material(secret: Secret, forms: tuple[FormFn, ...]) -> list[bytes]:
-    """What a text must hold for a scanner with ``forms`` to find anything of ``secret``:
-    the needles of its forms that keep no anchor run, and its anchor run, which every
-    needle of the others holds (``forms.RUN_KEEPING_FORMS``); every needle when it has
-    no anchor run."""
-    run = anchor_run(secret)
-    if run is None:
-        return list(needle_table(secret, forms))
-    eager = tuple(form for form in forms if form not in RUN_KEEPING_FORMS)
-    return [*needle_table(secret, eager), run]
 
 
 def _leak(item: Captured, finding: Finding, policy: Policy) -> Leak:
