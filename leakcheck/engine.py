@@ -18,7 +18,15 @@ TYPE_CHECKING = False  # not typing's: its import was a twentieth of a scan's st
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["Engine", "build_engine", "available_backends", "resolve_backend", "BACKENDS"]
+__all__ = [
+    "BACKENDS",
+    "KEY_CODE",
+    "Engine",
+    "add_substring_keys",
+    "available_backends",
+    "build_engine",
+    "resolve_backend",
+]
 
 BACKENDS = ("hyperscan", "ahocorasick")
 #: pyahocorasick searches this many input bytes at a time (see AhoCorasickEngine.scan).
@@ -293,8 +301,22 @@ AUTOMATON_AFTER_BYTES = 64
 #: many bytes a text (the set of its 4-byte substrings: some 70 bytes each).
 BY_KEYS_MAX_PATTERNS = 16_384
 BY_KEYS_MAX_BYTES = 256 * 1024
-#: An array type code of 4-byte items: a text's 4-byte substrings become ints in C.
-_KEY_CODE = next((code for code in "IL" if array(code).itemsize == 4), "")
+#: An array type code of 4-byte items: a text's 4-byte substrings become ints in C ("" on
+#: a platform without one: no search by keys there).
+KEY_CODE = next((code for code in "IL" if array(code).itemsize == 4), "")
+
+
+def add_substring_keys(data: bytes, into: set[int], size: int = 4, code: str = KEY_CODE) -> None:
+    """Add every ``size``-byte substring of ``data`` to ``into``, read as an int as an array
+    of type ``code`` (items of ``size`` bytes) reads it: the substrings at each offset
+    modulo ``size``, each run read in C."""
+    length = len(data)
+    for shift in range(size):
+        end = shift + (length - shift) // size * size
+        if end > shift:
+            into.update(array(code, data[shift:end]))
+
+
 _HEAD = itemgetter(slice(0, 4))
 _TAIL = itemgetter(slice(-4, None))
 
@@ -374,8 +396,8 @@ class _KeyIndex:
             self.long = [i for i, p in enumerate(patterns) if len(p) >= 4]
             self.short = [i for i, p in enumerate(patterns) if len(p) < 4]
             longer = [patterns[i] for i in self.long]
-        self.keys = array(_KEY_CODE, b"".join(map(_HEAD, longer)))
-        self.tails = array(_KEY_CODE, b"".join(map(_TAIL, longer)))
+        self.keys = array(KEY_CODE, b"".join(map(_HEAD, longer)))
+        self.tails = array(KEY_CODE, b"".join(map(_TAIL, longer)))
         self.key_set = set(self.keys)
 
     def candidates(self, present: set[int]) -> list[int]:
@@ -433,7 +455,7 @@ class AhoCorasickEngine(Engine):
         # depends which of two equally long overlapping needles names a mask. Not for many
         # patterns: their index, and the set of a text's 4-byte substrings that the budget
         # would let grow with it, cost memory the automaton does not.
-        self._by_keys = bool(_KEY_CODE) and len(self._patterns) <= BY_KEYS_MAX_PATTERNS
+        self._by_keys = bool(KEY_CODE) and len(self._patterns) <= BY_KEYS_MAX_PATTERNS
         self._key_index: _KeyIndex | None = None  # made on the first search by keys
         self._anchored = len(self._patterns) >= ANCHOR_FROM_PATTERNS
 
@@ -478,13 +500,8 @@ class AhoCorasickEngine(Engine):
         if index is None:
             # one assignment, so that another thread never sees half an index
             index = self._key_index = _KeyIndex(patterns)
-        # every 4-byte substring: those starting at 0, 1, 2, 3 (mod 4), each run read as ints
-        size = len(data)
         present: set[int] = set()
-        for shift in range(4):
-            end = shift + (size - shift) // 4 * 4
-            if end > shift:
-                present.update(array(_KEY_CODE, data[shift:end]))
+        add_substring_keys(data, present)
         hits: list[tuple[int, int]] = []
         for i in index.candidates(present):
             pattern = patterns[i]

@@ -35,7 +35,7 @@ from typing import Any
 from .canaries import Secret
 from .decode import all_decoders, decode_runs
 from .detect import Scanner
-from .engine import available_backends
+from .engine import KEY_CODE, add_substring_keys, available_backends
 from .extensions import masking_forms
 from .forms import WINDOW_CHARS, needle_material
 from .serialize import map_strings
@@ -46,7 +46,6 @@ __all__ = ["SessionMasker", "mask_strings", "masking_scanner"]
 #: Texts to mask are small (a report, a warning): the automaton builds in well under a
 #: millisecond, where a hyperscan database takes ~20 ms to compile.
 _BACKEND = "ahocorasick" if "ahocorasick" in available_backends() else "auto"
-_KEY_CODE = next(code for code in "IL" if array(code).itemsize == 4)
 #: Bytes of a needle's head (the shortest needle, a masking window, has at least these).
 HEAD_BYTES = WINDOW_CHARS
 _TAIL = itemgetter(slice(-HEAD_BYTES, None))
@@ -121,16 +120,6 @@ def masking_scanner(secrets: Iterable[Secret]) -> Scanner:
     return Scanner(secrets, decode=True, forms=masking_forms(), backend=_BACKEND)
 
 
-def _four_byte_keys(data: bytes, into: set[int]) -> None:
-    """Every 4-byte substring of ``data`` as an int (those at 0, 1, 2, 3 mod 4, each run
-    read as ints in C)."""
-    size = len(data)
-    for shift in range(4):
-        end = shift + (size - shift) // 4 * 4
-        if end > shift:
-            into.update(array(_KEY_CODE, data[shift:end]))
-
-
 @dataclass(frozen=True)
 class _Batch:
     secrets: tuple[Secret, ...]
@@ -146,7 +135,7 @@ class SessionMasker:
         self._values: set[str] = set()
         #: a head -> the batch owning it, or the batches when several do
         self._heads: dict[bytes, int | tuple[int, ...]] = {}
-        #: the first four bytes of every head, as the ints ``_four_byte_keys`` makes
+        #: the first four bytes of every head, as the ints ``add_substring_keys`` makes
         self._keys: set[int] = set()
         #: batches with a needle shorter than a head: candidates for every text
         self._always: list[int] = []
@@ -181,7 +170,7 @@ class SessionMasker:
             self._batches.append(_Batch(fresh))
             self._values.update(secret.value for secret in fresh)
             heads = self._index(long_needles, index)
-            self._keys.update(array(_KEY_CODE, b"".join(map(_FIRST_FOUR, heads))))
+            self._keys.update(array(KEY_CODE, b"".join(map(_FIRST_FOUR, heads))))
             if short:
                 self._always.append(index)
 
@@ -227,7 +216,7 @@ class SessionMasker:
         with self._lock:
             for data in layers:
                 present: set[int] = set()
-                _four_byte_keys(data, present)
+                add_substring_keys(data, present)
                 for key in present & self._keys:
                     self._owners_at(data, key.to_bytes(4, sys.byteorder), found)
         return tuple(sorted(found))

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 
 from .capture import Captured
 from .detect import JOIN_SEPARATOR, Scanner
+from .engine import KEY_CODE, add_substring_keys
 from .findings import Finding
 from .forms import PIECES, needle_material
 from .policy import Policy, SinkClass
@@ -48,7 +49,6 @@ _KEYS_KEPT_BYTES = 4 * 1024 * 1024
 #: as much to make as the search (its decoding is not kept: ``decode._CACHED_TEXT_BYTES``)
 #: and, kept, would crowd out the texts that come again.
 _PROVEN_UP_TO = 64 * 1024
-_KEY_CODE = next((code for code in "IL" if array(code).itemsize == 4), "")
 
 
 @dataclass(frozen=True)
@@ -176,11 +176,11 @@ class _Needles:
             assert scanner is not None
             needles = scanner.needles_so_far()
         self.needles = needles
-        if not _KEY_CODE or min(map(len, self.needles), default=0) < 4:
-            self.heads = array(_KEY_CODE or "I")  # a needle shorter than a key: no proof
+        if not KEY_CODE or min(map(len, self.needles), default=0) < 4:
+            self.heads = array(KEY_CODE or "I")  # a needle shorter than a key: no proof
             self.head_set: frozenset[int] = frozenset()
             return
-        self.heads = array(_KEY_CODE, b"".join([n[:4] for n in self.needles]))
+        self.heads = array(KEY_CODE, b"".join([n[:4] for n in self.needles]))
         self.head_set = frozenset(self.heads)
 
     def none_in(self, layers: tuple[bytes, ...], keys: frozenset[int]) -> bool:
@@ -217,11 +217,7 @@ def _layers(scanner: Scanner, text: bytes) -> tuple[tuple[bytes, ...], frozenset
         return None
     present: set[int] = set()
     for data in layers:
-        size = len(data)
-        for shift in range(4):
-            end = shift + (size - shift) // 4 * 4
-            if end > shift:
-                present.update(array(_KEY_CODE, data[shift:end]))
+        add_substring_keys(data, present)
     found = (tuple(layers), frozenset(present))
     size = sum(map(len, layers))
     with _keys_lock:

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.skipif(
 
 def _present(data: bytes) -> set[int]:
     grams = {data[i : i + 4] for i in range(len(data) - 3)}
-    return set(array(engine_module._KEY_CODE, b"".join(grams)))
+    return set(array(engine_module.KEY_CODE, b"".join(grams)))
 
 
 def test_a_shared_fixed_head_makes_no_candidate() -> None:

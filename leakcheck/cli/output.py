@@ -13,7 +13,7 @@ from .. import extensions
 from ..canaries import Secret
 from ..decode import all_decoders, decode_runs
 from ..detect import HEAD_BYTES, JOIN_SEPARATOR, Scanner
-from ..engine import available_backends
+from ..engine import add_substring_keys, available_backends
 from ..extensions import detection_forms
 from ..findings import MASK_LABEL, Finding
 from ..forms import MASK_ONLY_FORMS, FormFn, needle_table
@@ -292,10 +292,7 @@ def _head_sets(joined: bytes, size: int = HEAD_BYTES, code: str = "Q") -> Iterat
     for start in range(0, max(len(joined) - size + 1, 0), HEAD_SET_BYTES):
         piece = joined[start : start + HEAD_SET_BYTES + size - 1]
         present: set[int] = set()
-        for shift in range(size):
-            end = shift + (len(piece) - shift) // size * size
-            if end > shift:
-                present.update(array(code, piece[shift:end]))
+        add_substring_keys(piece, present, size, code)
         yield present
 
 
