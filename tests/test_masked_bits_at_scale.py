@@ -53,13 +53,22 @@ def test_a_four_character_tail_is_not_reported_among_100000_secrets(backend: str
     assert "\u00abcanary:secret:masked-tail-4\u00bb" in many.mask(four)
 
 
-def test_the_scan_raises_the_bits_for_the_secrets_it_is_given(tmp_path: Path) -> None:
+def test_the_scan_raises_the_bits_for_the_secrets_it_is_given(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     tokens = random_tokens(2_000, 7)  # log2(100) = 6.6 bits more: 29.6
     log = f"auth failed: credential ending in {tokens[0][-4:]}\n"
 
     def forms_found(secrets: list[str]) -> list[str]:
-        report = scan_report(tmp_path, secrets, log)
-        return [f["form"] for f in json.loads(report)["findings"]]
+        report = json.loads(scan_report(tmp_path, secrets, log))
+        notes = [n for n in report.get("notes", []) if "secrets are searched at once" in n]
+        said = [line for line in capsys.readouterr().err.splitlines() if "at once" in line]
+        assert said == [f"leakcheck: note: {note}" for note in notes]  # never silently
+        if len(secrets) > 20:
+            assert notes and "reported only when its characters carry 29.6 bits" in notes[0]
+        else:
+            assert notes == []
+        return [f["form"] for f in report["findings"]]
 
     assert forms_found(tokens[:20]) == ["masked-tail-4"]
     assert forms_found(tokens) == []

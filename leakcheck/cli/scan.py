@@ -9,7 +9,7 @@ import sys
 from ..canaries import Secret
 from ..detect import Scanner
 from ..findings import Finding
-from ..forms import masked_bits_for
+from ..forms import TAIL_BITS, TAIL_BITS_SECRETS, masked_bits_for
 from ..report import ScanSummary, document, dump, path_uri
 from ..serialize import map_strings
 from .budget import batches_of, budget_for
@@ -101,8 +101,19 @@ def scan_command(args: argparse.Namespace, out: str | None, output: Output) -> i
         inputs.add(arg)
     size = total_size(inputs.targets)
     batches = batches_of(secrets)
-    # the masked heads and tails searched for: as likely by chance as for 20 secrets
+    # the masked heads and tails reported: as likely by chance as for 20 secrets (said,
+    # never silently)
     masked_bits = masked_bits_for(len(secrets))
+    scale_notes = []
+    if masked_bits > TAIL_BITS:
+        scale_notes.append(
+            f"{len(secrets):,} secrets are searched at once: a masked head or tail "
+            f'("ending in 7KQ2", "ghp_ab12****") is reported only when its characters '
+            f"carry {masked_bits:.1f} bits ({TAIL_BITS:g} for up to {TAIL_BITS_SECRETS}; 4 "
+            "letters and digits carry 23.8), as unlikely by chance as for 20 secrets "
+            "(README: Masked pieces at scale); a weaker one is still masked"
+        )
+        notes += [f"leakcheck: note: {note}" for note in scale_notes]
     trusted: set[str] | None = None
     if out is not None or args.format != "text":  # else the report on stdout lists them
         said += [f"leakcheck: note: not read ({why}): {path}" for path, why in inputs.not_read]
@@ -142,7 +153,7 @@ def scan_command(args: argparse.Namespace, out: str | None, output: Output) -> i
         decode=args.decode,
         errors=inputs.errors,
         not_read=inputs.not_read,
-        notes=given_twice,
+        notes=[*given_twice, *scale_notes],
         uris=uris,
     )
     code = EXIT_ERROR if inputs.errors else EXIT_FINDINGS if findings else EXIT_CLEAN
