@@ -111,6 +111,8 @@ def _head_material(needles: list[bytes]) -> list[bytes]:
 #: Scanners over the batches of recent texts, kept for the texts that follow (a failing
 #: test's report is masked field by field).
 _CACHED_SCANNERS = 32
+#: Batches whose heads ``proves_absent`` keeps at hand (a test's own, the session's).
+_RECENT_BATCHES = 64
 #: Decoding layers looked into: as many as a masking scanner decodes.
 _DECODE_DEPTH = 2
 
@@ -133,6 +135,8 @@ class SessionMasker:
         self._lock = threading.Lock()
         self._batches: list[_Batch] = []
         self._values: set[str] = set()
+        #: each secret added, by the batch that indexed it (``proves_absent``)
+        self._batch_of: dict[Secret, int] = {}
         #: a head -> the batch owning it, or the batches when several do
         self._heads: dict[bytes, int | tuple[int, ...]] = {}
         #: the first four bytes of every head, as the ints ``add_substring_keys`` makes
@@ -140,6 +144,9 @@ class SessionMasker:
         #: batches with a needle shorter than a head: candidates for every text
         self._always: list[int] = []
         self._scanners: OrderedDict[tuple[int, ...], Scanner] = OrderedDict()
+        #: the heads of the batches added last and of those asked about since, and their
+        #: keys (``proves_absent``: a test's texts are looked up for its own batches only)
+        self._recent: OrderedDict[int, tuple[frozenset[bytes], frozenset[int]]] = OrderedDict()
         self._decoders = all_decoders()
 
     def __len__(self) -> int:
@@ -169,8 +176,13 @@ class SessionMasker:
             index = len(self._batches)
             self._batches.append(_Batch(fresh))
             self._values.update(secret.value for secret in fresh)
+            self._batch_of.update(dict.fromkeys(fresh, index))
             heads = self._index(long_needles, index)
-            self._keys.update(array(KEY_CODE, b"".join(map(_FIRST_FOUR, heads))))
+            keys = array(KEY_CODE, b"".join(map(_FIRST_FOUR, heads)))
+            self._keys.update(keys)
+            self._recent[index] = (frozenset(heads), frozenset(keys))
+            while len(self._recent) > _RECENT_BATCHES:
+                self._recent.popitem(last=False)
             if short:
                 self._always.append(index)
 
@@ -204,14 +216,20 @@ class SessionMasker:
                 owners[head] = (*owner, index)
         return heads
 
-    def _candidates(self, buf: bytes) -> tuple[int, ...]:
-        """The batches owning a head that ``buf`` holds (in it or decoded)."""
+    def _layers(self, buf: bytes) -> list[bytes]:
+        """``buf`` and what the decoding pass decodes in it (as a masking scanner does, to
+        _DECODE_DEPTH), and those holding UTF-16 narrowed too."""
         layers = [buf]
         layer = [buf]
         for _ in range(_DECODE_DEPTH):
             layer = [decoded for data in layer for *_, decoded in decode_runs(data, self._decoders)]
             layers += layer
         layers += [_narrowed(data) for data in layers if _NUL in data or _NUL_ESCAPE in data]
+        return layers
+
+    def _candidates(self, buf: bytes) -> tuple[int, ...]:
+        """The batches owning a head that ``buf`` holds (in it or decoded)."""
+        layers = self._layers(buf)
         found = set(self._always)
         with self._lock:
             for data in layers:
@@ -220,6 +238,44 @@ class SessionMasker:
                 for key in present & self._keys:
                     self._owners_at(data, key.to_bytes(4, sys.byteorder), found)
         return tuple(sorted(found))
+
+    def proves_absent(self, secrets: Iterable[Secret], texts: Iterable[bytes]) -> bool:
+        """Whether no text of ``texts`` holds any needle of ``secrets`` (of the masking
+        forms, the detection forms among them), in it or in what a scanner's decoding pass
+        decodes in it, told from the index alone: no head of their batches is in any of
+        them. False when it cannot tell (a secret not added as itself, a needle shorter
+        than a head): a scanner must search then. For the pytest plugin, which adds a
+        test's secrets here before its verdict: a test whose texts hold none of them needs
+        no scanner of its own (issue 13)."""
+        if not KEY_CODE:
+            return False
+        with self._lock:
+            batches = {self._batch_of.get(secret, -1) for secret in secrets}
+            if -1 in batches or not batches.isdisjoint(self._always):
+                return False
+            if not batches:
+                return True
+            own = []
+            for batch in batches:
+                found = self._recent.get(batch)
+                if found is None:  # (long gone from the recent ones: a scanner searches)
+                    return False
+                self._recent.move_to_end(batch)
+                own.append(found)
+        heads = frozenset().union(*(h for h, _ in own)) if len(own) > 1 else own[0][0]
+        keys = frozenset().union(*(k for _, k in own)) if len(own) > 1 else own[0][1]
+        for text in texts:
+            for data in self._layers(text):
+                present: set[int] = set()
+                add_substring_keys(data, present)
+                for key in keys & present:
+                    start = key.to_bytes(4, sys.byteorder)
+                    position = data.find(start)
+                    while position >= 0:
+                        if data[position : position + HEAD_BYTES] in heads:
+                            return False
+                        position = data.find(start, position + 1)
+        return True
 
     def _owners_at(self, data: bytes, start: bytes, found: set[int]) -> None:
         """Add to ``found`` the owners of the heads at each place ``start`` occurs."""

@@ -33,6 +33,8 @@ __all__ = [
     "root_causes",
     "sink_label",
     "STREAM_FROM",
+    "clean_verdict",
+    "joined_texts",
 ]
 
 #: A captured text this long (characters or bytes) or longer is searched on its own, in
@@ -302,11 +304,7 @@ def judge(
     pending_fallback: list[tuple[Captured, Finding]] = []
     shown: set[tuple[str, str]] = set()  # (group, secret id) seen at field level
     items = list(captured)
-    not_inspected = [
-        NotInspected(item.sink, item.sink_class, item.path, item.uninspected)
-        for item in items
-        if item.uninspected
-    ]
+    not_inspected = _not_inspected(items)
     small = [i for i, item in enumerate(items) if len(item.text) < STREAM_FROM]
     suspects = {small[i] for i in _suspects(scanner, [items[i] for i in small])}
     suspects.update(i for i, item in enumerate(items) if len(item.text) >= STREAM_FROM)
@@ -326,6 +324,26 @@ def judge(
             shown.add((item.group, finding.secret_id))
             leaks.append(_leak(item, finding, policy))
     return Verdict(leaks, not_inspected, left_out)
+
+
+def _not_inspected(items: Iterable[Captured]) -> list[NotInspected]:
+    return [
+        NotInspected(item.sink, item.sink_class, item.path, item.uninspected)
+        for item in items
+        if item.uninspected
+    ]
+
+
+def clean_verdict(captured: Iterable[Captured]) -> Verdict:
+    """The verdict on ``captured`` shown to hold no secret (no search made): no leak, and
+    what could not be inspected."""
+    return Verdict([], _not_inspected(captured), 0)
+
+
+def joined_texts(captured: Iterable[Captured]) -> bytes:
+    """The texts of ``captured`` as the joined search reads them (UTF-8, separated so that
+    no needle and no decoded run spans two of them)."""
+    return JOIN_SEPARATOR.join([_encoded(item.text) for item in captured])
 
 
 def _allowed_only(
