@@ -113,6 +113,8 @@ def _head_material(needles: list[bytes]) -> list[bytes]:
 _CACHED_SCANNERS = 32
 #: Batches whose heads ``proves_absent`` keeps at hand (a test's own, the session's).
 _RECENT_BATCHES = 64
+#: Texts from this many bytes up to the next are kept with their layers' keys, this many.
+_KEPT_FROM, _KEPT_UP_TO, _KEPT_TEXTS = 1024, 64 * 1024, 32
 #: Decoding layers looked into: as many as a masking scanner decodes.
 _DECODE_DEPTH = 2
 
@@ -147,6 +149,8 @@ class SessionMasker:
         #: the heads of the batches added last and of those asked about since, and their
         #: keys (``proves_absent``: a test's texts are looked up for its own batches only)
         self._recent: OrderedDict[int, tuple[frozenset[bytes], frozenset[int]]] = OrderedDict()
+        #: long texts looked up lately: their layers and keys (``_keyed_layers``)
+        self._kept: OrderedDict[bytes, tuple[list[bytes], frozenset[int]]] = OrderedDict()
         self._decoders = all_decoders()
 
     def __len__(self) -> int:
@@ -265,17 +269,42 @@ class SessionMasker:
         heads = frozenset().union(*(h for h, _ in own)) if len(own) > 1 else own[0][0]
         keys = frozenset().union(*(k for _, k in own)) if len(own) > 1 else own[0][1]
         for text in texts:
-            for data in self._layers(text):
-                present: set[int] = set()
-                add_substring_keys(data, present)
-                for key in keys & present:
-                    start = key.to_bytes(4, sys.byteorder)
+            layers, present = self._keyed_layers(text)
+            held = keys & present
+            if not held:
+                continue
+            for key in held:
+                start = key.to_bytes(4, sys.byteorder)
+                for data in layers:
                     position = data.find(start)
                     while position >= 0:
                         if data[position : position + HEAD_BYTES] in heads:
                             return False
                         position = data.find(start, position + 1)
         return True
+
+    def _keyed_layers(self, text: bytes) -> tuple[list[bytes], frozenset[int]]:
+        """``_layers(text)`` and every 4-byte substring of them as an int; kept for a text
+        of _KEPT_FROM bytes or more, which comes again in test after test (a recorded
+        span's stacktrace, a traceback)."""
+        kept = len(text) >= _KEPT_FROM
+        if kept:
+            with self._lock:
+                found = self._kept.get(text)
+                if found is not None:
+                    self._kept.move_to_end(text)
+                    return found
+        layers = self._layers(text)
+        present: set[int] = set()
+        for data in layers:
+            add_substring_keys(data, present)
+        result = (layers, frozenset(present))
+        if kept and len(text) <= _KEPT_UP_TO:
+            with self._lock:
+                self._kept[text] = result
+                while len(self._kept) > _KEPT_TEXTS:
+                    self._kept.popitem(last=False)
+        return result
 
     def _owners_at(self, data: bytes, start: bytes, found: set[int]) -> None:
         """Add to ``found`` the owners of the heads at each place ``start`` occurs."""

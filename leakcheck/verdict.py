@@ -11,6 +11,7 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 
+from .canaries import Secret
 from .capture import Captured
 from .detect import JOIN_SEPARATOR, Scanner
 from .engine import KEY_CODE, add_substring_keys
@@ -19,8 +20,15 @@ from .forms import PIECES, needle_material
 from .policy import Policy, SinkClass
 
 TYPE_CHECKING = False
-if TYPE_CHECKING:
-    pass
+if TYPE_CHECKING:  # (typing is not imported at run time: a scan's start-up)
+    from typing import Protocol
+
+    class AbsenceIndex(Protocol):
+        """Tells, without a scanner, that texts hold no needle of some secrets (True),
+        or cannot tell (False): ``masking.SessionMasker``."""
+
+        def proves_absent(self, secrets: Iterable[Secret], texts: Iterable[bytes]) -> bool: ...
+
 
 __all__ = [
     "Leak",
@@ -34,7 +42,7 @@ __all__ = [
     "sink_label",
     "STREAM_FROM",
     "clean_verdict",
-    "joined_texts",
+    "proven_clean",
 ]
 
 #: A captured text this long (characters or bytes) or longer is searched on its own, in
@@ -340,10 +348,42 @@ def clean_verdict(captured: Iterable[Captured]) -> Verdict:
     return Verdict([], _not_inspected(captured), 0)
 
 
-def joined_texts(captured: Iterable[Captured]) -> bytes:
-    """The texts of ``captured`` as the joined search reads them (UTF-8, separated so that
-    no needle and no decoded run spans two of them)."""
-    return JOIN_SEPARATOR.join([_encoded(item.text) for item in captured])
+#: Captured texts up to this many bytes in all may be shown clean by an index
+#: (``proven_clean``); more are searched, a long one in chunks.
+PROOF_UP_TO = STREAM_FROM
+
+
+def proven_clean(
+    index: AbsenceIndex,
+    secrets: list[Secret],
+    captured: Iterable[Captured],
+    policy: Policy,
+    *,
+    forbidden_only: bool = False,
+) -> bool:
+    """Whether ``index`` shows that ``captured`` holds none of ``secrets`` (then ``judge``
+    would find nothing), or with ``forbidden_only`` none that ``policy`` forbids in each
+    text's sink class (then ``judge`` with ``allowed_details=False`` would find nothing:
+    every group holding hits would be allowed only, left out). The texts of a sink class
+    are looked up together, the short ones joined; False when they are too long."""
+    items = list(captured)
+    if sum(len(item.text) for item in items) >= PROOF_UP_TO:
+        return False
+    by_class: dict[SinkClass, list[Captured]] = {}
+    for item in items:
+        by_class.setdefault(item.sink_class, []).append(item)
+    for sink_class, members in by_class.items():
+        wanted = secrets
+        if forbidden_only:
+            wanted = [s for s in secrets if not policy.allows(s.secret_class, sink_class)]
+        texts = [_encoded(item.text) for item in members]
+        short = [text for text in texts if len(text) < APART_FROM]
+        looked_up = [text for text in texts if len(text) >= APART_FROM]
+        if short:
+            looked_up.append(JOIN_SEPARATOR.join(short))
+        if wanted and not index.proves_absent(wanted, looked_up):
+            return False
+    return True
 
 
 def _allowed_only(

@@ -13,9 +13,13 @@ from conftest import QUIET_INNER_ARGS
 
 from leakcheck import Secret
 from leakcheck.canaries import KINDS, CanaryFactory, SecretClass
+from leakcheck.capture import Captured
+from leakcheck.detect import Scanner
 from leakcheck.extensions import masking_forms
 from leakcheck.forms import needle_table
 from leakcheck.masking import SessionMasker
+from leakcheck.policy import DEFAULT_POLICY, SinkClass
+from leakcheck.verdict import judge, proven_clean
 
 pytest_plugins = ["pytester"]
 
@@ -81,6 +85,58 @@ def test_it_cannot_tell_for_a_needle_shorter_than_a_head() -> None:
 
 def test_no_secret_is_clean() -> None:
     assert SessionMasker().proves_absent([], [CLEAN])
+
+
+def _captured(host: str, caller: str) -> list[Captured]:
+    return [
+        Captured("log record", SinkClass.OPERATOR, "message", f"DEBUG connecting to {host}"),
+        Captured("log record", SinkClass.OPERATOR, "message", "x" * 2000 + " retrying"),
+        Captured("tool response", SinkClass.CALLER, "$.error", caller),
+    ]
+
+
+def test_a_host_allowed_in_an_operator_log_leaves_only_the_forbidden_to_prove() -> None:
+    factory = CanaryFactory(seed=8, namespace="policy")
+    token, host = factory.secret("bearer"), factory.secret("hostname")
+    masker = SessionMasker()
+    masker.add([token])  # a batch per class, as the plugin adds them
+    masker.add([host])
+    items = _captured(host.value, "upstream refused the call")
+    scanner = Scanner([token, host], decode=True)
+    # the host name is there, allowed: the verdict without details finds nothing either
+    assert proven_clean(masker, [token, host], items, DEFAULT_POLICY, forbidden_only=True)
+    assert not list(judge(scanner, items, DEFAULT_POLICY, allowed_details=False))
+    # with details, its allowed finding must be written up: not proven
+    assert not proven_clean(masker, [token, host], items, DEFAULT_POLICY)
+    assert [leak.allowed for leak in judge(scanner, items, DEFAULT_POLICY)] == [True]
+    # in what the caller sees, the host name is forbidden
+    shown = _captured(host.value, f"cannot reach {host.value}")
+    assert not proven_clean(masker, [token, host], shown, DEFAULT_POLICY, forbidden_only=True)
+    # and the token in the operator's log, as ever
+    logged = _captured(f"{host.value} with {token.value}", "upstream refused the call")
+    assert not proven_clean(masker, [token, host], logged, DEFAULT_POLICY, forbidden_only=True)
+
+
+def test_too_much_text_is_searched_not_proven() -> None:
+    token = CanaryFactory(seed=9, namespace="long").secret("bearer")
+    masker = SessionMasker()
+    masker.add([token])
+    huge = [Captured("stdout", SinkClass.CALLER, "", "y" * (1 << 20))]
+    assert not proven_clean(masker, [token], huge, DEFAULT_POLICY)
+    assert proven_clean(masker, [token], huge[:0], DEFAULT_POLICY)
+
+
+def test_a_long_text_kept_between_lookups_is_still_judged_for_each_secret() -> None:
+    first = CanaryFactory(seed=10, namespace="kept1").secret("bearer")
+    second = CanaryFactory(seed=10, namespace="kept2").secret("bearer")
+    masker = _masker_with([first])
+    masker.add([second])
+    trace = b"Traceback (most recent call last):\n" + b"  frame\n" * 300
+    assert masker.proves_absent([first], [trace])
+    leaky = trace + second.value.encode()
+    assert masker.proves_absent([first], [leaky])
+    assert not masker.proves_absent([second], [leaky])
+    assert masker.proves_absent([second], [trace])  # the kept one, still clean
 
 
 PLUGIN_SUITE = textwrap.dedent(

@@ -16,14 +16,13 @@ from ..harness import LeakCheck
 from ..masking import SessionMasker
 from ..records import Assertion, SecretRef, TestRecord
 from ..verdict import (
-    STREAM_FROM,
     Leak,
     Verdict,
     clean_verdict,
     format_leaks,
-    joined_texts,
     judge,
     leaks_header,
+    proven_clean,
     root_causes,
 )
 from . import reports, snapshots
@@ -33,9 +32,6 @@ __all__ = ["CHECK", "failure_text", "judge_report", "own_verdict"]
 
 #: a test's harness, while it runs
 CHECK = pytest.StashKey[LeakCheck]()
-#: Captured texts up to this many characters in all are first looked up in the session
-#: masker's index (``findings``); more are searched by the test's scanner, in chunks.
-PROOF_UP_TO = STREAM_FROM
 
 
 def judge_report(
@@ -150,12 +146,15 @@ def findings(check: LeakCheck, *, details: bool, masker: SessionMasker | None = 
     nothing, and their scanner was most of the plugin's cost (issue 13)."""
     items = resolve_latent(check.captured(), check.policy)
     if masker is not None:
-        secrets = check.secrets
-        masker.add(secrets)
+        # (a batch per class of secret: a host name allowed in an operator's DEBUG line
+        # does not keep the index from showing the direct secrets absent there)
+        for secret_class in dict.fromkeys(secret.secret_class for secret in check.secrets):
+            masker.add([s for s in check.secrets if s.secret_class is secret_class])
         check.absence_proof = lambda known, text: masker.proves_absent(known, (text,))
-        if check.built_masker() is None and sum(len(item.text) for item in items) < PROOF_UP_TO:
-            if masker.proves_absent(secrets, (joined_texts(items),)):
-                return clean_verdict(items)
+        if check.built_masker() is None and proven_clean(
+            masker, check.secrets, items, check.policy, forbidden_only=not details
+        ):
+            return clean_verdict(items)
     leaks = judge(check.scanner, items, check.policy, allowed_details=details)
     if leaks.left_out and any(not leak.allowed for leak in leaks):
         leaks = judge(check.scanner, items, check.policy)
