@@ -18,6 +18,11 @@ place where a head's first four bytes occur, by its whole head; a text that hold
 masked by a scanner over just the batches that own it. A clean text costs two set operations in C;
 six bytes keep chance matches rare even for the lowercase alphabet of a host name canary
 (four bytes of English text meet one of a thousand such canaries' heads in most lines).
+
+The same index proves a text clean of given secrets (``proves_absent``): no head of their
+batches in it or in what the decoding pass decodes in it. The pytest plugin adds a test's
+secrets before its verdict and asks that first: a test that leaks nothing then needs no
+scanner of its own, and its reports none to be masked with.
 """
 
 from __future__ import annotations
