@@ -8,7 +8,8 @@ from collections.abc import Callable
 
 TYPE_CHECKING = False  # not typing's: its import was a twentieth of a scan's start-up
 if TYPE_CHECKING:
-    from typing import Any
+    import re
+    from typing import Any, AnyStr
 
 
 def lazy_names(
@@ -29,3 +30,25 @@ def lazy_names(
         return sorted({*namespace, *modules})
 
     return __getattr__, __dir__
+
+
+class _LazyPattern:
+    """A regular expression compiled on first use (``lazy_compile``); each attribute read
+    once is then the compiled pattern's own, an instance attribute."""
+
+    def __init__(self, pattern: str | bytes, flags: int) -> None:
+        self._source: tuple[Any, int] = (pattern, flags)  # (either type: re's to judge)
+
+    def __getattr__(self, name: str) -> Any:
+        import re
+
+        value = getattr(re.compile(*self._source), name)
+        self.__dict__[name] = value
+        return value
+
+
+def lazy_compile(pattern: AnyStr, flags: int = 0) -> re.Pattern[AnyStr]:
+    """``re.compile(pattern, flags)``, compiled on first use: ``leakcheck scan``'s start-up
+    compiled some twenty patterns that a scan of a clean file never uses (4 ms of 60).
+    For method calls (``.match``, ``.search``, ``.sub``...), not for ``re`` functions."""
+    return _LazyPattern(pattern, flags)  # type: ignore[return-value]  # it acts as one

@@ -18,6 +18,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from enum import Enum
 
+from ._lazy import lazy_compile
 from ._values import Value, field
 
 TYPE_CHECKING = False  # not typing's: its import was a twentieth of a scan's start-up
@@ -661,13 +662,13 @@ def _early_bits(value: str, min_bits: float) -> tuple[tuple[float, ...], tuple[f
 #: generated canary kinds with a fixed prefix (see the generators below), and what follows
 #: it (random characters)
 _LOOKALIKES = {
-    "bearer": re.compile(r"lcb\.[A-Za-z0-9._~+/-]{8}"),  # an RFC 6750 b64token
-    "api_key": re.compile(r"lck_[A-Za-z0-9]{8}"),
-    "cookie": re.compile(r"lcs=[A-Za-z0-9]{8}"),
-    "hostname": re.compile(r"lc-[a-z0-9]{8}[a-z0-9-]*\.corp\.internal"),
-    "local_path": re.compile(r"/srv/lc-[A-Za-z0-9]{8}"),
-    "prose": re.compile(r"lc-repair [A-Za-z0-9]{8}"),
-    "pem": re.compile(r"-----BEGIN (?:[A-Z]+ )*(?:PRIVATE KEY|CERTIFICATE)-----"),
+    "bearer": lazy_compile(r"lcb\.[A-Za-z0-9._~+/-]{8}"),  # an RFC 6750 b64token
+    "api_key": lazy_compile(r"lck_[A-Za-z0-9]{8}"),
+    "cookie": lazy_compile(r"lcs=[A-Za-z0-9]{8}"),
+    "hostname": lazy_compile(r"lc-[a-z0-9]{8}[a-z0-9-]*\.corp\.internal"),
+    "local_path": lazy_compile(r"/srv/lc-[A-Za-z0-9]{8}"),
+    "prose": lazy_compile(r"lc-repair [A-Za-z0-9]{8}"),
+    "pem": lazy_compile(r"-----BEGIN (?:[A-Z]+ )*(?:PRIVATE KEY|CERTIFICATE)-----"),
 }
 
 

@@ -17,6 +17,8 @@ import re
 from collections import OrderedDict
 from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 
+from ._lazy import lazy_compile
+
 __all__ = ["DECODERS", "DENSE_ESCAPES", "Decoder", "Run", "all_decoders", "decode_runs"]
 
 Decoder = Callable[[bytes], Iterator[tuple[int, int, bytes]]]
@@ -115,7 +117,7 @@ def _token_runs(buf: bytes, marker: re.Pattern[bytes]) -> Iterator[tuple[int, in
 #: a token's bytes before a marker, read backwards: 0x21-0xff but quotes, angle brackets, DEL
 _TOKEN_BEFORE = re.compile(rb"[!#-&(-;=?-~\x80-\xff]*")
 _BACKSLASH_ESCAPE = re.compile(rb"\\[ux][0-9A-Fa-f]{2}")
-_ONE_ESCAPE = re.compile(
+_ONE_ESCAPE = lazy_compile(
     rb"\\u([0-9A-Fa-f]{4})|\\x([0-9A-Fa-f]{2})|\\U([0-9A-Fa-f]{8})|\\([nrt\"'/\\])"
 )
 _SIMPLE = {b"n": b"\n", b"r": b"\r", b"t": b"\t"}
@@ -155,7 +157,7 @@ def backslash_runs(buf: bytes) -> Iterator[tuple[int, int, bytes]]:
 
 #: a token whose escapes are all ones the bytes escape decoder reads as _ONE_ESCAPE does
 #: (``\\xXX``, ``\\n``, ``\\r``, ``\\t``, quotes, backslash): a Python bytes repr
-_C_ESCAPES = re.compile(rb"(?:[^\\]|\\x[0-9A-Fa-f]{2}|\\[nrt\"'\\])*")
+_C_ESCAPES = lazy_compile(rb"(?:[^\\]|\\x[0-9A-Fa-f]{2}|\\[nrt\"'\\])*")
 
 
 def _unescape(token: bytes) -> bytes:

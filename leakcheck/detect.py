@@ -6,7 +6,6 @@ import _thread
 import bisect
 import codecs
 import os
-import re
 import stat
 import sys
 from array import array
@@ -14,6 +13,7 @@ from collections.abc import Container, Iterable, Iterator, Sequence
 from operator import itemgetter
 
 from . import engine as engine_module
+from ._lazy import lazy_compile
 from .canaries import Secret
 from .decode import DENSE_ESCAPES, Run, all_decoders, decode_pieces, decode_runs, wrap_extent
 from .engine import Engine, build_engine, resolve_backend
@@ -751,11 +751,11 @@ def _in_runs(runs: Sequence[Run], inner: list[_Hit]) -> list[_Hit]:
 
 _BASE64_CHAR = rb"[A-Za-z0-9+/=_-]"
 #: the token after a key, and the lines of a wrapped base64 blob after it
-_AFTER = re.compile(
+_AFTER = lazy_compile(
     rb"[^\s\"'<>]*(?:(?<=" + _BASE64_CHAR + rb"{16})\r?\n(?=" + _BASE64_CHAR + rb"{4})[^\s\"'<>]*)*"
 )
 #: the same before it, read backwards
-_BEFORE = re.compile(
+_BEFORE = lazy_compile(
     rb"[^\s\"'<>]*(?:(?<=" + _BASE64_CHAR + rb"{4})\n\r?(?=" + _BASE64_CHAR + rb"{16})[^\s\"'<>]*)*"
 )
 
@@ -861,7 +861,7 @@ def _outermost(hits: list[_Hit], buf: bytes) -> list[_Hit]:
     return kept
 
 
-_JOINABLE = re.compile(rb"[A-Za-z0-9+/_=-]*(?:(?:\r?\n|\\n)[A-Za-z0-9+/_=-]*)?")
+_JOINABLE = lazy_compile(rb"[A-Za-z0-9+/_=-]*(?:(?:\r?\n|\\n)[A-Za-z0-9+/_=-]*)?")
 
 
 def _size_hint(stream: BinaryIO, origin: int) -> int:

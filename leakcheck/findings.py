@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from ._lazy import lazy_compile
 from ._values import Value
 
 __all__ = ["Finding", "Span", "mask_all", "mask_label", "masked_excerpt"]
@@ -23,10 +24,10 @@ _TOKEN_BYTES = frozenset(
 
 
 _TOKEN_CLASS = b"[" + re.escape(bytes(sorted(_TOKEN_BYTES))) + b"]"
-_TOKEN_RUN = re.compile(_TOKEN_CLASS + b"*")
+_TOKEN_RUN = lazy_compile(_TOKEN_CLASS + b"*")
 #: the same characters in UTF-16-LE (a byte of them, then NUL), and read backwards
-_TOKEN_RUN_UTF16 = re.compile(b"(?:" + _TOKEN_CLASS + b"\x00)*")
-_TOKEN_RUN_UTF16_BACK = re.compile(b"(?:\x00" + _TOKEN_CLASS + b")*")
+_TOKEN_RUN_UTF16 = lazy_compile(b"(?:" + _TOKEN_CLASS + b"\x00)*")
+_TOKEN_RUN_UTF16_BACK = lazy_compile(b"(?:\x00" + _TOKEN_CLASS + b")*")
 
 
 class Finding(Value, frozen=True):

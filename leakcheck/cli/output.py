@@ -4,12 +4,12 @@ of what standard error says with every form and every short piece of every secre
 from __future__ import annotations
 
 import functools
-import re
 import sys
 from array import array
 from collections.abc import Callable, Iterable, Iterator
 
 from .. import extensions
+from .._lazy import lazy_compile
 from ..canaries import Secret
 from ..decode import all_decoders, decode_runs
 from ..detect import HEAD_BYTES, JOIN_SEPARATOR, Scanner
@@ -53,7 +53,7 @@ _FOUR_CODE = "I" if array("I").itemsize == 4 else "L"  # an array of 4-byte item
 _Learned = tuple[int, "array[int]", "array[int]", "array[int]", list[tuple[bytes, int]]]
 
 #: Splits a text at the mask labels it holds (kept, at the odd indexes).
-_LABELS = re.compile(f"({MASK_LABEL.pattern})")
+_LABELS = lazy_compile(f"({MASK_LABEL.pattern})")
 
 
 def _small_texts_backend() -> str:

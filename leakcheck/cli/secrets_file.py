@@ -6,6 +6,7 @@ from __future__ import annotations
 import codecs
 import re
 
+from .._lazy import lazy_compile
 from .._values import replace
 from ..canaries import KINDS, Secret, WeakSecretError
 from ..serialize import parse_json
@@ -25,7 +26,7 @@ __all__ = ["OWN_ID", "OWN_KINDS", "SecretsFile", "load_secrets", "read_secrets"]
 _LINE_CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
 #: What an id or a kind may not hold: control characters, and the guillemets of a mask
 #: label (``«canary:KIND:FORM»``), which a kind is printed inside.
-_LABEL_FORBIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u00ab\u00bb]")
+_LABEL_FORBIDDEN = lazy_compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u00ab\u00bb]")
 #: The ids ``S<line or item number>`` are ours; up to 5 characters they cannot hold a
 #: 6-character piece of a secret.
 OWN_ID = re.compile(r"S[0-9]{1,4}")

@@ -8,6 +8,7 @@ import re
 import sys
 from collections.abc import Callable, Iterator
 
+from .._lazy import lazy_compile
 from .objects import key_text_of
 from .text import text_of
 
@@ -54,10 +55,10 @@ def parse_json(
     return document
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE = lazy_compile("[\ud800-\udfff]")
 #: A \\u escape of a surrogate that no escaping backslash precedes, and the pair it may be
 #: part of (best effort: to say where, once the document is known to hold a lone one).
-_SURROGATE_ESCAPE = re.compile(
+_SURROGATE_ESCAPE = lazy_compile(
     r"(?<!\\)(?:\\\\)*(\\u[dD][89abAB][0-9a-fA-F]{2}(\\u[dD][c-fC-F][0-9a-fA-F]{2})?"
     r"|\\u[dD][c-fC-F][0-9a-fA-F]{2})"
 )
