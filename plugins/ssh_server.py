@@ -75,6 +75,8 @@ __all__ = [
 SERVER_THREAD_NAME = "leakcheck-ssh-server"
 HOST = "127.0.0.1"
 DEFAULT_COMMAND = "deploy"
+#: What a client's connect and login may take at most (``SSHFault.connect_timeout``).
+CONNECT_BOUND = 5.0
 #: Start and stop wait at most this long: a guard against a wedged server thread, never
 #: waited in practice (binding a loopback port takes milliseconds).
 _THREAD_BOUND = 5.0
@@ -214,7 +216,7 @@ class SSHFault(Fault):
     ``known_hosts`` (a file path), ``identity_file`` (a key file path, or None),
     ``host_alias`` (a name for the host, or None), ``command``, ``env``, ``timeout`` (for
     the command: what the client waits before giving up on ``ssh_hang_after_command``) and
-    ``connect_timeout`` (connect and login: at least 0.5 s, never meant to fire).
+    ``connect_timeout`` (connect and login: at least CONNECT_BOUND, never meant to fire).
     Paths and names from an ``ssh-paths`` placement are real: the files exist under a
     temporary directory, their paths end with the placed path.
     """
@@ -250,8 +252,12 @@ class SSHFault(Fault):
         self.host = HOST
         self.port = 0
         self.timeout = float(timeout)
-        #: connect and login (never meant to fire here): a little room on a loaded machine
-        self.connect_timeout = max(self.timeout, 0.5)
+        #: connect and login: a bound, never meant to fire (no stage hangs before the
+        #: login, and a passing run takes milliseconds). At 0.5 s it fired on a loaded
+        #: machine (two xdist workers, an inner pytest, client and server doing their key
+        #: exchange in one process): a careless client's login then never began, and its
+        #: harness error named the wrong cause.
+        self.connect_timeout = max(self.timeout, CONNECT_BOUND)
         self.username = (ssh.username if ssh else None) or secret("user_name")
         self.password = (ssh.password if ssh else None) or secret("ssh_password")
         self.host_alias = ssh.host_alias if ssh else None
