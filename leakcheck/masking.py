@@ -118,8 +118,10 @@ def _head_material(needles: list[bytes]) -> list[bytes]:
 _CACHED_SCANNERS = 32
 #: Batches whose heads ``proves_absent`` keeps at hand (a test's own, the session's).
 _RECENT_BATCHES = 64
-#: Texts from this many bytes up to the next are kept with their layers' keys, this many.
-_KEPT_FROM, _KEPT_UP_TO, _KEPT_TEXTS = 1024, 64 * 1024, 32
+#: Texts from this many bytes up to the next are kept with their layers' keys: at most
+#: this many texts and this many keys in all (a key costs some 60 bytes kept: a 16 KiB text
+#: of random hex, 6.4 MiB with its decoded layer; a 6 KB traceback, 60 KiB).
+_KEPT_FROM, _KEPT_UP_TO, _KEPT_TEXTS, _KEPT_KEYS = 1024, 16 * 1024, 32, 100_000
 #: Decoding layers looked into: as many as a masking scanner decodes.
 _DECODE_DEPTH = 2
 
@@ -156,6 +158,7 @@ class SessionMasker:
         self._recent: OrderedDict[int, tuple[frozenset[bytes], frozenset[int]]] = OrderedDict()
         #: long texts looked up lately: their layers and keys (``_keyed_layers``)
         self._kept: OrderedDict[bytes, tuple[list[bytes], frozenset[int]]] = OrderedDict()
+        self._kept_keys = 0  # the keys of the texts kept, in all
         self._decoders = all_decoders()
 
     def __len__(self) -> int:
@@ -304,11 +307,14 @@ class SessionMasker:
         for data in layers:
             add_substring_keys(data, present)
         result = (layers, frozenset(present))
-        if kept and len(text) <= _KEPT_UP_TO:
+        if kept and len(text) <= _KEPT_UP_TO and len(result[1]) <= _KEPT_KEYS // 4:
             with self._lock:
-                self._kept[text] = result
-                while len(self._kept) > _KEPT_TEXTS:
-                    self._kept.popitem(last=False)
+                if text not in self._kept:
+                    self._kept[text] = result
+                    self._kept_keys += len(result[1])
+                while len(self._kept) > _KEPT_TEXTS or self._kept_keys > _KEPT_KEYS:
+                    _, (_, dropped) = self._kept.popitem(last=False)
+                    self._kept_keys -= len(dropped)
         return result
 
     def _owners_at(self, data: bytes, start: bytes, found: set[int]) -> None:

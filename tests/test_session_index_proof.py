@@ -170,3 +170,27 @@ def test_a_clean_test_builds_no_scanner_and_a_leaky_one_still_fails(
     result = pytester.runpytest(*QUIET_INNER_ARGS)
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(["*test_leaky*", "*masked-tail-8*"])
+
+
+def test_the_texts_kept_between_lookups_stay_small() -> None:
+    """Distinct long texts of random characters (many keys each) are not kept without end:
+    the kept keys are bounded, and a repeated traceback is still kept."""
+    import random
+    import string
+    import tracemalloc
+
+    token = CanaryFactory(seed=12, namespace="bounded").secret("bearer")
+    masker = _masker_with([token])
+    rng = random.Random(12)
+    trace = b"Traceback (most recent call last):\n" + b'  File "app.py", line 1\n' * 200
+    tracemalloc.start()
+    try:
+        for _ in range(36):  # (more than the texts kept)
+            words = ("".join(rng.choices(string.ascii_letters, k=8)) for _ in range(1_300))
+            noise = " ".join(words)  # (no run long enough to decode: many keys, no layers)
+            assert masker.proves_absent([token], [noise.encode(), trace])
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert held < 12 * 2**20, f"{held / 2**20:.0f} MiB held"  # (unbounded: 27 MiB)
+    assert masker.proves_absent([token], [trace])
