@@ -55,6 +55,9 @@ APART_FROM = 1024
 #: again (see ``_clean_by_keys``): up to this many texts and this many of their bytes.
 _KEYS_KEPT = 64
 _KEYS_KEPT_BYTES = 4 * 1024 * 1024
+#: ... and this many keys in all, none kept of a text with more than a quarter of them (a
+#: key costs some 60 bytes kept: 40 distinct texts of 54 KB of random words held 146 MiB)
+_KEYS_KEPT_KEYS = 200_000
 #: A text longer than this is searched, never shown clean by keys: its layers would cost
 #: as much to make as the search (its decoding is not kept: ``decode._CACHED_TEXT_BYTES``)
 #: and, kept, would crowd out the texts that come again.
@@ -209,7 +212,7 @@ class _Needles:
 _keys_lock = _thread.allocate_lock()
 _Layers = tuple[tuple[bytes, ...], frozenset[int], int]  # layers, their keys, their bytes
 _kept_layers: OrderedDict[tuple[bytes, object], _Layers] = OrderedDict()
-_kept_bytes = [0]
+_kept_bytes = [0, 0]  # the kept layers' bytes, their keys
 
 
 def _layers(scanner: Scanner, text: bytes) -> tuple[tuple[bytes, ...], frozenset[int]] | None:
@@ -229,14 +232,22 @@ def _layers(scanner: Scanner, text: bytes) -> tuple[tuple[bytes, ...], frozenset
     for data in layers:
         add_substring_keys(data, present)
     found = (tuple(layers), frozenset(present))
+    if len(present) > _KEYS_KEPT_KEYS // 4:
+        return found
     size = sum(map(len, layers))
     with _keys_lock:
         if key not in _kept_layers:
             _kept_layers[key] = (*found, size)
             _kept_bytes[0] += size
-        while len(_kept_layers) > _KEYS_KEPT or _kept_bytes[0] > _KEYS_KEPT_BYTES:
-            _, (_, _, dropped) = _kept_layers.popitem(last=False)
+            _kept_bytes[1] += len(present)
+        while (
+            len(_kept_layers) > _KEYS_KEPT
+            or _kept_bytes[0] > _KEYS_KEPT_BYTES
+            or _kept_bytes[1] > _KEYS_KEPT_KEYS
+        ):
+            _, (_, keys, dropped) = _kept_layers.popitem(last=False)
             _kept_bytes[0] -= dropped
+            _kept_bytes[1] -= len(keys)
     return found
 
 

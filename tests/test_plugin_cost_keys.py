@@ -99,6 +99,28 @@ def test_kept_layers_are_bounded() -> None:
     assert verdict._kept_bytes[0] == sum(size for *_, size in verdict._kept_layers.values())
 
 
+def test_kept_layers_are_bounded_by_their_keys() -> None:
+    """Distinct texts with many keys each (random words) are not kept without end: 40 of
+    54 KB held 146 MiB before the keys were bounded too (these 16 of 36 KB: 50 MiB)."""
+    import random
+    import string
+    import tracemalloc
+
+    scanner, _ = _scanner("keys-many")
+    rng = random.Random(4)
+    tracemalloc.start()
+    try:
+        for _ in range(16):
+            words = ("".join(rng.choices(string.ascii_letters, k=8)) for _ in range(4_000))
+            verdict._layers(scanner, " ".join(words).encode())
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert verdict._kept_bytes[1] <= verdict._KEYS_KEPT_KEYS
+    assert verdict._kept_bytes[1] == sum(len(keys) for _, keys, _ in verdict._kept_layers.values())
+    assert held < 30 * 2**20, f"{held / 2**20:.0f} MiB held"  # (keys unbounded: 50 MiB)
+
+
 def test_a_text_over_the_bound_is_searched_not_kept() -> None:
     """A text longer than ``_PROVEN_UP_TO`` is searched: making and keeping its layers
     would cost what the search costs (its decoding is not kept) and crowd out the texts
