@@ -31,7 +31,7 @@ def rot13_codec(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         found = load(group)
         return (*found, plugin) if group == extensions.CODECS_GROUP else found
 
-    cached = (extensions.detection_forms, extensions.masking_forms, output.masking_forms)
+    cached = (extensions.detection_forms, extensions.masking_forms, output.mask_only_forms)
     for function in cached:
         function.cache_clear()
     monkeypatch.setattr(extensions, "load_plugins", with_rot13)

@@ -8,13 +8,12 @@ import sys
 from array import array
 from collections.abc import Callable, Iterable, Iterator
 
-from .. import extensions
 from .._lazy import lazy_compile
 from ..canaries import Secret
 from ..decode import all_decoders, decode_runs
 from ..detect import HEAD_BYTES, JOIN_SEPARATOR, Scanner
-from ..engine import add_substring_keys, available_backends
-from ..extensions import detection_forms
+from ..engine import KEY_CODE, add_substring_keys, available_backends
+from ..extensions import detection_forms, masking_forms
 from ..findings import MASK_LABEL, Finding
 from ..forms import MASK_ONLY_FORMS, FormFn, needle_table
 from ..serialize import map_strings
@@ -24,15 +23,15 @@ TYPE_CHECKING = False  # not typing's: its import was a twentieth of a scan's st
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["GRAM", "GRAM_SET_LIMIT", "Output", "masking_forms", "strings_of"]
+__all__ = ["GRAM", "GRAM_SET_LIMIT", "Output", "mask_only_forms", "strings_of"]
 
 
 @functools.cache
-def masking_forms() -> tuple[tuple[FormFn, ...], tuple[FormFn, ...]]:
-    """(the forms a masker searches for, those of them the detection scanner does not):
-    every detection form (the codec plugins' too), and the short masking windows."""
-    detection, masking = detection_forms(), extensions.masking_forms()
-    return masking, tuple(f for f in masking if f not in detection)
+def mask_only_forms() -> tuple[FormFn, ...]:
+    """The forms a masker searches for (``extensions.masking_forms``) that the detection
+    scanner does not: the short masking windows."""
+    detection = detection_forms()
+    return tuple(f for f in masking_forms() if f not in detection)
 
 
 #: Decoding layers of the masker (the plugin's masker decodes as deep).
@@ -47,7 +46,6 @@ HEAD_SET_BYTES = 1 << 19
 
 
 _BYTE_ORDER = sys.byteorder  # how an array reads its items' bytes
-_FOUR_CODE = "I" if array("I").itemsize == 4 else "L"  # an array of 4-byte items
 #: What Output.learn keeps of a batch: the index of its first secret, and its scanner's
 #: pattern heads, tails, their secrets and its short patterns (Scanner.pattern_heads)
 _Learned = tuple[int, "array[int]", "array[int]", "array[int]", list[tuple[bytes, int]]]
@@ -113,7 +111,7 @@ class Output:
         mine = self.secrets[start : start + len(batch)]
         if (
             array("Q").itemsize != HEAD_BYTES
-            or array(_FOUR_CODE).itemsize != 4
+            or not KEY_CODE
             or scanner.forms != detection_forms()
             or [id(s) for s in batch] != [id(s) for s in mine]
         ):
@@ -135,7 +133,7 @@ class Output:
             return _same
         scanner = Scanner(
             [self.secrets[i] for i in sorted(chosen)],
-            forms=masking_forms()[0],
+            forms=masking_forms(),
             decode=True,
             decode_depth=_MASK_DEPTH,
             backend=_small_texts_backend(),
@@ -229,7 +227,7 @@ class Output:
                 keyed.setdefault(int.from_bytes(needle[:4], _BYTE_ORDER), []).append(
                     (index, needle)
                 )
-        for present in _head_sets(joined, 4, _FOUR_CODE):
+        for present in _head_sets(joined, 4, KEY_CODE):
             for key in present.intersection(keyed):
                 maybe.update(index for index, needle in keyed[key] if needle in joined)
             for n, (_, _, tails, _, _) in enumerate(learned):
@@ -255,7 +253,7 @@ class Output:
     def _window_heads(self) -> list[bytes]:
         """Per secret, the first GRAM bytes of each of its masking-only needles, packed."""
         if self._windows is None:
-            extra = masking_forms()[1]
+            extra = mask_only_forms()
             heads: list[bytes] = []
             short: list[tuple[bytes, int]] = []
             for index, secret in enumerate(self.secrets):
