@@ -6,11 +6,12 @@ it collapses to under 1 MB/s at a few hundred needles.
 
 from __future__ import annotations
 
+import _thread
 import math
 import re
 import sys
 from array import array
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from operator import itemgetter
 
@@ -22,6 +23,7 @@ __all__ = [
     "BACKENDS",
     "KEY_CODE",
     "Engine",
+    "KeptKeys",
     "add_substring_keys",
     "available_backends",
     "build_engine",
@@ -315,6 +317,61 @@ def add_substring_keys(data: bytes, into: set[int], size: int = 4, code: str = K
         end = shift + (length - shift) // size * size
         if end > shift:
             into.update(array(code, data[shift:end]))
+
+
+class KeptKeys:
+    """Texts' layers (a text and what a decoding pass decodes in it) and every 4-byte
+    substring of them as an int (``add_substring_keys``), kept by a key for the texts that
+    come again in test after test (a recorded span's stacktrace, a traceback). Bounded by
+    ``texts``, by ``layer_bytes`` in all and by ``keys`` in all (a key costs some 60 bytes
+    kept: 40 distinct texts of 54 KB of random words held 146 MiB when only texts and bytes
+    were bounded); a text whose keys pass a quarter of that is never kept. Thread-safe."""
+
+    def __init__(self, texts: int, layer_bytes: int, keys: int) -> None:
+        self.limits = (texts, layer_bytes, keys)
+        self.sizes = [0, 0]  # the kept layers' bytes, their keys
+        self._kept: OrderedDict[object, tuple[tuple[bytes, ...], frozenset[int], int]] = (
+            OrderedDict()
+        )
+        self._lock = _thread.allocate_lock()
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._kept
+
+    def get(self, key: object) -> tuple[tuple[bytes, ...], frozenset[int]] | None:
+        """The layers kept for ``key`` and their keys, or None."""
+        with self._lock:
+            kept = self._kept.get(key)
+            if kept is None:
+                return None
+            self._kept.move_to_end(key)
+            return kept[0], kept[1]
+
+    def keyed(
+        self, key: object, layers: Sequence[bytes], *, keep: bool = True
+    ) -> tuple[tuple[bytes, ...], frozenset[int]]:
+        """``layers`` and their keys, kept for ``key`` (when ``keep`` and within bounds)."""
+        present: set[int] = set()
+        for data in layers:
+            add_substring_keys(data, present)
+        found = (tuple(layers), frozenset(present))
+        texts, layer_bytes, keys = self.limits
+        if not keep or len(present) > keys // 4:
+            return found
+        size = sum(map(len, layers))
+        with self._lock:
+            if key not in self._kept:
+                self._kept[key] = (*found, size)
+                self.sizes[0] += size
+                self.sizes[1] += len(present)
+            while len(self._kept) > texts or self.sizes[0] > layer_bytes or self.sizes[1] > keys:
+                _, (_, dropped_keys, dropped_bytes) = self._kept.popitem(last=False)
+                self.sizes[0] -= dropped_bytes
+                self.sizes[1] -= len(dropped_keys)
+        return found
 
 
 _HEAD = itemgetter(slice(0, 4))

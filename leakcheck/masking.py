@@ -40,7 +40,7 @@ from typing import Any
 from .canaries import Secret
 from .decode import all_decoders, decode_runs
 from .detect import Scanner
-from .engine import KEY_CODE, add_substring_keys, available_backends
+from .engine import KEY_CODE, KeptKeys, available_backends
 from .extensions import masking_forms
 from .forms import WINDOW_CHARS, needle_material
 from .serialize import map_strings
@@ -118,10 +118,9 @@ def _head_material(needles: list[bytes]) -> list[bytes]:
 _CACHED_SCANNERS = 32
 #: Batches whose heads ``proves_absent`` keeps at hand (a test's own, the session's).
 _RECENT_BATCHES = 64
-#: Texts from this many bytes up to the next are kept with their layers' keys: at most
-#: this many texts and this many keys in all (a key costs some 60 bytes kept: a 16 KiB text
-#: of random hex, 6.4 MiB with its decoded layer; a 6 KB traceback, 60 KiB).
-_KEPT_FROM, _KEPT_UP_TO, _KEPT_TEXTS, _KEPT_KEYS = 1024, 16 * 1024, 32, 100_000
+#: Texts from this many bytes up to the next are kept with their layers' keys (a 16 KiB
+#: text of random hex cost 6.4 MiB kept with its decoded layer; a 6 KB traceback, 60 KiB).
+_KEPT_FROM, _KEPT_UP_TO = 1024, 16 * 1024
 #: Decoding layers looked into: as many as a masking scanner decodes.
 _DECODE_DEPTH = 2
 
@@ -153,12 +152,11 @@ class SessionMasker:
         #: batches with a needle shorter than a head: candidates for every text
         self._always: list[int] = []
         self._scanners: OrderedDict[tuple[int, ...], Scanner] = OrderedDict()
-        #: the heads of the batches added last and of those asked about since, and their
-        #: keys (``proves_absent``: a test's texts are looked up for its own batches only)
-        self._recent: OrderedDict[int, tuple[frozenset[bytes], frozenset[int]]] = OrderedDict()
+        #: the keys of the heads of the batches added last and of those asked about since
+        #: (``proves_absent``: a test's texts are looked up for its own batches only)
+        self._recent: OrderedDict[int, frozenset[int]] = OrderedDict()
         #: long texts looked up lately: their layers and keys (``_keyed_layers``)
-        self._kept: OrderedDict[bytes, tuple[list[bytes], frozenset[int]]] = OrderedDict()
-        self._kept_keys = 0  # the keys of the texts kept, in all
+        self._kept = KeptKeys(texts=32, layer_bytes=2 * 1024 * 1024, keys=100_000)
         self._decoders = all_decoders()
 
     def __len__(self) -> int:
@@ -192,7 +190,7 @@ class SessionMasker:
             heads = self._index(long_needles, index)
             keys = array(KEY_CODE, b"".join(map(_FIRST_FOUR, heads)))
             self._keys.update(keys)
-            self._recent[index] = (frozenset(heads), frozenset(keys))
+            self._recent[index] = frozenset(keys)
             while len(self._recent) > _RECENT_BATCHES:
                 self._recent.popitem(last=False)
             if short:
@@ -241,14 +239,10 @@ class SessionMasker:
 
     def _candidates(self, buf: bytes) -> tuple[int, ...]:
         """The batches owning a head that ``buf`` holds (in it or decoded)."""
-        layers = self._layers(buf)
+        layers, present = self._keyed_layers(buf)
         found = set(self._always)
         with self._lock:
-            for data in layers:
-                present: set[int] = set()
-                add_substring_keys(data, present)
-                for key in present & self._keys:
-                    self._owners_at(data, key.to_bytes(4, sys.byteorder), found)
+            found |= self._owners_in(layers, present & self._keys)
         return tuple(sorted(found))
 
     def proves_absent(self, secrets: Iterable[Secret], texts: Iterable[bytes]) -> bool:
@@ -267,55 +261,45 @@ class SessionMasker:
                 return False
             if not batches:
                 return True
-            own = []
+            own: list[frozenset[int]] = []
             for batch in batches:
-                found = self._recent.get(batch)
-                if found is None:  # (long gone from the recent ones: a scanner searches)
+                keys = self._recent.get(batch)
+                if keys is None:  # (long gone from the recent ones: a scanner searches)
                     return False
                 self._recent.move_to_end(batch)
-                own.append(found)
-        heads = frozenset().union(*(h for h, _ in own)) if len(own) > 1 else own[0][0]
-        keys = frozenset().union(*(k for _, k in own)) if len(own) > 1 else own[0][1]
+                own.append(keys)
+        # (a text is looked up only at its batches' keys: a few hundred, not the session's
+        # hundreds of thousands)
+        keys = own[0] if len(own) == 1 else frozenset().union(*own)
         for text in texts:
             layers, present = self._keyed_layers(text)
             held = keys & present
-            if not held:
-                continue
-            for key in held:
-                start = key.to_bytes(4, sys.byteorder)
-                for data in layers:
-                    position = data.find(start)
-                    while position >= 0:
-                        if data[position : position + HEAD_BYTES] in heads:
-                            return False
-                        position = data.find(start, position + 1)
+            if held:
+                with self._lock:
+                    if not batches.isdisjoint(self._owners_in(layers, held)):
+                        return False
         return True
 
-    def _keyed_layers(self, text: bytes) -> tuple[list[bytes], frozenset[int]]:
+    def _keyed_layers(self, text: bytes) -> tuple[tuple[bytes, ...], frozenset[int]]:
         """``_layers(text)`` and every 4-byte substring of them as an int; kept for a text
-        of _KEPT_FROM bytes or more, which comes again in test after test (a recorded
+        of _KEPT_FROM to _KEPT_UP_TO bytes, which comes again in test after test (a recorded
         span's stacktrace, a traceback)."""
-        kept = len(text) >= _KEPT_FROM
-        if kept:
-            with self._lock:
-                found = self._kept.get(text)
-                if found is not None:
-                    self._kept.move_to_end(text)
-                    return found
-        layers = self._layers(text)
-        present: set[int] = set()
-        for data in layers:
-            add_substring_keys(data, present)
-        result = (layers, frozenset(present))
-        if kept and len(text) <= _KEPT_UP_TO and len(result[1]) <= _KEPT_KEYS // 4:
-            with self._lock:
-                if text not in self._kept:
-                    self._kept[text] = result
-                    self._kept_keys += len(result[1])
-                while len(self._kept) > _KEPT_TEXTS or self._kept_keys > _KEPT_KEYS:
-                    _, (_, dropped) = self._kept.popitem(last=False)
-                    self._kept_keys -= len(dropped)
-        return result
+        if len(text) < _KEPT_FROM:
+            return self._kept.keyed(text, self._layers(text), keep=False)
+        kept = self._kept.get(text)
+        if kept is not None:
+            return kept
+        return self._kept.keyed(text, self._layers(text), keep=len(text) <= _KEPT_UP_TO)
+
+    def _owners_in(self, layers: Iterable[bytes], keys: Iterable[int]) -> set[int]:
+        """The owners of the heads at each place in ``layers`` where one of ``keys`` (a
+        head's first four bytes) occurs (under the lock)."""
+        found: set[int] = set()
+        for key in keys:
+            start = key.to_bytes(4, sys.byteorder)
+            for data in layers:
+                self._owners_at(data, start, found)
+        return found
 
     def _owners_at(self, data: bytes, start: bytes, found: set[int]) -> None:
         """Add to ``found`` the owners of the heads at each place ``start`` occurs."""

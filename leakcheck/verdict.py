@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import _thread
 import bisect
 import io
 import re
 from array import array
-from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 
 from .canaries import Secret
 from .capture import Captured
 from .detect import JOIN_SEPARATOR, Scanner
-from .engine import KEY_CODE, add_substring_keys
+from .engine import KEY_CODE, KeptKeys
 from .findings import Finding
 from .forms import PIECES, needle_material
 from .policy import Policy, SinkClass
@@ -52,12 +50,8 @@ STREAM_FROM = 1 << 20
 #: ``_suspects``).
 APART_FROM = 1024
 #: The 4-byte keys of the texts triaged apart are kept for the tests that capture them
-#: again (see ``_clean_by_keys``): up to this many texts and this many of their bytes.
-_KEYS_KEPT = 64
-_KEYS_KEPT_BYTES = 4 * 1024 * 1024
-#: ... and this many keys in all, none kept of a text with more than a quarter of them (a
-#: key costs some 60 bytes kept: 40 distinct texts of 54 KB of random words held 146 MiB)
-_KEYS_KEPT_KEYS = 200_000
+#: again (see ``_clean_by_keys``): up to this many texts, of their layers' bytes and keys.
+_KEPT = KeptKeys(texts=64, layer_bytes=4 * 1024 * 1024, keys=200_000)
 #: A text longer than this is searched, never shown clean by keys: its layers would cost
 #: as much to make as the search (its decoding is not kept: ``decode._CACHED_TEXT_BYTES``)
 #: and, kept, would crowd out the texts that come again.
@@ -209,46 +203,16 @@ class _Needles:
         return True
 
 
-_keys_lock = _thread.allocate_lock()
-_Layers = tuple[tuple[bytes, ...], frozenset[int], int]  # layers, their keys, their bytes
-_kept_layers: OrderedDict[tuple[bytes, object], _Layers] = OrderedDict()
-_kept_bytes = [0, 0]  # the kept layers' bytes, their keys
-
-
 def _layers(scanner: Scanner, text: bytes) -> tuple[tuple[bytes, ...], frozenset[int]] | None:
     """``text`` and each layer the scanner's decoding pass searches in it
     (``Scanner.layers``), and every 4-byte substring of them as an int; kept for the next
     test that captures the same text. None where the scanner cannot tell its layers."""
     key = (text, scanner.layering)
-    with _keys_lock:
-        kept = _kept_layers.get(key)
-        if kept is not None:
-            _kept_layers.move_to_end(key)
-            return kept[0], kept[1]
+    kept = _KEPT.get(key)
+    if kept is not None:
+        return kept
     layers = scanner.layers(text)
-    if layers is None:
-        return None
-    present: set[int] = set()
-    for data in layers:
-        add_substring_keys(data, present)
-    found = (tuple(layers), frozenset(present))
-    if len(present) > _KEYS_KEPT_KEYS // 4:
-        return found
-    size = sum(map(len, layers))
-    with _keys_lock:
-        if key not in _kept_layers:
-            _kept_layers[key] = (*found, size)
-            _kept_bytes[0] += size
-            _kept_bytes[1] += len(present)
-        while (
-            len(_kept_layers) > _KEYS_KEPT
-            or _kept_bytes[0] > _KEYS_KEPT_BYTES
-            or _kept_bytes[1] > _KEYS_KEPT_KEYS
-        ):
-            _, (_, keys, dropped) = _kept_layers.popitem(last=False)
-            _kept_bytes[0] -= dropped
-            _kept_bytes[1] -= len(keys)
-    return found
+    return None if layers is None else _KEPT.keyed(key, layers)
 
 
 def _clean_by_keys(scanner: Scanner, text: bytes, needles: _Needles) -> bool:

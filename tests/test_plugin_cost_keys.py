@@ -92,11 +92,12 @@ def test_a_long_text_seen_before_is_not_searched_again(monkeypatch: pytest.Monke
 def test_kept_layers_are_bounded() -> None:
     """The kept layers never exceed their bound (texts and bytes)."""
     scanner, _ = _scanner("keys-bound")
-    for n in range(verdict._KEYS_KEPT + 10):
+    texts, layer_bytes, _ = verdict._KEPT.limits
+    for n in range(texts + 10):
         verdict._layers(scanner, f"{n}\n{FRAMES}".encode())
-    assert len(verdict._kept_layers) <= verdict._KEYS_KEPT
-    assert verdict._kept_bytes[0] <= verdict._KEYS_KEPT_BYTES
-    assert verdict._kept_bytes[0] == sum(size for *_, size in verdict._kept_layers.values())
+    assert len(verdict._KEPT) <= texts
+    assert verdict._KEPT.sizes[0] <= layer_bytes
+    assert verdict._KEPT.sizes[0] == sum(size for *_, size in verdict._KEPT._kept.values())
 
 
 def test_kept_layers_are_bounded_by_their_keys() -> None:
@@ -116,8 +117,8 @@ def test_kept_layers_are_bounded_by_their_keys() -> None:
         held = tracemalloc.get_traced_memory()[0]
     finally:
         tracemalloc.stop()
-    assert verdict._kept_bytes[1] <= verdict._KEYS_KEPT_KEYS
-    assert verdict._kept_bytes[1] == sum(len(keys) for _, keys, _ in verdict._kept_layers.values())
+    assert verdict._KEPT.sizes[1] <= verdict._KEPT.limits[2]
+    assert verdict._KEPT.sizes[1] == sum(len(keys) for _, keys, _ in verdict._KEPT._kept.values())
     assert held < 30 * 2**20, f"{held / 2**20:.0f} MiB held"  # (keys unbounded: 50 MiB)
 
 
@@ -130,5 +131,5 @@ def test_a_text_over_the_bound_is_searched_not_kept() -> None:
     assert len(text) > verdict._PROVEN_UP_TO
     needles = verdict._Needles(scanner)
     assert not verdict._clean_by_keys(scanner, text, needles)
-    assert not any(key[0] == text for key in verdict._kept_layers)
+    assert (text, scanner.layering) not in verdict._KEPT
     assert verdict._clean_by_keys(scanner, text[: verdict._PROVEN_UP_TO], needles)
