@@ -31,7 +31,7 @@ import sys
 import threading
 from array import array
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import compress
 from operator import itemgetter
@@ -40,7 +40,7 @@ from typing import Any
 from .canaries import Secret
 from .decode import all_decoders, decode_runs
 from .detect import Scanner
-from .engine import KEY_CODE, KeptKeys, available_backends
+from .engine import KEY_CODE, KeptKeys, available_backends, substring_keys_in
 from .extensions import masking_forms
 from .forms import WINDOW_CHARS, needle_material
 from .serialize import map_strings
@@ -121,6 +121,10 @@ _RECENT_BATCHES = 64
 #: Texts from this many bytes up to the next are kept with their layers' keys (a 16 KiB
 #: text of random hex cost 6.4 MiB kept with its decoded layer; a 6 KB traceback, 60 KiB).
 _KEPT_FROM, _KEPT_UP_TO = 1024, 16 * 1024
+#: Long texts whose hashes are remembered, so that one coming again is kept.
+_SEEN_TEXTS = 256
+#: Joins a text's layers for one lookup of their keys (see ``_held``).
+_LAYER_SEPARATOR = b"\n"
 #: Decoding layers looked into: as many as a masking scanner decodes.
 _DECODE_DEPTH = 2
 
@@ -157,6 +161,9 @@ class SessionMasker:
         self._recent: OrderedDict[int, frozenset[int]] = OrderedDict()
         #: long texts looked up lately: their layers and keys (``_keyed_layers``)
         self._kept = KeptKeys(texts=32, layer_bytes=2 * 1024 * 1024, keys=100_000)
+        #: the hashes of long texts looked up lately: the second sighting keeps one
+        self._seen: OrderedDict[int, None] = OrderedDict()
+        self._seen_lock = threading.Lock()
         self._decoders = all_decoders()
 
     def __len__(self) -> int:
@@ -239,10 +246,11 @@ class SessionMasker:
 
     def _candidates(self, buf: bytes) -> tuple[int, ...]:
         """The batches owning a head that ``buf`` holds (in it or decoded)."""
-        layers, present = self._keyed_layers(buf)
-        found = set(self._always)
         with self._lock:
-            found |= self._owners_in(layers, present & self._keys)
+            keys = self._keys
+            layers, held = self._held(buf, keys)
+            found = set(self._always)
+            found |= self._owners_in(layers, held)
         return tuple(sorted(found))
 
     def proves_absent(self, secrets: Iterable[Secret], texts: Iterable[bytes]) -> bool:
@@ -272,24 +280,48 @@ class SessionMasker:
         # hundreds of thousands)
         keys = own[0] if len(own) == 1 else frozenset().union(*own)
         for text in texts:
-            layers, present = self._keyed_layers(text)
-            held = keys & present
+            layers, held = self._held(text, keys)
             if held:
                 with self._lock:
                     if not batches.isdisjoint(self._owners_in(layers, held)):
                         return False
         return True
 
-    def _keyed_layers(self, text: bytes) -> tuple[tuple[bytes, ...], frozenset[int]]:
-        """``_layers(text)`` and every 4-byte substring of them as an int; kept for a text
-        of _KEPT_FROM to _KEPT_UP_TO bytes, which comes again in test after test (a recorded
-        span's stacktrace, a traceback)."""
-        if len(text) < _KEPT_FROM:
-            return self._kept.keyed(text, self._layers(text), keep=False)
-        kept = self._kept.get(text)
-        if kept is not None:
-            return kept
-        return self._kept.keyed(text, self._layers(text), keep=len(text) <= _KEPT_UP_TO)
+    def _held(
+        self, text: bytes, keys: set[int] | frozenset[int]
+    ) -> tuple[Sequence[bytes], set[int]]:
+        """``_layers(text)`` and the keys of ``keys`` (heads' first four bytes) among their
+        4-byte substrings. A text of _KEPT_FROM to _KEPT_UP_TO bytes seen a second time is
+        kept with the set of its substrings (a recorded span's stacktrace, a traceback:
+        it comes again in test after test); any other is looked up at ``keys`` alone
+        (``substring_keys_in``): the set of a log record's substrings, made for every
+        record of every test and used once, was most of the absence proof's cost."""
+        if len(text) >= _KEPT_FROM:
+            kept = self._kept.get(text)
+            if kept is not None:
+                return kept[0], set(keys & kept[1])
+            if len(text) <= _KEPT_UP_TO and self._seen_before(text):
+                kept_layers, present = self._kept.keyed(text, self._layers(text))
+                return kept_layers, set(keys & present)
+        layers = self._layers(text)
+        # (one lookup for every layer: a 4-byte piece across a separator holds a newline,
+        # and a key found only there names no head in any layer: ``_owners_in`` reads them)
+        joined = layers[0] if len(layers) == 1 else _LAYER_SEPARATOR.join(layers)
+        return layers, substring_keys_in(joined, keys)
+
+    def _seen_before(self, text: bytes) -> bool:
+        """Whether a text equal to ``text`` was looked up lately (by its hash: a collision
+        only keeps a text that comes once)."""
+        seen = self._seen
+        digest = hash(text)
+        with self._seen_lock:
+            if digest in seen:
+                seen.move_to_end(digest)
+                return True
+            seen[digest] = None
+            if len(seen) > _SEEN_TEXTS:
+                seen.popitem(last=False)
+            return False
 
     def _owners_in(self, layers: Iterable[bytes], keys: Iterable[int]) -> set[int]:
         """The owners of the heads at each place in ``layers`` where one of ``keys`` (a

@@ -11,7 +11,12 @@ import pytest
 from conftest import brute_force
 
 import leakcheck.engine as engine_module
-from leakcheck.engine import AhoCorasickEngine, _KeyIndex
+from leakcheck.engine import (
+    AhoCorasickEngine,
+    _KeyIndex,
+    add_substring_keys,
+    substring_keys_in,
+)
 
 pytestmark = pytest.mark.skipif(
     "ahocorasick" not in engine_module.available_backends(), reason="no pyahocorasick"
@@ -51,3 +56,17 @@ def test_hits_by_keys_are_every_occurrence(seed: int) -> None:
     hits = engine.scan(data)
     assert engine._automaton is None, "searched by keys"
     assert Counter(hits) == brute_force(patterns, data)
+
+
+def test_the_keys_found_in_a_text_are_those_among_its_substrings() -> None:
+    """``substring_keys_in`` finds what the set of every 4-byte substring holds, at every
+    offset and length (the tail of a text whose length is no multiple of four included)."""
+    rng = random.Random(4)
+    for length in range(0, 41):
+        data = bytes(rng.choice(b"ab\x00\xff") for _ in range(length))
+        every: set[int] = set()
+        add_substring_keys(data, every)
+        absent = {int.from_bytes(rng.randbytes(4), "little") for _ in range(20)} - every
+        for present in (set(), every, set(rng.sample(sorted(every), min(3, len(every))))):
+            asked = frozenset(present | absent)
+            assert substring_keys_in(data, asked) == set(present), length
