@@ -12,7 +12,7 @@ import re
 import sys
 from array import array
 from collections import Counter, OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from operator import itemgetter
 
 TYPE_CHECKING = False  # not typing's: its import was a twentieth of a scan's start-up
@@ -309,15 +309,21 @@ BY_KEYS_MAX_BYTES = 256 * 1024
 KEY_CODE = next((code for code in "IL" if array(code).itemsize == 4), "")
 
 
-def add_substring_keys(data: bytes, into: set[int], size: int = 4, code: str = KEY_CODE) -> None:
-    """Add every ``size``-byte substring of ``data`` to ``into``, read as an int as an array
-    of type ``code`` (items of ``size`` bytes) reads it: the substrings at each offset
-    modulo ``size``, each run read in C."""
+def _substring_runs(data: bytes, size: int, code: str) -> Iterator[array[int]]:
+    """Every ``size``-byte substring of ``data`` as an int, as an array of type ``code``
+    (items of ``size`` bytes) reads it: one array for each offset modulo ``size``, each
+    read in C."""
     length = len(data)
     for shift in range(size):
         end = shift + (length - shift) // size * size
         if end > shift:
-            into.update(array(code, data[shift:end]))
+            yield array(code, data[shift:end])
+
+
+def add_substring_keys(data: bytes, into: set[int], size: int = 4, code: str = KEY_CODE) -> None:
+    """Add every ``size``-byte substring of ``data`` to ``into`` (``_substring_runs``)."""
+    for run in _substring_runs(data, size, code):
+        into.update(run)
 
 
 def substring_keys_in(
@@ -328,11 +334,8 @@ def substring_keys_in(
     the text's own (thousands for a log record) are looked up and dropped, in C (half the
     time of making the set of them, for a text looked up once)."""
     found: set[int] = set()
-    length = len(data)
-    for shift in range(size):
-        end = shift + (length - shift) // size * size
-        if end > shift:
-            found |= keys.intersection(array(code, data[shift:end]))
+    for run in _substring_runs(data, size, code):
+        found |= keys.intersection(run)
     return found
 
 
