@@ -42,6 +42,15 @@ __all__ = [
 MIN_SECRET_BITS = 64.0
 #: Every generated canary carries at least this many random bits.
 MIN_CANARY_BITS = 96.0
+#: How canaries are made from a seed, numbered: a seed replays the same canaries under
+#: every leakcheck of the same generation. 2: each kind's hostile characters kept off the
+#: random characters at either end that carry FRAGMENT_BITS (1 kept them off eight, and a
+#: token's last 11 or 12 characters were a fragment for some seeds only). A JSON report
+#: says which made its canaries; ``leakcheck scan --canaries-from`` rebuilds only its own.
+CANARY_GENERATION = 2
+#: What a bare prefix or suffix fragment carries at least (the shortest head or tail of a
+#: secret's random part reaching it is reported; ``forms`` re-exports it).
+FRAGMENT_BITS = 64.0
 
 
 class SecretClass(str, Enum):
@@ -712,6 +721,12 @@ def _below(getrandbits: Callable[[int], int], n: int, width: int) -> int:
     return r
 
 
+def random_edge(alphabet: str) -> int:
+    """The random characters of ``alphabet`` that carry FRAGMENT_BITS: a canary's body
+    keeps that many at each end free of its hostile characters."""
+    return math.ceil(FRAGMENT_BITS / math.log2(len(alphabet)))
+
+
 def _token(
     rng: random.Random,
     *,
@@ -728,11 +743,14 @@ def _token(
     for _ in range(length):
         body.append(alphabet[_below(getrandbits, size, width)])
     bits = [math.log2(size)] * length
+    edge = random_edge(alphabet)
     for ch in hostile:
-        # kept off the first and last eight characters: those show up as masked heads and
+        # kept off the first and last ``edge`` characters: random, those carry the bare
+        # prefix and suffix fragments (the same length for every seed: a gateway showing
+        # a token's last 11 characters fails whatever the seed) and the masked heads and
         # tails ("****7KQ2"), which must be random to be attributable
-        span = len(body) - 15
-        at = 8 + _below(getrandbits, span, span.bit_length())
+        span = len(body) - 2 * edge + 1
+        at = edge + _below(getrandbits, span, span.bit_length())
         body.insert(at, ch)
         bits.insert(at, 0.0)
     fixed_head, fixed_tail = (0.0,) * len(prefix), (0.0,) * len(suffix)
@@ -758,9 +776,16 @@ def _pem(label: str) -> Callable[[random.Random], tuple[str, tuple[float, ...]]]
     return generate
 
 
-def _kind(name: str, cls: SecretClass, description: str, **token_args: object) -> Kind:
+def _kind(name: str, cls: SecretClass, description: str, **token_args: Any) -> Kind:
+    if token_args.get("hostile"):
+        edges = 2 * random_edge(token_args["alphabet"])
+        if token_args["length"] < edges:
+            raise ValueError(
+                f"canary kind {name}: a body of {edges}+ characters holds hostile ones"
+            )
+
     def generate(rng: random.Random) -> tuple[str, tuple[float, ...]]:
-        return _token(rng, **token_args)  # type: ignore[arg-type]  # each kind's own _token args
+        return _token(rng, **token_args)
 
     return Kind(name, cls, generate, description)
 
@@ -777,7 +802,7 @@ KINDS: dict[str, Kind] = {
             "OAuth bearer token (Authorization header)",
             prefix="lcb.",
             alphabet=_ALNUM + "-._~+/",
-            length=24,
+            length=30,
             hostile="+/~",
         ),
         _kind(
@@ -786,7 +811,7 @@ KINDS: dict[str, Kind] = {
             "API key sent in a query string",
             prefix="lck_",
             alphabet=_ALNUM,
-            length=22,
+            length=28,
             hostile=_URL_HOSTILE + "é€",
         ),
         # a header value (RFC 9110 field-vchar): visible ASCII only, so the client sends it;
@@ -797,7 +822,7 @@ KINDS: dict[str, Kind] = {
             "API key sent in a request header (visible ASCII, as a header value must be)",
             prefix="lch_",
             alphabet=_ALNUM,
-            length=22,
+            length=28,
             hostile=_HEADER_HOSTILE,
         ),
         _kind(
@@ -806,7 +831,7 @@ KINDS: dict[str, Kind] = {
             "password in URL userinfo",
             prefix="",
             alphabet=_ALNUM,
-            length=22,
+            length=28,
             hostile=_URL_HOSTILE + "é🔑",
         ),
         # RFC 6265 cookie-octet: no space, DQUOTE, comma, semicolon or backslash
@@ -816,7 +841,7 @@ KINDS: dict[str, Kind] = {
             "session cookie value",
             prefix="lcs=",
             alphabet=_ALNUM,
-            length=22,
+            length=28,
             hostile="+/=%~:@!#$&'()*<>?[]^`{|}",
         ),
         _kind(
@@ -825,7 +850,7 @@ KINDS: dict[str, Kind] = {
             "signed-URL signature (base64 with + / =)",
             prefix="",
             alphabet=_B64,
-            length=24,
+            length=30,
             hostile="+/=",
         ),
         Kind("pem_private_key", _D, _pem("PRIVATE KEY"), "PEM private key (multi-line)"),
@@ -836,7 +861,7 @@ KINDS: dict[str, Kind] = {
             "SSH password",
             prefix="",
             alphabet=_ALNUM,
-            length=22,
+            length=28,
             hostile=_URL_HOSTILE + "$`é€ß",
         ),
         # DNS labels: lower-case letters, digits, hyphen; case-insensitive on the wire
@@ -855,7 +880,7 @@ KINDS: dict[str, Kind] = {
             "local filesystem path",
             prefix="/srv/lc-",
             alphabet=_ALNUM,
-            length=20,
+            length=26,
             hostile=" ~%'+=@:é",
             suffix="/id_ed25519",
         ),
@@ -866,7 +891,7 @@ KINDS: dict[str, Kind] = {
             "user name",
             prefix="lc_",
             alphabet=_LOWER_ALNUM,
-            length=22,
+            length=26,
             hostile="_-",
         ),
         _kind(
@@ -875,7 +900,7 @@ KINDS: dict[str, Kind] = {
             "repository or resource id",
             prefix="acme-",
             alphabet=_LOWER_ALNUM,
-            length=22,
+            length=32,
             hostile="/-_.",
         ),
         _kind(

@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterable, Iterator
 from itertools import accumulate, repeat
 
 from ._values import Value
-from .canaries import Secret
+from .canaries import FRAGMENT_BITS, Secret
 
 __all__ = [
     "PIECES",
@@ -55,7 +55,6 @@ __all__ = [
     "needles_for",
 ]
 
-FRAGMENT_BITS = 64.0
 TAIL_BITS = 23.0
 #: TAIL_BITS is measured for a search of up to this many secrets (see masked_bits_for).
 TAIL_BITS_SECRETS = 20

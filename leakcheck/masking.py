@@ -27,6 +27,7 @@ scanner of its own, and its reports none to be masked with.
 
 from __future__ import annotations
 
+import json
 import sys
 import threading
 from array import array
@@ -42,11 +43,12 @@ from .decode import all_decoders, decode_runs
 from .detect import Scanner
 from .engine import KEY_CODE, KeptKeys, available_backends, substring_keys_in
 from .extensions import masking_forms
+from .findings import MASK_LABEL
 from .forms import WINDOW_CHARS, needle_material
 from .serialize import map_strings
 from .serialize.objects import key_text_of
 
-__all__ = ["SessionMasker", "mask_strings", "masking_scanner"]
+__all__ = ["SessionMasker", "json_spelling", "mask_strings", "masked_for_json", "masking_scanner"]
 
 #: Texts to mask are small (a report, a warning): the automaton builds in well under a
 #: millisecond, where a hyperscan database takes ~20 ms to compile.
@@ -388,6 +390,8 @@ def _clean(value: Any, mask: Callable[[str], str]) -> bool:
     strings: list[str] = []
     _strings(value, strings)
     joined = _STRING_SEPARATOR.join(strings)
+    if isinstance(mask, _JsonMask):  # (as JSON will spell it too)
+        return mask.is_clean(joined)
     return mask(joined) == joined
 
 
@@ -414,3 +418,108 @@ def _strings(value: Any, into: list[str]) -> None:
     elif isinstance(value, list):
         for item in value:
             _strings(item, into)
+
+
+# --- strings written as JSON ------------------------------------------------------------
+
+#: What ``json.dumps(..., ensure_ascii=False)`` writes for each character it escapes.
+_JSON_ESCAPES = {code: json.dumps(chr(code))[1:-1] for code in (*range(0x20), 0x22, 0x5C)}
+
+
+def json_spelling(text: str) -> str:
+    """``text`` as ``json.dumps(text, ensure_ascii=False)`` writes it between the quotes."""
+    return text.translate(_JSON_ESCAPES)
+
+
+def masked_for_json(mask: Callable[[str], str]) -> Callable[[str], str]:
+    """``mask`` for strings that are then written as JSON (a report masks its strings
+    before it dumps them: masking the dumped text could cut an escape in two). ``mask``
+    judges a text as it is, and JSON spells a quote or a backslash with two characters, a
+    control character with up to six: a few of a secret's characters between its hostile
+    ones, too few to be a piece as they are, can make one as JSON spells them (a masking
+    window of an escaped spelling counts its characters' bits, ``ESCAPED_WINDOW_BITS``,
+    and the pytest plugin's masker masks exactly that in a repr). Those characters are
+    masked too, with the label ``mask`` gives their spelling. ``mask_strings`` asks it
+    whether a whole document is clean in two calls of ``mask``."""
+    return _JsonMask(mask)
+
+
+class _JsonMask:
+    __slots__ = ("mask",)
+
+    def __init__(self, mask: Callable[[str], str]) -> None:
+        self.mask = mask
+
+    def is_clean(self, text: str) -> bool:
+        """Whether ``text`` needs no masking, as it is nor as JSON spells it."""
+        return self.mask(text) == text and not _masks(self.mask, text)
+
+    def __call__(self, text: str) -> str:
+        out = self.mask(text)
+        if not _masks(self.mask, out):
+            return out
+        parts = MASK_LABEL.split(out)
+        labels = MASK_LABEL.findall(out)
+        kept: list[str] = []
+        for n, part in enumerate(parts):
+            if part and _masks(self.mask, part):
+                part = _masked_runs(part, self.mask)
+            kept.append(part)
+            if n < len(labels):
+                kept.append(labels[n])
+        return "".join(kept)
+
+
+def _masks(mask: Callable[[str], str], text: str) -> bool:
+    """Whether ``mask`` masks something of ``text`` as JSON spells it (False for a text
+    JSON spells as it is: that is ``mask(text)``'s to say)."""
+    spelled = json_spelling(text)
+    return spelled != text and mask(spelled) != spelled
+
+
+#: What marks a character masked without a label of its own (never expected: a piece
+#: lies within WINDOW_CHARS characters, and each is found by the halves below).
+_PIECE_LABEL = "\u00abcanary:secret:fragment\u00bb"
+
+
+def _masked_runs(part: str, mask: Callable[[str], str]) -> str:
+    """``part`` (no label in it) with each shortest run of characters whose JSON spelling
+    ``mask`` masks replaced by the label it gives. The runs are looked for in halves (a
+    masking window is WINDOW_CHARS characters of the spelling: it lies in the spelling of
+    the WINDOW_CHARS characters from the one it starts in, so within one of two halves
+    that overlap by fewer): a long text with one piece costs some twenty calls."""
+    marked = [""] * len(part)  # the label over each character, if any
+    _mark(part, 0, len(part), mask, marked)
+    out: list[str] = []
+    for k, char in enumerate(part):
+        if not marked[k]:
+            out.append(char)
+        elif k == 0 or marked[k - 1] != marked[k]:
+            out.append(marked[k])
+    result = "".join(out)
+    if any(_masks(mask, piece) for piece in MASK_LABEL.split(result) if piece):
+        return _PIECE_LABEL  # (a piece longer than a window, across both halves)
+    return result
+
+
+def _mark(part: str, low: int, high: int, mask: Callable[[str], str], marked: list[str]) -> None:
+    if high - low > 4 * WINDOW_CHARS:
+        middle = (low + high) // 2
+        halves = ((low, min(high, middle + WINDOW_CHARS - 1)), (middle, high))
+        for start, end in halves:
+            if _masks(mask, part[start:end]):
+                _mark(part, start, end, mask, marked)
+        return
+    for start in range(low, high):
+        if not _masks(mask, part[start : min(high, start + WINDOW_CHARS)]):
+            continue
+        for end in range(start + 1, min(start + WINDOW_CHARS, high) + 1):
+            shown = mask(json_spelling(part[start:end]))
+            if shown != json_spelling(part[start:end]):
+                label = MASK_LABEL.search(shown)
+                first = start  # the shortest run: a masker widens a match to its token
+                while first + 1 < end and _masks(mask, part[first + 1 : end]):
+                    first += 1
+                for k in range(first, end):
+                    marked[k] = label.group() if label else _PIECE_LABEL
+                break

@@ -288,7 +288,9 @@ def render(summary: ScanSummary, fmt: str, mask: Callable[[str], str] | None = N
     keys too) before it is dumped."""
     built = document(summary, fmt)
     if mask is not None:
-        built = map_strings(built, mask)
+        from .masking import masked_for_json  # (the masker's modules: only when masking)
+
+        built = map_strings(built, mask if fmt == "text" else masked_for_json(mask))
     return dump(built, fmt)
 
 

@@ -15,7 +15,15 @@ import traceback
 import pytest
 
 from leakcheck import KINDS, CanaryFactory, Secret, SecretClass, WeakSecretError
-from leakcheck.canaries import MIN_CANARY_BITS, MIN_SECRET_BITS
+from leakcheck.canaries import (
+    CANARY_GENERATION,
+    FRAGMENT_BITS,
+    MIN_CANARY_BITS,
+    MIN_SECRET_BITS,
+    random_edge,
+)
+from leakcheck.detect import Scanner
+from leakcheck.forms import fragment_forms
 
 ALL_KINDS = sorted(KINDS)
 
@@ -228,6 +236,63 @@ def test_heads_and_tails_that_are_shown_masked_are_random(kind: str) -> None:
             check(all(b > 0 for b in secret.bits[-4:]), (kind, secret.id))
 
 
+#: Kinds whose value ends with fixed text (their bare suffix holds it, then random ones)
+#: or is armoured base64 (PEM: lines, not one body).
+FIXED_TAIL = {"hostname", "local_path", "pem_private_key", "client_cert"}
+PEM = {"pem_private_key", "client_cert"}
+
+
+@pytest.mark.parametrize("kind", sorted(set(KINDS) - PEM))
+def test_a_kinds_bare_fragments_are_one_length_for_every_seed(kind: str) -> None:
+    """The hostile characters are kept off the random characters at either end that carry
+    FRAGMENT_BITS: a gateway showing a token's tail of that length fails on every seed
+    (generation 1 kept them off eight: ``token[-12:]`` was a fragment for 5 seeds of 6)."""
+    names = set()
+    for seed in range(60):
+        secret = CanaryFactory(seed, namespace="edges").secret(kind)
+        names.add(tuple(name for name, _ in fragment_forms(secret)[:2]))
+        body = [b for b in secret.bits if b > 0]
+        edge = random_edge_of(kind)
+        check(all(b > 0 for b in _random_part(secret)[:edge]), (kind, seed))
+        check(all(b > 0 for b in _random_part(secret)[-edge:]), (kind, seed))
+        check(sum(body[:edge]) >= FRAGMENT_BITS, (kind, seed))
+    check(len(names) == 1, kind, names)
+
+
+def random_edge_of(kind: str) -> int:
+    secret = CanaryFactory(0).secret(kind)
+    bits = max(secret.bits)  # every random character of a kind carries its alphabet's
+    return random_edge("x" * round(2**bits))
+
+
+def _random_part(secret: Secret) -> tuple[float, ...]:
+    """The bits from the first random character to the last (prefix and suffix off)."""
+    bits = secret.bits
+    first = next(i for i, b in enumerate(bits) if b > 0)
+    last = max(i for i, b in enumerate(bits) if b > 0)
+    return bits[first : last + 1]
+
+
+@pytest.mark.parametrize("kind", ["bearer", "api_key", "password", "cookie", "signature"])
+def test_a_tail_of_eleven_characters_is_found_whatever_the_seed(kind: str) -> None:
+    """``detail = token[-11:]`` (a gateway "helpfully" showing which token failed) fails
+    on every seed; ten characters are short of the 64 bits and pass on every seed."""
+    for seed in range(25):
+        secret = CanaryFactory(seed, namespace="tails").secret(kind)
+        scanner = Scanner([secret])
+        shown = scanner.scan(f'{{"detail": "{secret.value[-11:]}"}}')
+        check([f.form for f in shown] == ["suffix-11"], (kind, seed))
+        check(scanner.scan(f'{{"detail": "{secret.value[-10:]}"}}') == [], (kind, seed))
+
+
+def test_a_kind_too_short_for_its_hostile_characters_is_refused() -> None:
+    from leakcheck.canaries import _kind
+
+    with pytest.raises(ValueError, match="a body of 22"):
+        _kind("tiny", SecretClass.DIRECT, "too short", prefix="",
+              alphabet=string.ascii_letters + string.digits, length=21, hostile="+")  # fmt: skip
+
+
 # --- reproducibility --------------------------------------------------------------------
 
 
@@ -262,15 +327,22 @@ def test_nth_canary_depends_only_on_seed_kind_and_n() -> None:
 
 
 #: sha256 over the canaries (values and per-character bits) of two seeds, every kind twice.
-#: A seed printed by an earlier version must replay the same canaries: a faster generator
-#: has to draw from the random stream exactly as this one does.
-#: A kind added later is pinned on its own, so the older kinds keep their first digest.
+#: A seed printed by an earlier version of the same canary generation must replay the same
+#: canaries: a faster generator has to draw from the random stream exactly as this one
+#: does. A kind added later is pinned on its own, so the older kinds keep their digest.
+#: A new digest comes with a new ``CANARY_GENERATION`` (generation 1: da9664de..., and
+#: f29ce586... for header_key), never alone.
 PINNED_CANARIES = {
-    "da9664de5da6f14ab13c94a3aef301e21f7dc5ff2273aabbe0f8e2316c8caec7": tuple(
+    "c842a605815be0c6aa797bfe86a2dd322f2c723fa8134125d490791692f628d6": tuple(
         kind for kind in KINDS if kind != "header_key"
     ),
-    "f29ce586f96aa76b9c7cb7910843a6704b6d23fde37d1f7267a719d6d6ffbe9e": ("header_key",),
+    "53710f953157fbe5843924447f8135469afd280bce9c4059d76afc0fe9ab9b3d": ("header_key",),
 }
+PINNED_GENERATION = 2
+
+
+def test_the_pinned_digests_are_of_this_canary_generation() -> None:
+    assert CANARY_GENERATION == PINNED_GENERATION
 
 
 @pytest.mark.parametrize("pinned", sorted(PINNED_CANARIES))

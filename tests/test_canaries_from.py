@@ -13,7 +13,7 @@ import pytest
 from conftest import self_scan
 
 from leakcheck import cli
-from leakcheck.canaries import Secret
+from leakcheck.canaries import CANARY_GENERATION, Secret
 from leakcheck.cli import load_canaries
 
 pytest_plugins = ["pytester"]
@@ -144,7 +144,15 @@ def test_a_clean_artifact_passes_and_registered_secrets_come_from_a_file(
 
 
 def _report(tests: Any, **extra: Any) -> str:
-    return json.dumps({"tool": "leakcheck", "seed": "1", "tests": tests, **extra})
+    return json.dumps(
+        {
+            "tool": "leakcheck",
+            "canary_generation": CANARY_GENERATION,
+            "seed": "1",
+            "tests": tests,
+            **extra,
+        }
+    )
 
 
 BAD_REPORTS = [
@@ -163,6 +171,26 @@ BAD_REPORTS = [
         "is not a canary id",
     ),
     ("nothing planted", _report([]), "lists no canary to search for"),
+    # another generation rebuilds other values from the same seed: it would find nothing
+    (
+        "written before generation 2",
+        json.dumps(
+            {
+                "tool": "leakcheck",
+                "seed": "1",
+                "tests": [{"test": "t.py::t", "secrets": [{"id": "bearer#1", "generated": True}]}],
+            }
+        ),
+        "its canaries are of generation 1, and this leakcheck makes generation 2",
+    ),
+    (
+        "a generation not a number",
+        _report(
+            [{"test": "t.py::t", "secrets": [{"id": "bearer#1", "generated": True}]}],
+            canary_generation="2",
+        ),
+        "its canaries are of generation unknown",
+    ),
     # each entry is read as the plugin writes it (records.TestRecord): what is none, refused
     (
         "an entry not an object",
@@ -336,7 +364,16 @@ def test_one_test_in_two_shards(
     paths = []
     for n, seed in enumerate(seeds, start=1):
         path = tmp_path / f"leakcheck-{n}.json"
-        path.write_text(json.dumps({"tool": "leakcheck", "seed": seed, "tests": [entry]}))
+        path.write_text(
+            json.dumps(
+                {
+                    "tool": "leakcheck",
+                    "canary_generation": CANARY_GENERATION,
+                    "seed": seed,
+                    "tests": [entry],
+                }
+            )
+        )
         paths.append(path)
     log = tmp_path / "a.log"
     log.write_text("nothing here\n")

@@ -154,7 +154,8 @@ def test_values_full_of_punctuation_are_bounded_and_accepted_early() -> None:
         assert all(b <= f + 1e-9 for b, f in zip(bound[1], full, strict=True)), len(value)
         if value in hostile and sum(bound[1]) >= MIN_SECRET_BITS:
             early += 1
-    assert early == len(hostile)
+    planted = len(hostile)  # (pytest would show the list, canaries and all)
+    assert early == planted
 
 
 def test_a_higher_bar_still_takes_the_full_estimate() -> None:

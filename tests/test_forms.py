@@ -1099,7 +1099,13 @@ def test_form_is_caught_on_real_output_and_near_misses_are_clean(
     reported: set[str] = set()
     for label, sample in applicable:
         reported |= check_sample(kind, form, backend, label, sample)
-    assert form in reported, (kind, form, sorted(reported))
+    # (a secret for which every library printed bytes that an earlier form names, first
+    # name winning: requests' requoting of urllib3's text changes nothing for some values)
+    named_before = all(
+        sample.exact and form not in expected_names(secret, form, sample)
+        for _, sample in applicable
+    )
+    assert form in reported or named_before, (kind, form, sorted(reported))
 
     sc = scanner(kind, backend)
     for label, text in near_misses(secret, other, form):

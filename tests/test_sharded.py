@@ -22,7 +22,7 @@ import pytest
 from conftest import self_scan
 
 from leakcheck import cli
-from leakcheck.canaries import Secret
+from leakcheck.canaries import CANARY_GENERATION, Secret
 from leakcheck.cli import load_canaries
 from leakcheck.contract.request_ids import request_id_verdict
 from leakcheck.records import CaseResult, TestRecord
@@ -262,7 +262,16 @@ def crafted(path: Path, request_ids: list[str | None], seed: str = "1") -> Path:
     for n, rid in enumerate(request_ids):
         case = CaseResult("get_deployment", "vault_locked", f"p{n}", request_id=rid)
         tests.append(TestRecord(f"t.py::test_gw[{n}]", 0, matrix=case, outcome="passed").to_json())
-    path.write_text(json.dumps({"tool": "leakcheck", "seed": seed, "tests": tests}))
+    path.write_text(
+        json.dumps(
+            {
+                "tool": "leakcheck",
+                "canary_generation": CANARY_GENERATION,
+                "seed": seed,
+                "tests": tests,
+            }
+        )
+    )
     return path
 
 

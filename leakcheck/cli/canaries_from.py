@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .._values import replace
-from ..canaries import KINDS, CanaryFactory, Secret
+from ..canaries import CANARY_GENERATION, KINDS, CanaryFactory, Secret
 from ..findings import MASK_LABEL
 from ..records import TestRecord
 from ..serialize import read_json_file
@@ -160,6 +160,7 @@ def canaries_from_report(
                 raise UsageError(f"report {path!r} test {n}: {shown!r} is not a canary id (KIND#N)")
             planned.append((record.test, match.group(1), int(match.group(2))))
     budget.check(len(planned), 0, f"report {path!r}")
+    _check_generation(document, path, planned)
     canaries: list[Secret] = []
     factories: dict[str, CanaryFactory] = {}
     for test, kind, number in planned:
@@ -170,6 +171,21 @@ def canaries_from_report(
         canaries.append(replace(canary, id=f"{canary.id}@{display(test)}"))
     budget.check(len(canaries), sum(len(c.value) for c in canaries), f"report {path!r}")
     return canaries, registered, lost
+
+
+def _check_generation(document: dict[str, Any], path: str, planned: Sequence[object]) -> None:
+    """A report's canaries are rebuilt only by the generation that made them: another
+    would rebuild other values from the same seed and find nothing (a report without the
+    field was written before generation 2)."""
+    generation = document.get("canary_generation", 1)
+    if not planned or generation == CANARY_GENERATION:
+        return
+    made = generation if type(generation) is int else "unknown"
+    raise UsageError(
+        f"report {path!r}: its canaries are of generation {made}, and this leakcheck makes "
+        f"generation {CANARY_GENERATION} from the same seed: scan it with the leakcheck "
+        "that wrote it, or run the tests again to write a report of this one"
+    )
 
 
 def report_record(raw: Any, n: int, path: str) -> TestRecord:

@@ -171,8 +171,15 @@ def scan_command(args: argparse.Namespace, out: str | None, output: Output) -> i
         for s in secrets
     )
     if findings or inputs.errors or inputs.not_read or said or ids_printed:
-        mask = output.masker([*strings_of(report), *said])
-        report = map_strings(report, mask)
+        strings = strings_of(report)
+        if args.format == "text":
+            mask = output.masker([*strings, *said])
+            report = map_strings(report, mask)
+        else:  # (the masker made for the strings as JSON spells them too)
+            from ..masking import json_spelling, masked_for_json  # (only when masking)
+
+            mask = output.masker([*strings, *map(json_spelling, strings), *said])
+            report = map_strings(report, masked_for_json(mask))
         said = [mask(line) for line in said]
     text = dump(report, args.format)
     if out is not None:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from .. import masking
-from ..canaries import Secret
+from ..canaries import CANARY_GENERATION, Secret
 from ..extensions import broken_plugins, not_set_up_reasons, skipped_plugins
 from ..forms import WINDOW_CHARS
 from ..harness import LeakCheck
@@ -258,7 +258,8 @@ class PluginSession:
             # masked again with every secret this worker saw (a later test may have
             # registered a value an earlier record shows): the controller knows none
             output = masking.mask_strings(
-                {"records": self.records, "opt_outs": self.opt_outs}, self.mask
+                {"records": self.records, "opt_outs": self.opt_outs},
+                masking.masked_for_json(self.mask),
             )
             self.config.workeroutput["leakcheck"] = json.dumps(output)
             return
@@ -269,6 +270,7 @@ class PluginSession:
             document = {
                 "tool": "leakcheck",
                 "seed": self.seed,
+                "canary_generation": CANARY_GENERATION,
                 "enabled": self.enabled,
                 "tests": self.records,
                 "opt_outs": self.opt_outs,
@@ -280,7 +282,9 @@ class PluginSession:
             # Mask every string, then dump: masking the dumped text could swallow the
             # backslash of an escaped quote and leave invalid JSON.
             text = json.dumps(
-                masking.mask_strings(document, self.mask), indent=2, ensure_ascii=False
+                masking.mask_strings(document, masking.masked_for_json(self.mask)),
+                indent=2,
+                ensure_ascii=False,
             )
             path.write_text(text + "\n", encoding="utf-8")
 
