@@ -27,6 +27,7 @@ scanner of its own, and its reports none to be masked with.
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 import threading
@@ -44,7 +45,7 @@ from .detect import Scanner
 from .engine import KEY_CODE, KeptKeys, available_backends, substring_keys_in
 from .extensions import masking_forms
 from .findings import MASK_LABEL
-from .forms import WINDOW_CHARS, needle_material
+from .forms import WINDOW_CHARS, FormFn, index_window_forms, needle_material, window_forms
 from .serialize import map_strings
 from .serialize.objects import key_text_of
 
@@ -131,6 +132,13 @@ _LAYER_SEPARATOR = b"\n"
 _DECODE_DEPTH = 2
 
 
+@functools.cache
+def _index_forms(forms: tuple[FormFn, ...]) -> tuple[FormFn, ...]:
+    """``forms`` as the index makes their needles: the masking windows without those that
+    narrowed are another of them (``forms.index_window_forms``): the same heads."""
+    return tuple(index_window_forms if form is window_forms else form for form in forms)
+
+
 def masking_scanner(secrets: Iterable[Secret]) -> Scanner:
     """A scanner that masks every form and every short piece of ``secrets``."""
     return Scanner(secrets, decode=True, forms=masking_forms(), backend=_BACKEND)
@@ -186,7 +194,7 @@ class SessionMasker:
             # (its needles of secrets already known too: their heads only add candidates)
             needles = scanner.needles_so_far()
         else:
-            forms = masking_forms()
+            forms = _index_forms(masking_forms())
             needles = [n for secret in fresh for n in needle_material(secret, forms)]
         short = min(map(len, needles), default=HEAD_BYTES) < HEAD_BYTES
         long_needles = [n for n in needles if len(n) >= HEAD_BYTES] if short else needles
