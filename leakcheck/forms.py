@@ -761,8 +761,26 @@ def _weak_masks(
 
 
 def fragment_forms(s: Secret) -> list[tuple[str, bytes]]:
+    return _fragment_forms(s, windows_apart=False)
+
+
+def index_fragment_forms(s: Secret) -> list[tuple[str, bytes]]:
+    """``fragment_forms`` less the masked heads and tails of WINDOW_CHARS characters or
+    more that hold one of the secret's own masking windows (``window_forms``, on the
+    value): a text holding one holds that window, whose head the session masker's index
+    has; of a canary's masked needles, those were more than half."""
+    return _fragment_forms(s, windows_apart=True)
+
+
+def _fragment_forms(s: Secret, *, windows_apart: bool) -> list[tuple[str, bytes]]:
     v, bits = s.value, _bits(s)
     forms = []
+    windows = frozenset(_window_starts(s)) if windows_apart else frozenset()
+
+    def holds_window(start: int, size: int) -> bool:
+        """Whether ``v[start : start + size]`` holds a masking window of the value."""
+        return not windows.isdisjoint(range(start, start + size - WINDOW_CHARS + 1))
+
     first, last = _fragment_lengths(s)
     if first is not None:
         forms.append((PREFIX.name(first), _utf8(v[:first])))
@@ -772,11 +790,13 @@ def fragment_forms(s: Secret) -> list[tuple[str, bytes]]:
     # is searched whose characters carry TAIL_BITS.
     for size in MASKED_SIZES:
         if size < len(v) and sum(bits[-size:]) >= TAIL_BITS:
-            name, tail = MASKED_TAIL.name(size), _utf8(v[-size:])
-            forms += [(name, context + tail) for context in _TAIL_CONTEXT_BYTES]
+            if not holds_window(len(v) - size, size):
+                name, tail = MASKED_TAIL.name(size), _utf8(v[-size:])
+                forms += [(name, context + tail) for context in _TAIL_CONTEXT_BYTES]
         if size < len(v) and sum(head_bits(s)[:size]) >= TAIL_BITS:
-            name, head = MASKED_HEAD.name(size), _utf8(v[:size])
-            forms += [(name, head + context) for context in _HEAD_CONTEXT_BYTES]
+            if not holds_window(0, size):
+                name, head = MASKED_HEAD.name(size), _utf8(v[:size])
+                forms += [(name, head + context) for context in _HEAD_CONTEXT_BYTES]
     # Multi-line secrets (PEM) leak a line at a time.
     if "\n" in v:
         start = 0
@@ -908,12 +928,19 @@ def index_window_forms(s: Secret) -> list[tuple[str, bytes]]:
     return _window_forms(s, narrowed_apart=True)
 
 
+def _window_starts(s: Secret) -> list[int]:
+    """Where the value's own masking windows start: each run of WINDOW_CHARS characters
+    whose bits (``_mask_bits``) reach TAIL_BITS."""
+    total = list(accumulate(_mask_bits(s), initial=0))  # window sums in O(1) each
+    size = WINDOW_CHARS
+    return [i for i in range(len(s.value) - size + 1) if total[i + size] - total[i] >= TAIL_BITS]
+
+
 def _window_forms(s: Secret, *, narrowed_apart: bool) -> list[tuple[str, bytes]]:
     bits = _mask_bits(s)
     value, size = s.value, WINDOW_CHARS
     total = list(accumulate(bits, initial=0))  # window sums in O(1) each
-    starts = range(len(value) - size + 1)
-    kept = [i for i in starts if total[i + size] - total[i] >= TAIL_BITS]
+    kept = _window_starts(s)
     windows: dict[bytes, None] = dict.fromkeys(_encoded_windows(value, kept))
     seen = {value}
     for table in _ESCAPED_SPELLINGS:

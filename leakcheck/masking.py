@@ -45,7 +45,15 @@ from .detect import Scanner
 from .engine import KEY_CODE, KeptKeys, available_backends, substring_keys_in
 from .extensions import masking_forms
 from .findings import MASK_LABEL
-from .forms import WINDOW_CHARS, FormFn, index_window_forms, needle_material, window_forms
+from .forms import (
+    WINDOW_CHARS,
+    FormFn,
+    fragment_forms,
+    index_fragment_forms,
+    index_window_forms,
+    needle_material,
+    window_forms,
+)
 from .serialize import map_strings
 from .serialize.objects import key_text_of
 
@@ -135,8 +143,14 @@ _DECODE_DEPTH = 2
 @functools.cache
 def _index_forms(forms: tuple[FormFn, ...]) -> tuple[FormFn, ...]:
     """``forms`` as the index makes their needles: the masking windows without those that
-    narrowed are another of them (``forms.index_window_forms``): the same heads."""
-    return tuple(index_window_forms if form is window_forms else form for form in forms)
+    narrowed are another of them (``forms.index_window_forms``), the masked heads and
+    tails without those that hold a window (``forms.index_fragment_forms``). Every needle
+    of ``forms`` holds one the index has, narrowed: a text holding it holds that one."""
+    lean: dict[FormFn, FormFn] = {
+        window_forms: index_window_forms,
+        fragment_forms: index_fragment_forms,
+    }
+    return tuple(lean.get(form, form) for form in forms)
 
 
 def masking_scanner(secrets: Iterable[Secret]) -> Scanner:
