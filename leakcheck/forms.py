@@ -33,7 +33,7 @@ import json
 import math
 import re
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import accumulate, repeat
 
 from ._values import Value
@@ -476,6 +476,12 @@ def _json_escape(text: str, *, ascii_only: bool) -> str:
     return json.dumps(text, ensure_ascii=ascii_only)[1:-1]
 
 
+def json_spelling(text: str) -> str:
+    """``text`` as ``json.dumps(text, ensure_ascii=False)`` writes it between the quotes
+    (how a report's strings are dumped)."""
+    return _json_escape(text, ascii_only=False)
+
+
 def json_forms(s: Secret) -> Iterator[tuple[str, bytes]]:
     for ascii_only, suffix in ((False, ""), (True, "-ascii")):
         once = _json_escape(s.value, ascii_only=ascii_only)
@@ -775,7 +781,7 @@ def index_fragment_forms(s: Secret) -> list[tuple[str, bytes]]:
 def _fragment_forms(s: Secret, *, windows_apart: bool) -> list[tuple[str, bytes]]:
     v, bits = s.value, _bits(s)
     forms = []
-    windows = frozenset(_window_starts(s)) if windows_apart else frozenset()
+    windows = frozenset(_window_starts(_mask_bits(s))) if windows_apart else frozenset()
 
     def holds_window(start: int, size: int) -> bool:
         """Whether ``v[start : start + size]`` holds a masking window of the value."""
@@ -928,19 +934,19 @@ def index_window_forms(s: Secret) -> list[tuple[str, bytes]]:
     return _window_forms(s, narrowed_apart=True)
 
 
-def _window_starts(s: Secret) -> list[int]:
-    """Where the value's own masking windows start: each run of WINDOW_CHARS characters
-    whose bits (``_mask_bits``) reach TAIL_BITS."""
-    total = list(accumulate(_mask_bits(s), initial=0))  # window sums in O(1) each
+def _window_starts(bits: Sequence[float]) -> list[int]:
+    """Where a value's own masking windows start: each run of WINDOW_CHARS characters whose
+    ``bits`` (``_mask_bits``) reach TAIL_BITS."""
+    total = list(accumulate(bits, initial=0))  # window sums in O(1) each
     size = WINDOW_CHARS
-    return [i for i in range(len(s.value) - size + 1) if total[i + size] - total[i] >= TAIL_BITS]
+    return [i for i in range(len(bits) - size + 1) if total[i + size] - total[i] >= TAIL_BITS]
 
 
 def _window_forms(s: Secret, *, narrowed_apart: bool) -> list[tuple[str, bytes]]:
     bits = _mask_bits(s)
     value, size = s.value, WINDOW_CHARS
     total = list(accumulate(bits, initial=0))  # window sums in O(1) each
-    kept = _window_starts(s)
+    kept = _window_starts(bits)
     windows: dict[bytes, None] = dict.fromkeys(_encoded_windows(value, kept))
     seen = {value}
     for table in _ESCAPED_SPELLINGS:
@@ -988,12 +994,7 @@ def _byte_spelling_windows(
     ``narrowed_apart``: not the UTF-16-LE windows (raw, and ``repr`` with single quotes)
     of runs of plain characters, which narrowed are the value's own window
     (``index_window_forms``)."""
-    total = list(accumulate(bits, initial=0))
-    starts = [
-        i
-        for i in range(len(value) - WINDOW_CHARS + 1)
-        if total[i + WINDOW_CHARS] - total[i] >= TAIL_BITS
-    ]
+    starts = _window_starts(bits)
     if not starts:
         return []
     by_char = [_char_spellings(c) for c in value]
@@ -1008,7 +1009,7 @@ def _byte_spelling_windows(
     beyond_ascii = [] if value.isascii() else holding(lambda c: ord(c) > 0x7F)
     quoted = set(holding("'\"".__contains__)) if "'" in value or '"' in value else set()
     # the double-quoted spellings differ from the single-quoted ones only around a quote
-    utf16 = holding(_NOT_PLAIN.__contains__) if narrowed_apart else starts
+    utf16 = holding(_not_plain) if narrowed_apart else starts
     chosen = (
         utf16,
         sorted(quoted),
@@ -1028,15 +1029,10 @@ def _byte_spelling_windows(
     return windows
 
 
-class _NotPlain:
-    """The characters whose UTF-16-LE ``repr`` (single quotes), narrowed, is not the
+def _not_plain(char: str) -> bool:
+    """Whether the UTF-16-LE ``repr`` (single quotes) of ``char``, narrowed, is not the
     character itself: all but printable ASCII other than ``'`` and ``\\``."""
-
-    def __contains__(self, char: str) -> bool:
-        return not (" " <= char <= "~") or char in "'\\"
-
-
-_NOT_PLAIN = _NotPlain()
+    return not (" " <= char <= "~") or char in "'\\"
 
 
 #: Joins a spelling's windows for encoding them in one call (split again after).

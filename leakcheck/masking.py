@@ -28,7 +28,6 @@ scanner of its own, and its reports none to be masked with.
 from __future__ import annotations
 
 import functools
-import json
 import sys
 import threading
 from array import array
@@ -44,20 +43,22 @@ from .decode import all_decoders, decode_runs
 from .detect import Scanner
 from .engine import KEY_CODE, KeptKeys, available_backends, substring_keys_in
 from .extensions import masking_forms
-from .findings import MASK_LABEL
+from .findings import MASK_LABEL, mask_label
 from .forms import (
+    WINDOW,
     WINDOW_CHARS,
     FormFn,
     fragment_forms,
     index_fragment_forms,
     index_window_forms,
+    json_spelling,
     needle_material,
     window_forms,
 )
 from .serialize import map_strings
 from .serialize.objects import key_text_of
 
-__all__ = ["SessionMasker", "json_spelling", "mask_strings", "masked_for_json", "masking_scanner"]
+__all__ = ["SessionMasker", "mask_strings", "masked_for_json", "masking_scanner"]
 
 #: Texts to mask are small (a report, a warning): the automaton builds in well under a
 #: millisecond, where a hyperscan database takes ~20 ms to compile.
@@ -444,14 +445,6 @@ def _strings(value: Any, into: list[str]) -> None:
 
 # --- strings written as JSON ------------------------------------------------------------
 
-#: What ``json.dumps(..., ensure_ascii=False)`` writes for each character it escapes.
-_JSON_ESCAPES = {code: json.dumps(chr(code))[1:-1] for code in (*range(0x20), 0x22, 0x5C)}
-
-
-def json_spelling(text: str) -> str:
-    """``text`` as ``json.dumps(text, ensure_ascii=False)`` writes it between the quotes."""
-    return text.translate(_JSON_ESCAPES)
-
 
 def masked_for_json(mask: Callable[[str], str]) -> Callable[[str], str]:
     """``mask`` for strings that are then written as JSON (a report masks its strings
@@ -501,7 +494,7 @@ def _masks(mask: Callable[[str], str], text: str) -> bool:
 
 #: What marks a character masked without a label of its own (never expected: a piece
 #: lies within WINDOW_CHARS characters, and each is found by the halves below).
-_PIECE_LABEL = "\u00abcanary:secret:fragment\u00bb"
+_PIECE_LABEL = mask_label("secret", WINDOW.name())
 
 
 def _masked_runs(part: str, mask: Callable[[str], str]) -> str:
@@ -536,8 +529,9 @@ def _mark(part: str, low: int, high: int, mask: Callable[[str], str], marked: li
         if not _masks(mask, part[start : min(high, start + WINDOW_CHARS)]):
             continue
         for end in range(start + 1, min(start + WINDOW_CHARS, high) + 1):
-            shown = mask(json_spelling(part[start:end]))
-            if shown != json_spelling(part[start:end]):
+            probe = json_spelling(part[start:end])
+            shown = mask(probe)
+            if shown != probe:
                 label = MASK_LABEL.search(shown)
                 first = start  # the shortest run: a masker widens a match to its token
                 while first + 1 < end and _masks(mask, part[first + 1 : end]):

@@ -7,6 +7,7 @@ No assertion message here carries a secret value: only kinds, ids and counts.
 from __future__ import annotations
 
 import hashlib
+import math
 import random
 import re
 import string
@@ -20,7 +21,6 @@ from leakcheck.canaries import (
     FRAGMENT_BITS,
     MIN_CANARY_BITS,
     MIN_SECRET_BITS,
-    random_edge,
 )
 from leakcheck.detect import Scanner
 from leakcheck.forms import fragment_forms
@@ -260,9 +260,9 @@ def test_a_kinds_bare_fragments_are_one_length_for_every_seed(kind: str) -> None
 
 
 def random_edge_of(kind: str) -> int:
-    secret = CanaryFactory(0).secret(kind)
-    bits = max(secret.bits)  # every random character of a kind carries its alphabet's
-    return random_edge("x" * round(2**bits))
+    """The random characters that carry FRAGMENT_BITS, worked out from a canary's own bits
+    (every random character of a kind carries its alphabet's)."""
+    return math.ceil(FRAGMENT_BITS / max(CanaryFactory(0).secret(kind).bits))
 
 
 def _random_part(secret: Secret) -> tuple[float, ...]:

@@ -19,8 +19,8 @@ import pytest
 from leakcheck.canaries import CanaryFactory, Secret
 from leakcheck.detect import Scanner
 from leakcheck.findings import MASK_LABEL
-from leakcheck.forms import MASKING_FORMS
-from leakcheck.masking import SessionMasker, json_spelling, masked_for_json
+from leakcheck.forms import MASKING_FORMS, json_spelling
+from leakcheck.masking import SessionMasker, masked_for_json
 
 pytest_plugins = ["pytester"]
 

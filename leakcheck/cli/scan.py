@@ -9,7 +9,7 @@ import sys
 from ..canaries import Secret
 from ..detect import Scanner
 from ..findings import Finding
-from ..forms import TAIL_BITS, TAIL_BITS_SECRETS, masked_bits_for
+from ..forms import TAIL_BITS, TAIL_BITS_SECRETS, json_spelling, masked_bits_for
 from ..report import ScanSummary, document, dump, path_uri
 from ..serialize import map_strings
 from .budget import batches_of, budget_for
@@ -176,7 +176,7 @@ def scan_command(args: argparse.Namespace, out: str | None, output: Output) -> i
             mask = output.masker([*strings, *said])
             report = map_strings(report, mask)
         else:  # (the masker made for the strings as JSON spells them too)
-            from ..masking import json_spelling, masked_for_json  # (only when masking)
+            from ..masking import masked_for_json  # (the masker's modules: only then)
 
             mask = output.masker([*strings, *map(json_spelling, strings), *said])
             report = map_strings(report, masked_for_json(mask))
