@@ -35,6 +35,7 @@ import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import accumulate, repeat
+from operator import itemgetter
 
 from ._values import Value
 from .canaries import FRAGMENT_BITS, Secret
@@ -407,13 +408,18 @@ def _base64_cores(data: bytes) -> list[bytes]:
     return cores
 
 
-def _base64_variants(data: bytes, label: str) -> list[tuple[str, bytes]]:
+@functools.cache
+def _base64_names(label: str) -> tuple[tuple[str, str], ...]:
+    """The names of the standard and URL-safe cores at the offsets 0, 1 and 2."""
     url_label = label.replace("base64", "base64url")
+    return tuple((f"{label}@{offset}", f"{url_label}@{offset}") for offset in range(3))
+
+
+def _base64_variants(data: bytes, label: str) -> list[tuple[str, bytes]]:
     variants = []
-    for offset, core in enumerate(_base64_cores(data)):
+    for (name, url_name), core in zip(_base64_names(label), _base64_cores(data), strict=True):
         # urlsafe_b64encode is b64encode with "+/" translated
-        url_core = core.translate(_URLSAFE)
-        variants += [(f"{label}@{offset}", core), (f"{url_label}@{offset}", url_core)]
+        variants += [(name, core), (url_name, core.translate(_URLSAFE))]
     return variants
 
 
@@ -436,13 +442,15 @@ def _random_bytes(s: Secret, data: bytes) -> tuple[int, int]:
     """``[head, tail)``: the bytes of ``data`` (the UTF-8 value) from the first to the last
     character that carries bits; ``(len, len)`` when none does."""
     bits = _bits(s)
-    carrying = [i for i, b in enumerate(bits) if b != 0.0]
-    if not carrying:
+    first = next((i for i, b in enumerate(bits) if b != 0.0), None)
+    if first is None:
         return len(data), len(data)
+    # (from each end: a canary's fixed head and tail are short, its random body long)
+    last = len(bits) - next(i for i, b in enumerate(reversed(bits)) if b != 0.0) - 1
     value = s.value
     if len(data) == len(value):  # ASCII: one byte per character
-        return carrying[0], carrying[-1] + 1
-    return len(_utf8(value[: carrying[0]])), len(_utf8(value[: carrying[-1] + 1]))
+        return first, last + 1
+    return len(_utf8(value[:first])), len(_utf8(value[: last + 1]))
 
 
 def base64_forms(s: Secret) -> list[tuple[str, bytes]]:
@@ -595,6 +603,21 @@ def utf16_forms(s: Secret) -> Iterator[tuple[str, bytes]]:
         yield UTF16_SUFFIX.name(tail), s.value[-tail:].encode("utf-16-le", "surrogatepass")
     yield "repr-bytes-utf16", _py_bytes_escape(data, "'").encode()
     yield "repr-bytes-utf16-dq", _py_bytes_escape(data, '"').encode()
+
+
+#: Printable ASCII but the quotes and the backslash: such a character's UTF-16-LE bytes and
+#: their ``repr`` (either quote) are, without NULs and ``\x00`` escapes, the character.
+_PLAIN_UNDER_BOTH_QUOTES = re.compile(r"[ !#-&(-\[\]-~]*")
+
+
+def index_utf16_forms(s: Secret) -> Iterator[tuple[str, bytes]]:
+    """``utf16_forms`` but none for a value of characters that ``_PLAIN_UNDER_BOTH_QUOTES``
+    matches: narrowed (``masking._narrowed``), each of its needles is then the value, its
+    bare prefix or its bare suffix, all three needles of the forms beside it (``raw``,
+    ``fragment_forms``) that the session masker's index has."""
+    if _PLAIN_UNDER_BOTH_QUOTES.fullmatch(s.value):
+        return iter(())
+    return utf16_forms(s)
 
 
 def _html_escape(text: str, quote: bool) -> str:
@@ -860,15 +883,19 @@ def eager_forms(forms: tuple[FormFn, ...]) -> tuple[FormFn, ...]:
     return tuple(form for form in forms if form not in RUN_KEEPING_FORMS)
 
 
-def needle_material(secret: Secret, forms: tuple[FormFn, ...]) -> list[bytes]:
+def needle_material(
+    secret: Secret, forms: tuple[FormFn, ...], *, cached: bool = True
+) -> list[bytes]:
     """What a text must hold for a scanner with ``forms`` to find anything of ``secret``:
     the needles of its forms that keep no anchor run, and its anchor run, which every
     needle of the others holds (RUN_KEEPING_FORMS); every needle when it has no anchor
-    run. (The tables are the ones a scanner makes, from ``needle_table``'s cache.)"""
+    run. (The tables are the ones a scanner makes, from ``needle_table``'s cache; with
+    ``cached`` false, the same needles made afresh, unnamed: ``needle_bytes``.)"""
     run = anchor_run(secret)
+    make = needle_table if cached else needle_bytes
     if run is None:
-        return list(needle_table(secret, forms))
-    return [*needle_table(secret, eager_forms(forms)), run]
+        return list(make(secret, forms))
+    return [*make(secret, eager_forms(forms)), run]
 
 
 def needles_for(secret: Secret, forms: Iterable[FormFn] = FORMS) -> list[Needle]:
@@ -900,6 +927,20 @@ def needle_table(secret: Secret, forms: tuple[FormFn, ...]) -> dict[bytes, str]:
                     last, shared = name, sys.intern(name)
                 seen[pattern] = shared
     return seen
+
+
+_PATTERN = itemgetter(1)
+
+
+def needle_bytes(secret: Secret, forms: tuple[FormFn, ...]) -> list[bytes]:
+    """``needle_table``'s needles, in its order, without their names and not cached: for
+    the session masker's index, which takes each secret once and wants no names (naming
+    and interning them one by one was a third of the cost of a test's needles, issue 13)."""
+    seen: dict[bytes, None] = {}
+    for form in forms:
+        seen.update(dict.fromkeys(map(_PATTERN, form(secret))))
+    seen.pop(b"", None)
+    return list(seen)
 
 
 #: Characters in a masking window; see ``window_forms``.
@@ -934,37 +975,40 @@ def index_window_forms(s: Secret) -> list[tuple[str, bytes]]:
     return _window_forms(s, narrowed_apart=True)
 
 
-def _window_starts(bits: Sequence[float]) -> list[int]:
+def _window_starts(bits: Sequence[float], total: list[float] | None = None) -> list[int]:
     """Where a value's own masking windows start: each run of WINDOW_CHARS characters whose
-    ``bits`` (``_mask_bits``) reach TAIL_BITS."""
-    total = list(accumulate(bits, initial=0))  # window sums in O(1) each
+    ``bits`` (``_mask_bits``; ``total``, their running sums, if made already) reach
+    TAIL_BITS."""
+    if total is None:
+        total = list(accumulate(bits, initial=0))  # window sums in O(1) each
     size = WINDOW_CHARS
     return [i for i in range(len(bits) - size + 1) if total[i + size] - total[i] >= TAIL_BITS]
 
 
 def _window_forms(s: Secret, *, narrowed_apart: bool) -> list[tuple[str, bytes]]:
     bits = _mask_bits(s)
-    value, size = s.value, WINDOW_CHARS
+    value, last = s.value, WINDOW_CHARS - 1
     total = list(accumulate(bits, initial=0))  # window sums in O(1) each
-    kept = _window_starts(bits)
-    windows: dict[bytes, None] = dict.fromkeys(_encoded_windows(value, kept))
+    starts = _window_starts(bits, total)
+    windows: dict[bytes, None] = dict.fromkeys(_encoded_windows(value, starts))
     seen = {value}
     for table in _ESCAPED_SPELLINGS:
         spelling = value.translate(table)  # (in C: most canaries' spellings are the value)
         if spelling in seen:
             continue
         seen.add(spelling)
-        pieces = [table[ord(char)] for char in value]
         # the character of the value that each character of the spelling spells
-        owner = [k for k, piece in enumerate(pieces) for _ in piece]
-        last = size - 1
+        # (comprehensions: chains of maps were slower on values of 30 to 60 characters)
+        owner = [
+            k for k, piece in enumerate(map(table.__getitem__, map(ord, value))) for _ in piece
+        ]
         kept = [
             i
             for i in range(len(spelling) - last)
             if total[owner[i + last] + 1] - total[owner[i]] >= ESCAPED_WINDOW_BITS
         ]
         windows.update(dict.fromkeys(_encoded_windows(spelling, kept)))
-    windows.update(dict.fromkeys(_byte_spelling_windows(value, bits, narrowed_apart)))
+    windows.update(dict.fromkeys(_byte_spelling_windows(value, starts, narrowed_apart)))
     return list(zip(repeat(WINDOW.name()), windows))
 
 
@@ -984,32 +1028,41 @@ def _char_spellings(char: str) -> tuple[bytes, ...]:
     )
 
 
+#: Characters whose byte spellings differ from the value's own: beyond ASCII; quotes
+#: (the double-quoted ``repr`` differs from the single-quoted one only around one); and
+#: all but printable ASCII other than ``'`` and ``\\``, whose UTF-16-LE ``repr`` (single
+#: quotes), narrowed, is not the character itself.
+_BEYOND_ASCII = re.compile(r"[^\x00-\x7f]")
+_QUOTE = re.compile("['\"]")
+_NOT_PLAIN = re.compile(r"[^ -&(-\[\]-~]")
+
+
 def _byte_spelling_windows(
-    value: str, bits: tuple[float, ...], narrowed_apart: bool = False
+    value: str, starts: list[int], narrowed_apart: bool = False
 ) -> list[bytes]:
-    """Windows of WINDOW_CHARS characters of the secret as the ``repr`` of its encoded
-    bytes spells them, and as raw UTF-16-LE: one window per run of the secret's
-    characters, whatever the number of escapes that spell it. (The UTF-8 ``repr`` of a
-    window of ASCII characters is its ``str`` repr, which window_forms has already.)
-    ``narrowed_apart``: not the UTF-16-LE windows (raw, and ``repr`` with single quotes)
-    of runs of plain characters, which narrowed are the value's own window
-    (``index_window_forms``)."""
-    starts = _window_starts(bits)
+    """Windows of WINDOW_CHARS characters of the secret (those starting at ``starts``,
+    ``_window_starts``) as the ``repr`` of its encoded bytes spells them, and as raw
+    UTF-16-LE: one window per run of the secret's characters, whatever the number of
+    escapes that spell it. (The UTF-8 ``repr`` of a window of ASCII characters is its
+    ``str`` repr, which window_forms has already.) ``narrowed_apart``: not the UTF-16-LE
+    windows (raw, and ``repr`` with single quotes) of runs of plain characters, which
+    narrowed are the value's own window (``index_window_forms``)."""
     if not starts:
         return []
-    by_char = [_char_spellings(c) for c in value]
 
-    def holding(held: Callable[[str], bool]) -> list[int]:
-        """The starts of the windows holding a character that ``held`` says yes to."""
-        count = list(accumulate(map(held, value), initial=0))
-        return [i for i in starts if count[i + WINDOW_CHARS] != count[i]]
+    def holding(pattern: re.Pattern[str]) -> list[int]:
+        """The starts of the windows holding a character that ``pattern`` matches."""
+        near: set[int] = set()
+        for match in pattern.finditer(value):
+            at = match.start()
+            near.update(range(at - WINDOW_CHARS + 1, at + 1))
+        return [i for i in starts if i in near] if near else []
 
     # (a test's canaries are made every test: each window's characters were looked at one
     # by one, the plugin's costliest needle work)
-    beyond_ascii = [] if value.isascii() else holding(lambda c: ord(c) > 0x7F)
-    quoted = set(holding("'\"".__contains__)) if "'" in value or '"' in value else set()
-    # the double-quoted spellings differ from the single-quoted ones only around a quote
-    utf16 = holding(_not_plain) if narrowed_apart else starts
+    beyond_ascii = [] if value.isascii() else holding(_BEYOND_ASCII)
+    quoted = set(holding(_QUOTE)) if "'" in value or '"' in value else set()
+    utf16 = holding(_NOT_PLAIN) if narrowed_apart else starts
     chosen = (
         utf16,
         sorted(quoted),
@@ -1017,6 +1070,9 @@ def _byte_spelling_windows(
         beyond_ascii,
         [i for i in beyond_ascii if i in quoted],
     )
+    if not any(chosen):
+        return []
+    by_char = [_char_spellings(c) for c in value]
     windows: list[bytes] = []
     for k, positions in enumerate(chosen):
         if not positions:
@@ -1027,12 +1083,6 @@ def _byte_spelling_windows(
         whole = b"".join(spelled)
         windows += [whole[at[i] : at[i + WINDOW_CHARS]] for i in positions]
     return windows
-
-
-def _not_plain(char: str) -> bool:
-    """Whether the UTF-16-LE ``repr`` (single quotes) of ``char``, narrowed, is not the
-    character itself: all but printable ASCII other than ``'`` and ``\\``."""
-    return not (" " <= char <= "~") or char in "'\\"
 
 
 #: Joins a spelling's windows for encoding them in one call (split again after).

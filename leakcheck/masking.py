@@ -50,9 +50,11 @@ from .forms import (
     FormFn,
     fragment_forms,
     index_fragment_forms,
+    index_utf16_forms,
     index_window_forms,
     json_spelling,
     needle_material,
+    utf16_forms,
     window_forms,
 )
 from .serialize import map_strings
@@ -145,11 +147,13 @@ _DECODE_DEPTH = 2
 def _index_forms(forms: tuple[FormFn, ...]) -> tuple[FormFn, ...]:
     """``forms`` as the index makes their needles: the masking windows without those that
     narrowed are another of them (``forms.index_window_forms``), the masked heads and
-    tails without those that hold a window (``forms.index_fragment_forms``). Every needle
+    tails without those that hold a window (``forms.index_fragment_forms``), no UTF-16-LE
+    needles of a value they narrow to (``forms.index_utf16_forms``). Every needle
     of ``forms`` holds one the index has, narrowed: a text holding it holds that one."""
     lean: dict[FormFn, FormFn] = {
         window_forms: index_window_forms,
         fragment_forms: index_fragment_forms,
+        utf16_forms: index_utf16_forms,
     }
     return tuple(lean.get(form, form) for form in forms)
 
@@ -210,7 +214,7 @@ class SessionMasker:
             needles = scanner.needles_so_far()
         else:
             forms = _index_forms(masking_forms())
-            needles = [n for secret in fresh for n in needle_material(secret, forms)]
+            needles = [n for secret in fresh for n in needle_material(secret, forms, cached=False)]
         short = min(map(len, needles), default=HEAD_BYTES) < HEAD_BYTES
         long_needles = [n for n in needles if len(n) >= HEAD_BYTES] if short else needles
         long_needles = _head_material(long_needles)

@@ -77,3 +77,34 @@ def test_a_masker_sees_every_needle_it_saw_with_all_of_them(
                 continue
             assert lean.mask(shown) == full.mask(shown), secret.id
     assert len(lean._heads) < len(full._heads)
+
+
+def plain_user_secret(value: str) -> Secret:
+    return Secret(value, "secret", "P1", SecretClass.DIRECT, (6.0,) * len(value))
+
+
+@pytest.mark.parametrize(
+    "secret",
+    [
+        CanaryFactory(3, namespace="index").secret("bearer"),
+        CanaryFactory(3, namespace="index").secret("hostname"),
+        plain_user_secret("tok-ABCdef0123456789-xyz.QRS~tuv+w/z=%"),
+    ],
+    ids=["bearer", "hostname", "plain-user"],
+)
+def test_the_utf16_needles_of_a_plain_value_narrow_to_needles_it_has(secret: Secret) -> None:
+    from leakcheck.forms import index_utf16_forms, utf16_forms
+
+    assert not list(index_utf16_forms(secret))
+    spelled = [needle for _, needle in utf16_forms(secret)]
+    lean = narrowed(secret, True)
+    assert len(spelled) >= 3
+    assert all(n in lean for n in _head_material(spelled))
+
+
+@pytest.mark.parametrize("char", ["'", '"', "\\", "\t", "é", "\x7f"])
+def test_a_value_with_a_quote_or_an_escape_keeps_its_utf16_needles(char: str) -> None:
+    from leakcheck.forms import index_utf16_forms, utf16_forms
+
+    secret = plain_user_secret(f"tokABCdef0123{char}456789xyzQRStuv")
+    assert list(index_utf16_forms(secret)) == list(utf16_forms(secret))
