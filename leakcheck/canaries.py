@@ -739,9 +739,15 @@ def _token(
     """prefix + random body (with every hostile character inserted once) + suffix."""
     getrandbits = rng.getrandbits
     size, width = len(alphabet), len(alphabet).bit_length()
+    if not size:
+        raise ValueError("empty alphabet")
     body = []
     for _ in range(length):
-        body.append(alphabet[_below(getrandbits, size, width)])
+        # _below, inlined: a call per character was a fifth of making a canary
+        r = getrandbits(width)
+        while r >= size:
+            r = getrandbits(width)
+        body.append(alphabet[r])
     bits = [math.log2(size)] * length
     edge = random_edge(alphabet)
     for ch in hostile:

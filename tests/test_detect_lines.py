@@ -149,3 +149,94 @@ def test_the_pass_counts_after_the_first_finding_and_re_reads_only_before_it(
     [again] = [n for n, (start, _) in enumerate(reads) if start == 0 and n > 0]
     # the re-read ends in the chunk after the first finding's, far before the second
     assert max(end for _, end in reads[again:]) < 2000 + 3 * 4096
+
+
+# --- a big file's newlines counted in a thread beside the search (issue 14) ---------------
+
+
+def _file_with_findings(tmp_path, utf16: bool, pieces: bool = False):  # type: ignore[no-untyped-def]
+    """A file of findings on short lines and on lines longer than many pieces, one right
+    after a newline, some in UTF-16-LE text (``pieces``: a whole number of 64-byte pieces
+    long); and what ``scan`` gives the whole text."""
+    rng = random.Random(31 + utf16)
+    data = _text(rng, utf16) + b"\n" + SECRETS[1].value.encode() + b"\n" + _filler(rng, 999)
+    if pieces:
+        data += b"\n" * (-len(data) % 64)
+    path = tmp_path / "big.log"
+    path.write_bytes(data)
+    want = [(f.offset, f.form, f.line, f.column) for f in Scanner(SECRETS).scan(data)]
+    return path, want
+
+
+def _count_beside(monkeypatch: pytest.MonkeyPatch, on: bool) -> list[int]:
+    """Small pieces, the counter for any file when ``on`` (never otherwise); the number of
+    scans it located, in the list returned."""
+    monkeypatch.setattr(detect_module, "REREAD_BYTES", 64)
+    monkeypatch.setattr(detect_module._NewlineCounter, "worth_it", staticmethod(lambda s, o: on))
+    located: list[int] = []
+    real = detect_module._NewlineCounter.locate
+
+    def counting(self, findings, fd):  # type: ignore[no-untyped-def]
+        result = real(self, findings, fd)
+        located.append(result is not None)
+        return result
+
+    monkeypatch.setattr(detect_module._NewlineCounter, "locate", counting)
+    return located
+
+
+@pytest.mark.parametrize(("utf16", "pieces"), [(False, False), (True, False), (False, True)])
+def test_a_file_s_lines_counted_beside_the_search_are_the_whole_text_s(
+    monkeypatch: pytest.MonkeyPatch, tmp_path, utf16: bool, pieces: bool
+) -> None:
+    path, want = _file_with_findings(tmp_path, utf16, pieces)
+    assert len(want) >= 30
+    located = _count_beside(monkeypatch, True)
+    with open(path, "rb") as stream:
+        found = list(Scanner(SECRETS).scan_stream(stream, chunk_bytes=300))
+    assert [(f.offset, f.form, f.line, f.column) for f in found] == want
+    assert located == [True]  # (the counter located them: not the re-read after it)
+
+
+def test_a_scan_with_the_counter_off_locates_the_same_and_starts_no_thread(
+    monkeypatch: pytest.MonkeyPatch, tmp_path
+) -> None:
+    import threading
+
+    path, want = _file_with_findings(tmp_path, False)
+    located = _count_beside(monkeypatch, False)
+    before = threading.active_count()
+    with open(path, "rb") as stream:
+        found = list(Scanner(SECRETS).scan_stream(stream, chunk_bytes=300))
+    assert [(f.offset, f.form, f.line, f.column) for f in found] == want
+    assert located == [] and threading.active_count() == before
+
+
+def test_a_count_that_fails_falls_back_to_re_reading(
+    monkeypatch: pytest.MonkeyPatch, tmp_path
+) -> None:
+    path, want = _file_with_findings(tmp_path, False)
+    located = _count_beside(monkeypatch, True)
+
+    monkeypatch.setattr(detect_module, "_COUNT_NEWLINES", "raise SystemExit(3)")
+    with open(path, "rb") as stream:
+        found = list(Scanner(SECRETS).scan_stream(stream, chunk_bytes=300))
+    assert [(f.offset, f.form, f.line, f.column) for f in found] == want
+    assert located == [False]
+
+
+def test_the_counter_is_used_only_for_a_big_regular_file_on_two_cpus(
+    monkeypatch: pytest.MonkeyPatch, tmp_path
+) -> None:
+    small = tmp_path / "small.log"
+    small.write_bytes(b"x" * 100)
+    big = tmp_path / "big.log"
+    with open(big, "wb") as out:
+        out.truncate(detect_module.COUNT_BESIDE_FROM)
+    worth_it = detect_module._NewlineCounter.worth_it
+    monkeypatch.setattr(detect_module.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    with open(small, "rb") as s, open(big, "rb") as b:
+        assert not worth_it(s, 0) and worth_it(b, 0) and not worth_it(b, 1)
+        assert not worth_it(io.BytesIO(b"x" * detect_module.COUNT_BESIDE_FROM), 0)
+        monkeypatch.setattr(detect_module.os, "sched_getaffinity", lambda pid: {0})
+        assert not worth_it(b, 0)
