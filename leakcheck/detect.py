@@ -965,7 +965,7 @@ class _NewlineCounter:
 
         self._origin = origin
         self.marks: list[int] = []
-        self._reached = origin
+        self._reached = 0
         try:
             self._child: subprocess.Popen[bytes] | None = subprocess.Popen(
                 [sys.executable, "-I", "-S", "-c", _COUNT_NEWLINES, str(fd), str(origin)],
@@ -987,9 +987,9 @@ class _NewlineCounter:
         if self._child.returncode != 0 or len(out) < 16 or len(out) % 8:
             return False
         numbers = [int.from_bytes(out[i : i + 8], "little") for i in range(0, len(out), 8)]
-        self._reached = self._origin + numbers[0]
+        self._reached = numbers[0]  # (bytes from origin, as findings' offsets count)
         self.marks = numbers[1:]
-        return self._reached > offset and len(self.marks) > (offset - self._origin) // REREAD_BYTES
+        return self._reached > offset and len(self.marks) > offset // REREAD_BYTES
 
     def locate(self, findings: list[Finding], fd: int) -> list[Finding] | None:
         """``findings`` (of the file, in any order) with their lines and columns, as
@@ -1011,7 +1011,7 @@ class _NewlineCounter:
         block, data = -1, b""
         for i in sorted(range(len(findings)), key=lambda i: findings[i].offset):
             finding = findings[i]
-            local = finding.offset - self._origin
+            local = finding.offset  # (from origin, where the scan began)
             if local // REREAD_BYTES != block:
                 block = local // REREAD_BYTES
                 data = os.pread(fd, REREAD_BYTES, self._origin + block * REREAD_BYTES)

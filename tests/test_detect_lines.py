@@ -240,3 +240,19 @@ def test_the_counter_is_used_only_for_a_big_regular_file_on_two_cpus(
         assert not worth_it(io.BytesIO(b"x" * detect_module.COUNT_BESIDE_FROM), 0)
         monkeypatch.setattr(detect_module.os, "sched_getaffinity", lambda pid: {0})
         assert not worth_it(b, 0)
+
+
+def test_a_file_scanned_from_an_offset_is_located_from_there_beside_the_search(
+    monkeypatch: pytest.MonkeyPatch, tmp_path
+) -> None:
+    path, _ = _file_with_findings(tmp_path, False)
+    data = path.read_bytes()
+    start = data.index(b"\n", len(data) // 3) + 1
+    want = [(f.offset, f.form, f.line, f.column) for f in Scanner(SECRETS).scan(data[start:])]
+    assert want
+    located = _count_beside(monkeypatch, True)
+    with open(path, "rb") as stream:
+        stream.seek(start)
+        found = list(Scanner(SECRETS).scan_stream(stream, chunk_bytes=300))
+    assert [(f.offset, f.form, f.line, f.column) for f in found] == want
+    assert located == [True]
