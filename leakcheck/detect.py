@@ -1056,10 +1056,16 @@ fd, position = int(sys.argv[1]), int(sys.argv[2])
 piece = bytearray(int(os.environ["LEAKCHECK_PIECE"]))
 view = memoryview(piece)
 read, newlines, marks = 0, 0, [0]
+def fill(at, into):
+    if hasattr(os, "preadv"):
+        return os.preadv(fd, [into], at)
+    got = os.pread(fd, len(into), at)
+    into[: len(got)] = got
+    return len(got)
 while True:
     size = 0
     while size < len(piece):
-        got = os.preadv(fd, [view[size:]], position + read + size)
+        got = fill(position + read + size, view[size:])
         if not got:
             break
         size += got

@@ -256,3 +256,29 @@ def test_a_file_scanned_from_an_offset_is_located_from_there_beside_the_search(
         found = list(Scanner(SECRETS).scan_stream(stream, chunk_bytes=300))
     assert [(f.offset, f.form, f.line, f.column) for f in found] == want
     assert located == [True]
+
+
+@pytest.mark.parametrize("read_with", ["preadv", "pread"])
+def test_the_counting_child_marks_the_newlines_before_each_piece(tmp_path, read_with: str) -> None:
+    import subprocess
+    import sys
+
+    data = b"a\nbb\n\n" * 500 + b"tail without a newline"
+    path = tmp_path / "counted.log"
+    path.write_bytes(data)
+    code = detect_module._COUNT_NEWLINES
+    if read_with == "pread":  # (where os.preadv does not exist)
+        code = "import os\ndel os.preadv\n" + code
+    with open(path, "rb") as stream:
+        fd = stream.fileno()
+        out = subprocess.run(
+            [sys.executable, "-I", "-S", "-c", code, str(fd), "7"],
+            pass_fds=(fd,),
+            env={"LEAKCHECK_PIECE": "64"},
+            capture_output=True,
+            check=True,
+        ).stdout
+    read, *marks = (int.from_bytes(out[i : i + 8], "little") for i in range(0, len(out), 8))
+    counted = data[7:]
+    assert read == len(counted)
+    assert marks == [counted[: 64 * k].count(b"\n") for k in range(len(counted) // 64 + 1)]
