@@ -804,11 +804,16 @@ def index_fragment_forms(s: Secret) -> list[tuple[str, bytes]]:
 def _fragment_forms(s: Secret, *, windows_apart: bool) -> list[tuple[str, bytes]]:
     v, bits = s.value, _bits(s)
     forms = []
-    windows = frozenset(_window_starts(_mask_bits(s))) if windows_apart else frozenset()
+    # the running sums of the masking bits, as _window_starts reads them: only the windows
+    # at either end are asked about
+    total = list(accumulate(_mask_bits(s), initial=0)) if windows_apart else []
 
     def holds_window(start: int, size: int) -> bool:
         """Whether ``v[start : start + size]`` holds a masking window of the value."""
-        return not windows.isdisjoint(range(start, start + size - WINDOW_CHARS + 1))
+        return windows_apart and any(
+            total[i + WINDOW_CHARS] - total[i] >= TAIL_BITS
+            for i in range(start, start + size - WINDOW_CHARS + 1)
+        )
 
     first, last = _fragment_lengths(s)
     if first is not None:
