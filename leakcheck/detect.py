@@ -581,8 +581,8 @@ class Scanner:
         # finds the end of the stream, and the same buffer is searched again for the hits
         # it could not settle): (its length, its hits), searched and decoded once
         kept_whole: tuple[int, _Prepared | None] | None = None
-        # a big regular file's newlines are counted beside the search, in a thread, from
-        # its first finding on (_NewlineCounter); None: counted here, as above
+        # a big regular file's newlines are counted beside the search, by a child process,
+        # from its first finding on (_NewlineCounter); otherwise counted here, as above
         beside = seekable and _NewlineCounter.worth_it(stream, origin)
         counter: _NewlineCounter | None = None
         while True:
@@ -932,9 +932,10 @@ def _reread(stream: BinaryIO) -> Iterator[bytearray]:
 
 
 #: A regular file of this many bytes or more (from where the scan starts) has its newlines
-#: counted in a thread beside the search once it has a finding, when the process may run
-#: on two CPUs or more: hyperscan's search releases the GIL, and the count, 0.4 s of CPU
-#: per GiB of log-like text, was a third of a scan of 1 GiB with findings (issue 14).
+#: counted beside the search by a child process once it has a finding, when the process
+#: may run on two CPUs or more: the count, 0.4 s of CPU per GiB of log-like text, was a
+#: third of a scan of 1 GiB with findings (issue 14). A smaller file's count is not worth
+#: a process (some 15 ms to start).
 COUNT_BESIDE_FROM = 4 * CHUNK_BYTES
 
 
