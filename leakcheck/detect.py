@@ -958,6 +958,8 @@ class _NewlineCounter:
             cpus = os.cpu_count() or 1
         if cpus < 2 or not hasattr(os, "pread") or not sys.executable:
             return False
+        if getattr(sys, "frozen", False):  # (an app bundle's executable is not a Python)
+            return False
         hint = _size_hint(stream, origin)
         return hint != CHUNK_BYTES and hint >= COUNT_BESIDE_FROM
 

@@ -238,6 +238,9 @@ def test_the_counter_is_used_only_for_a_big_regular_file_on_two_cpus(
     with open(small, "rb") as s, open(big, "rb") as b:
         assert not worth_it(s, 0) and worth_it(b, 0) and not worth_it(b, 1)
         assert not worth_it(io.BytesIO(b"x" * detect_module.COUNT_BESIDE_FROM), 0)
+        monkeypatch.setattr(detect_module.sys, "frozen", True, raising=False)
+        assert not worth_it(b, 0)  # (a frozen app's executable runs no -c program)
+        monkeypatch.delattr(detect_module.sys, "frozen")
         monkeypatch.setattr(detect_module.os, "sched_getaffinity", lambda pid: {0})
         assert not worth_it(b, 0)
 
