@@ -605,17 +605,13 @@ def utf16_forms(s: Secret) -> Iterator[tuple[str, bytes]]:
     yield "repr-bytes-utf16-dq", _py_bytes_escape(data, '"').encode()
 
 
-#: Printable ASCII but the quotes and the backslash: such a character's UTF-16-LE bytes and
-#: their ``repr`` (either quote) are, without NULs and ``\x00`` escapes, the character.
-_PLAIN_UNDER_BOTH_QUOTES = re.compile(r"[ !#-&(-\[\]-~]*")
-
-
 def index_utf16_forms(s: Secret) -> Iterator[tuple[str, bytes]]:
-    """``utf16_forms`` but none for a value of characters that ``_PLAIN_UNDER_BOTH_QUOTES``
-    matches: narrowed (``masking._narrowed``), each of its needles is then the value, its
-    bare prefix or its bare suffix, all three needles of the forms beside it (``raw``,
-    ``fragment_forms``) that the session masker's index has."""
-    if _PLAIN_UNDER_BOTH_QUOTES.fullmatch(s.value):
+    """``utf16_forms`` but none for a value of printable ASCII without quotes or a
+    backslash (no ``_NOT_PLAIN`` character, no ``"``): such a character's UTF-16-LE bytes
+    and their ``repr`` (either quote), narrowed (``masking._narrowed``), are the character,
+    so each needle is the value, its bare prefix or its bare suffix, all three needles of
+    the forms beside it (``raw``, ``fragment_forms``) that the session masker's index has."""
+    if '"' not in s.value and not _NOT_PLAIN.search(s.value):
         return iter(())
     return utf16_forms(s)
 

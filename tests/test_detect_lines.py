@@ -198,18 +198,19 @@ def test_a_file_s_lines_counted_beside_the_search_are_the_whole_text_s(
     assert located == [True]  # (the counter located them: not the re-read after it)
 
 
-def test_a_scan_with_the_counter_off_locates_the_same_and_starts_no_thread(
+def test_a_scan_with_the_counter_off_locates_the_same_and_starts_no_child(
     monkeypatch: pytest.MonkeyPatch, tmp_path
 ) -> None:
-    import threading
-
     path, want = _file_with_findings(tmp_path, False)
     located = _count_beside(monkeypatch, False)
-    before = threading.active_count()
+    started: list[int] = []
+    monkeypatch.setattr(
+        detect_module._NewlineCounter, "__init__", lambda self, fd, origin: started.append(fd)
+    )
     with open(path, "rb") as stream:
         found = list(Scanner(SECRETS).scan_stream(stream, chunk_bytes=300))
     assert [(f.offset, f.form, f.line, f.column) for f in found] == want
-    assert located == [] and threading.active_count() == before
+    assert located == [] and started == []
 
 
 def test_a_count_that_fails_falls_back_to_re_reading(
