@@ -688,11 +688,18 @@ def _joined(*notes: str) -> str:
 
 
 def _declare_hint(origin: LogOrigin) -> str:
-    level = level_name(next((n for n in _LADDER if n > origin.levelno), logging.WARNING))
+    return _hint_for(origin.logger, origin.levelno)
+
+
+# (the same few loggers and levels in test after test: each of a test's DEBUG and INFO
+# texts was given its hint made afresh)
+@functools.lru_cache(maxsize=256)
+def _hint_for(logger: str, levelno: int) -> str:
+    level = level_name(next((n for n in _LADDER if n > levelno), logging.WARNING))
     return (
-        f"latent if production runs {origin.logger} at {level}: declare it with "
-        f"leakcheck_log_levels = {origin.logger}={level} (ini) or "
-        f"@pytest.mark.leakcheck(log_levels={{{origin.logger!r}: {level!r}}})"
+        f"latent if production runs {logger} at {level}: declare it with "
+        f"leakcheck_log_levels = {logger}={level} (ini) or "
+        f"@pytest.mark.leakcheck(log_levels={{{logger!r}: {level!r}}})"
     )
 
 
