@@ -44,8 +44,14 @@ temporary directory, one unmeasured warm-up run per mode): with ``PYTHONDONTWRIT
 set, every run would recompile each module pytest rewrites or imports fresh, a fixed cost
 of the environment, not of the plugin.
 
+``--instructions [TESTS]`` then counts, under callgrind, the instructions of one run of a
+small suite of TESTS tests (200) plugin off and with three canaries: a figure the load of
+a shared machine does not move, for comparing two trees (``PYTHONPATH`` at a worktree of
+the other) where wall times drift by more than the change.
+
     python bench/plugin_overhead.py [--tests 1000] [--mcp-tests 300] [--repeat 3]
-                                    [--suite small|mcp|both] [--shares]
+                                    [--suite small|mcp|both|none] [--shares]
+                                    [--instructions [TESTS]]
 """
 
 from __future__ import annotations
@@ -53,7 +59,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -264,6 +272,53 @@ def run(suite: Path, mode: str) -> tuple[float, float]:
     return elapsed, cpu
 
 
+def instructions(root: Path, count: int) -> dict[str, float] | None:
+    """Instructions per test of the small suite, plugin off and with three canaries, each
+    one pytest run under callgrind (``--instructions``): a count that the machine's load
+    does not move, for telling a change of a few percent from noise (this machine's
+    plugin-off run took 1.8 to 5.7 s in one hour). Hash seed and canary seed fixed, so
+    that two trees run the same work; a run's bytecode cached by an unmeasured run first.
+    What it does not count: time lost to memory (a cache miss is one instruction), and
+    the wall time the targets are stated in. None when valgrind is not installed."""
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        print("instructions: valgrind is not installed; not counted")
+        return None
+    where = root / "instructions"
+    where.mkdir()
+    (where / "conftest.py").write_text(CONFTEST)
+    suite = where / "test_suite.py"
+    suite.write_text(SUITE.replace("COUNT", str(count)))
+    counted: dict[str, int] = {}
+    for mode in ("off", "three"):
+        env = {
+            **os.environ,
+            "LEAKCHECK_BENCH_MODE": mode,
+            "PYTHONHASHSEED": "0",
+            "PYTHONPYCACHEPREFIX": str(root / "pycache"),
+            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+        }
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        pytest_args = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p"]
+        pytest_args += ["no:cacheprovider", "-x", str(suite)]
+        pytest_args += ["-p", "no:leakcheck"] if mode == "off" else ["--leakcheck-seed=13"]
+        subprocess.run(pytest_args, cwd=where, env=env, capture_output=True, check=True)
+        measured = subprocess.run(
+            [valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null", *pytest_args],
+            cwd=where, env=env, capture_output=True, text=True,
+        )  # fmt: skip
+        found = re.search(r"Collected : (\d+)", measured.stderr)
+        if measured.returncode != 0 or found is None:
+            sys.exit(f"instructions: the {mode} run failed:\n{measured.stderr[-2000:]}")
+        counted[mode] = int(found.group(1))
+    added = (counted["three"] - counted["off"]) / count
+    print(f"instructions, small suite of {count} tests under callgrind (seeds fixed)")
+    print(f"  off {counted['off'] / 1e6:,.0f} M, three {counted['three'] / 1e6:,.0f} M: "
+          f"{added / 1e6:.2f} M instructions added a test, "
+          f"{counted['three'] / counted['off']:.2f}x")  # fmt: skip
+    return {"tests": count, "off": counted["off"], "three": counted["three"], "added": added}
+
+
 def shares(root: Path, count: int) -> dict[str, dict[str, float]]:
     """Each variant's median ms per test and how much less than ``as is`` (see --shares)."""
     where = root / "shares"
@@ -335,11 +390,26 @@ def main() -> int:
     parser.add_argument("--tests", type=int, default=1000)
     parser.add_argument("--mcp-tests", type=int, default=300)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--suite", choices=("small", "mcp", "both"), default="both")
+    parser.add_argument(
+        "--suite",
+        choices=("small", "mcp", "both", "none"),
+        default="both",
+        help="the suites timed (none: only --shares or --instructions)",
+    )
     parser.add_argument(
         "--shares",
         action="store_true",
         help="then run the MCP suite once with each piece of the cost left out in turn",
+    )
+    parser.add_argument(
+        "--instructions",
+        type=int,
+        nargs="?",
+        const=200,
+        default=0,
+        metavar="TESTS",
+        help="then count the instructions of a small suite of TESTS tests (200), plugin off "
+        "and with three canaries, under callgrind (valgrind): a figure load does not move",
     )
     args = parser.parse_args()
     results: dict[str, object] = {"load_average_start": os.getloadavg()}
@@ -376,8 +446,11 @@ def main() -> int:
             results["mcp"] = {"tests": args.mcp_tests, "seconds": wall, "cpu_seconds": cpu}
         if args.shares:
             results["mcp_shares"] = shares(root, max(args.mcp_tests, 7 * 60))
+        if args.instructions:
+            results["instructions"] = instructions(root, args.instructions)
     results["load_average_end"] = os.getloadavg()
-    print("  targets: " + "; ".join(targets))
+    if targets:
+        print("  targets: " + "; ".join(targets))
     out = Path(__file__).parent / "out"
     out.mkdir(exist_ok=True)
     (out / "plugin_overhead.json").write_text(json.dumps(results, indent=2))
