@@ -46,8 +46,8 @@ of the environment, not of the plugin.
 
 ``--instructions [TESTS]`` then counts, under callgrind, the instructions of one run of a
 small suite of TESTS tests (200) plugin off and with three canaries: a figure the load of
-a shared machine does not move, for comparing two trees (``PYTHONPATH`` at a worktree of
-the other) where wall times drift by more than the change.
+a shared machine does not move, for comparing two trees where wall times drift by more
+than the change (``PYTHONPATH`` at a worktree of the other: it comes first).
 
     python bench/plugin_overhead.py [--tests 1000] [--mcp-tests 300] [--repeat 3]
                                     [--suite small|mcp|both|none] [--shares]
@@ -232,6 +232,15 @@ def pytest_terminal_summary(terminalreporter):
             f"SHARE {v}|{median * 1000:.2f}|{(base - median) * 1000:.2f}|{len(TIMES[v]) - 2}")
 """
 
+
+def _pythonpath() -> str:
+    """The suites' ``PYTHONPATH``: the caller's first, then this tree (the examples
+    package). A caller's ``PYTHONPATH`` at a worktree of another commit measures that
+    commit's leakcheck (this tree came first before, and such a comparison measured this
+    tree twice)."""
+    return os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH", ""), str(ROOT)]))
+
+
 MODES = ("off", "unused", "empty", "three")
 MCP_MODES = ("off", "three")
 
@@ -242,7 +251,7 @@ def run(suite: Path, mode: str) -> tuple[float, float]:
         **os.environ,
         "LEAKCHECK_BENCH_MODE": mode,
         "PYTHONPYCACHEPREFIX": str(suite.parent / "pycache"),
-        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+        "PYTHONPATH": _pythonpath(),
     }
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     args = [
@@ -296,7 +305,7 @@ def instructions(root: Path, count: int) -> dict[str, float] | None:
             "LEAKCHECK_BENCH_MODE": mode,
             "PYTHONHASHSEED": "0",
             "PYTHONPYCACHEPREFIX": str(root / "pycache"),
-            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+            "PYTHONPATH": _pythonpath(),
         }
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         pytest_args = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p"]
@@ -330,7 +339,7 @@ def shares(root: Path, count: int) -> dict[str, dict[str, float]]:
         **os.environ,
         "LEAKCHECK_BENCH_MODE": "three",
         "PYTHONPYCACHEPREFIX": str(root / "pycache"),
-        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+        "PYTHONPATH": _pythonpath(),
     }
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     args = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider"]
