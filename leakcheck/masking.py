@@ -33,7 +33,6 @@ import threading
 from array import array
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from itertools import compress
 from operator import itemgetter
 from typing import Any
@@ -177,18 +176,15 @@ def masking_scanner(secrets: Iterable[Secret]) -> Scanner:
     return Scanner(secrets, decode=True, forms=masking_forms(), backend=_BACKEND)
 
 
-@dataclass(frozen=True)
-class _Batch:
-    secrets: tuple[Secret, ...]
-
-
 class SessionMasker:
     """Masks a text with every secret ``add``-ed so far (thread-safe: log handlers mask
     from the threads that log)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._batches: list[_Batch] = []
+        #: each batch's secrets, by index (a tuple, not an object holding one: what every
+        #: test leaves for the garbage collector's full collections to walk, twice a test)
+        self._batches: list[tuple[Secret, ...]] = []
         self._values: set[str] = set()
         #: each secret added, by the batch that indexed it (``proves_absent``)
         self._batch_of: dict[Secret, int] = {}
@@ -234,7 +230,7 @@ class SessionMasker:
         long_needles = _head_material(long_needles)
         with self._lock:
             index = len(self._batches)
-            self._batches.append(_Batch(fresh))
+            self._batches.append(fresh)
             self._values.update(secret.value for secret in fresh)
             self._batch_of.update(dict.fromkeys(fresh, index))
             heads = self._index(long_needles, index)
@@ -393,7 +389,7 @@ class SessionMasker:
             if scanner is not None:
                 self._scanners.move_to_end(indexes)
                 return scanner
-            secrets = [s for i in indexes for s in self._batches[i].secrets]
+            secrets = [s for i in indexes for s in self._batches[i]]
         scanner = masking_scanner(secrets)
         with self._lock:
             self._scanners[indexes] = scanner
