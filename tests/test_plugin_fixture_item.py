@@ -5,6 +5,8 @@ it must be the test's own check: its node id, its marker's options, its verdict.
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from leakcheck import pytest_plugin as plugin
@@ -89,9 +91,27 @@ def test_a_session_run_inside_a_test_uses_its_own_tests(pytester: pytest.Pyteste
 def test_asked_for_outside_a_run_it_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
     """No run protocol under way (a plugin that sets fixtures up by hand): a clear
     failure, not some other test's check."""
-    monkeypatch.setattr(plugin, "_RUNNING", [])
+    monkeypatch.setattr(plugin._RUNNING, "items", [])
     with pytest.raises(pytest.fail.Exception, match="asked for outside a test's run"):
         plugin._running_test()
+
+
+def test_another_threads_test_is_not_this_threads() -> None:
+    """This test's protocol runs in the main thread; a thread of a runner that ran tests
+    in threads would run its own. From another thread there is no test of its own."""
+    assert plugin._running_test().name == "test_another_threads_test_is_not_this_threads"
+    seen: list[str] = []
+
+    def ask() -> None:
+        try:
+            plugin._running_test()
+        except pytest.fail.Exception as exc:
+            seen.append(str(exc))
+
+    thread = threading.Thread(target=ask)
+    thread.start()
+    thread.join(timeout=0.5)
+    assert len(seen) == 1 and "in this thread" in seen[0]
 
 
 def test_the_fixture_asks_for_no_request() -> None:

@@ -11,6 +11,7 @@ The hooks here are thin: options (``options``), the session (``session``), a tes
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Generator, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -86,32 +87,42 @@ def pytest_configure(config: pytest.Config) -> None:
     snapshots.install(config, lambda: state.secrets)
 
 
-#: The tests whose run protocol is under way, the innermost last (a session that pytester
-#: runs in process nests its own). The fixture takes its test from here: asking for
-#: ``request`` makes pytest 9 build a fixture definition of it at every request, its
-#: function's signature read with ``inspect`` (0.15 to 0.28 ms a test, up to a tenth of
-#: what the plugin cost a test with three canaries: issue 13).
-_RUNNING: list[pytest.Item] = []
+class _Running(threading.local):
+    """The tests whose run protocol is under way in this thread, the innermost last (a
+    session that pytester runs in process nests its own). The fixture takes its test from
+    here: asking for ``request`` makes pytest 9 build a fixture definition of it at every
+    request, its function's signature read with ``inspect`` (0.15 to 0.28 ms a test, up to
+    a tenth of what the plugin cost a test with three canaries: issue 13). By thread: a
+    runner that runs tests in threads of one process runs each protocol in its own, and
+    one test must never be handed another's check."""
+
+    def __init__(self) -> None:
+        self.items: list[pytest.Item] = []
+
+
+_RUNNING = _Running()
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object]:
-    _RUNNING.append(item)
+    running = _RUNNING.items
+    running.append(item)
     try:
         return (yield)
     finally:
-        _RUNNING.pop()
+        running.pop()
 
 
 def _running_test() -> pytest.Item:
-    if not _RUNNING:
+    running = _RUNNING.items
+    if not running:
         pytest.fail(
             "leakcheck: the fixture was asked for outside a test's run (no "
-            "pytest_runtest_protocol under way): request it from a test or a "
-            "function-scoped fixture",
+            "pytest_runtest_protocol under way in this thread): request it from a test or "
+            "a function-scoped fixture",
             pytrace=False,
         )
-    return _RUNNING[-1]
+    return running[-1]
 
 
 @pytest.fixture
