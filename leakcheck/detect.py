@@ -585,48 +585,53 @@ class Scanner:
         # from its first finding on (_NewlineCounter); otherwise counted here, as above
         beside = seekable and _NewlineCounter.worth_it(stream, origin)
         counter: _NewlineCounter | None = None
-        while True:
-            size = _read_into(stream, view[carry : carry + chunk_bytes])
-            at_end = size == 0
-            length = carry + size
-            if at_end and length == 0:
-                break
-            data = view[:length]
-            limit = base + length if at_end else base + length - margin
-            if kept_whole is not None and size == 0 and kept_whole[0] == length:
-                prepared = kept_whole[1]
-            else:
-                prepared = self._prepared(data)
-            kept_whole = None
-            for hit, buf, spans in self._reported(prepared, base, reported_upto, limit):
-                finding = self._finding(buf, hit, spans, base, source)
-                where = None if counted_from < 0 else _where(buf, hit, newlines, line)
-                if seekable:
-                    pending.append(finding)
-                    in_pass.append(where)
+        try:
+            while True:
+                size = _read_into(stream, view[carry : carry + chunk_bytes])
+                at_end = size == 0
+                length = carry + size
+                if at_end and length == 0:
+                    break
+                data = view[:length]
+                limit = base + length if at_end else base + length - margin
+                if kept_whole is not None and size == 0 and kept_whole[0] == length:
+                    prepared = kept_whole[1]
                 else:
-                    assert where is not None  # (counted from the start, the line known)
-                    yield _located(finding, where[0] + 1, where[1])
-            reported_upto = max(reported_upto, limit)
-            if at_end:
-                break
-            keep = min(length, keep_max)
-            cut = length - keep
-            if counted_from >= 0:
-                newlines += memory.count(b"\n", 0, cut)
-                j = memory.rfind(b"\n", 0, cut)
-                if j >= 0:
-                    line = _CodePoints(after_newline=True)
-                if line is not None:
-                    line.feed(view[j + 1 : cut])
-            elif pending and beside:
-                counter = counter or _NewlineCounter(stream.fileno(), origin)
-            elif pending:  # a seekable stream's first findings: count from here on
-                counted_from, line = base + cut, None
-            if not cut:  # (its hits read from a copy: _readable copies a part of memory)
-                kept_whole = (length, prepared)
-            memory[:keep] = memory[cut:length]
-            carry, base = keep, base + cut
+                    prepared = self._prepared(data)
+                kept_whole = None
+                for hit, buf, spans in self._reported(prepared, base, reported_upto, limit):
+                    finding = self._finding(buf, hit, spans, base, source)
+                    where = None if counted_from < 0 else _where(buf, hit, newlines, line)
+                    if seekable:
+                        pending.append(finding)
+                        in_pass.append(where)
+                    else:
+                        assert where is not None  # (counted from the start, the line known)
+                        yield _located(finding, where[0] + 1, where[1])
+                reported_upto = max(reported_upto, limit)
+                if at_end:
+                    break
+                keep = min(length, keep_max)
+                cut = length - keep
+                if counted_from >= 0:
+                    newlines += memory.count(b"\n", 0, cut)
+                    j = memory.rfind(b"\n", 0, cut)
+                    if j >= 0:
+                        line = _CodePoints(after_newline=True)
+                    if line is not None:
+                        line.feed(view[j + 1 : cut])
+                elif pending and beside:
+                    counter = counter or _NewlineCounter(stream.fileno(), origin)
+                elif pending:  # a seekable stream's first findings: count from here on
+                    counted_from, line = base + cut, None
+                if not cut:  # (its hits read from a copy: _readable copies a part of memory)
+                    kept_whole = (length, prepared)
+                memory[:keep] = memory[cut:length]
+                carry, base = keep, base + cut
+        except BaseException:  # (a read that failed, an interrupt: no child left counting)
+            if counter is not None:
+                counter.close()
+            raise
         del view
         located = counter.locate(pending, stream.fileno()) if counter is not None else None
         if located is not None:
@@ -1005,9 +1010,13 @@ class _NewlineCounter:
         except OSError:
             return None
         finally:
-            if self._child is not None and self._child.poll() is None:
-                self._child.kill()
-                self._child.wait()
+            self.close()
+
+    def close(self) -> None:
+        """Stop the child if it still counts (done with, or the scan failed)."""
+        if self._child is not None and self._child.poll() is None:
+            self._child.kill()
+            self._child.wait()
 
     def _located(self, findings: list[Finding], fd: int) -> list[Finding]:
         located: list[Finding] = list(findings)

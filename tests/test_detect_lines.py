@@ -151,7 +151,7 @@ def test_the_pass_counts_after_the_first_finding_and_re_reads_only_before_it(
     assert max(end for _, end in reads[again:]) < 2000 + 3 * 4096
 
 
-# --- a big file's newlines counted in a thread beside the search (issue 14) ---------------
+# --- a big file's newlines counted by a child process beside the search (issue 14) ------
 
 
 def _file_with_findings(tmp_path, utf16: bool, pieces: bool = False):  # type: ignore[no-untyped-def]
@@ -286,3 +286,43 @@ def test_the_counting_child_marks_the_newlines_before_each_piece(tmp_path, read_
     counted = data[7:]
     assert read == len(counted)
     assert marks == [counted[: 64 * k].count(b"\n") for k in range(len(counted) // 64 + 1)]
+
+
+def test_a_scan_that_fails_leaves_no_child_counting(
+    monkeypatch: pytest.MonkeyPatch, tmp_path
+) -> None:
+    """A read that fails after the counter started (or an interrupt): the child is
+    stopped, not left to count a file nobody will ask about. Its program here waits until
+    it is stopped, so that one left behind is still running when looked at."""
+    path, _ = _file_with_findings(tmp_path, False)
+    _count_beside(monkeypatch, True)
+    monkeypatch.setattr(
+        detect_module, "_COUNT_NEWLINES", "import select\nselect.select([], [], [])"
+    )
+    counters: list[detect_module._NewlineCounter] = []
+    real_init = detect_module._NewlineCounter.__init__
+
+    def recording(self, fd, origin):  # type: ignore[no-untyped-def]
+        real_init(self, fd, origin)
+        counters.append(self)
+
+    monkeypatch.setattr(detect_module._NewlineCounter, "__init__", recording)
+    real_read = detect_module._read_into
+
+    def failing(stream, target):  # type: ignore[no-untyped-def]
+        if counters:
+            raise OSError("the disk went away")
+        return real_read(stream, target)
+
+    monkeypatch.setattr(detect_module, "_read_into", failing)
+    try:
+        with open(path, "rb") as stream, pytest.raises(OSError, match="went away"):
+            list(Scanner(SECRETS).scan_stream(stream, chunk_bytes=300))
+        assert len(counters) == 1
+        child = counters[0]._child
+        assert child is not None and child.poll() is not None
+    finally:
+        for counter in counters:
+            if counter._child is not None and counter._child.poll() is None:
+                counter._child.kill()
+                counter._child.wait()
