@@ -311,7 +311,9 @@ def instructions(root: Path, count: int) -> dict[str, float] | None:
         pytest_args = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p"]
         pytest_args += ["no:cacheprovider", "-x", str(suite)]
         pytest_args += ["-p", "no:leakcheck"] if mode == "off" else ["--leakcheck-seed=13"]
-        subprocess.run(pytest_args, cwd=where, env=env, capture_output=True, check=True)
+        warm = subprocess.run(pytest_args, cwd=where, env=env, capture_output=True, text=True)
+        if warm.returncode != 0:
+            sys.exit(f"instructions: the {mode} suite failed:\n{warm.stdout[-2000:]}")
         measured = subprocess.run(
             [valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null", *pytest_args],
             cwd=where, env=env, capture_output=True, text=True,

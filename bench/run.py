@@ -1228,8 +1228,8 @@ def memory_test(
         result["rg"] = _rg_big(rg_big, big, work, size, args.repeat)
         print(_rg_line(result["rg"], planted["seconds"]))
     if len(ALL_CPUS) > 1:
-        # on every CPU the bench has: leakcheck counts a big file's newlines in a thread
-        # beside the search once it has a finding (detect.COUNT_BESIDE_FROM); ripgrep
+        # on every CPU the bench has: leakcheck counts a big file's newlines in a child
+        # process beside the search once it has a finding (detect.COUNT_BESIDE_FROM); ripgrep
         # searches one file on one thread whatever -j says, given the same CPUs
         wide = scan([], work / "big-report.json", one_core=False)
         wide.pop("_report")
