@@ -8,6 +8,7 @@ targets are judged against issue 14's goals.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 from pathlib import Path
 from types import ModuleType
@@ -105,3 +106,15 @@ def test_each_copy_of_the_corpus_in_the_big_file_is_varied() -> None:
         assert copy.startswith(b"GET /") and copy.endswith(b"CD\n")
         # an escape is still an escape
         assert re.search(rb"\?[a-z]=%[0-9]F[a-z]{3} [0-9]{3} ", copy)
+
+
+def test_the_plugin_bench_measures_the_tree_pythonpath_names(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A worktree of another commit on ``PYTHONPATH`` comes before the bench's own tree:
+    after it, a comparison of two trees measured the bench's own tree twice."""
+    overhead = bench_module("plugin_overhead")
+    monkeypatch.setenv("PYTHONPATH", "/elsewhere/other-tree")
+    assert overhead._pythonpath().split(os.pathsep) == ["/elsewhere/other-tree", str(overhead.ROOT)]
+    monkeypatch.delenv("PYTHONPATH")
+    assert overhead._pythonpath() == str(overhead.ROOT)
