@@ -415,3 +415,33 @@ def test_captured_repr_never_shows_its_text() -> None:
     item = Captured("log record", SinkClass.OPERATOR, "gw WARNING message", "tok=S3cr3t-V4lue")
     assert "S3cr3t" not in repr(item)
     assert "gw WARNING message" in repr(item)
+
+
+def test_captured_takes_every_field_its_dataclass_names() -> None:
+    """``Captured.__init__`` is written by hand (issue 13): it must take the fields the
+    dataclass declares, in their order, with their defaults, and keep what it is given
+    (``dataclasses.replace`` builds a copy through it)."""
+    import inspect
+
+    from leakcheck.capture import Captured, LogOrigin
+    from leakcheck.policy import SinkClass
+
+    none = (dataclasses.MISSING, inspect.Parameter.empty)
+    declared = [
+        (f.name, "required" if f.default in none else f.default)
+        for f in dataclasses.fields(Captured)
+    ]
+    taken = [
+        (name, "required" if parameter.default in none else parameter.default)
+        for name, parameter in list(inspect.signature(Captured.__init__).parameters.items())[1:]
+    ]
+    assert taken == declared
+    origin = LogOrigin("gw", 10, "DEBUG")
+    item = Captured("s", SinkClass.LATENT, "p", b"t", "n", "g", True, "u", origin)
+    assert dataclasses.astuple(item) == ("s", SinkClass.LATENT, "p", b"t", "n", "g", True, "u",
+                                         dataclasses.astuple(origin))  # fmt: skip
+    copy = dataclasses.replace(item, note="m")
+    assert copy.note == "m" and copy.origin == origin and copy.fallback is True
+    assert copy == dataclasses.replace(item, note="m") and hash(copy) == hash(
+        dataclasses.replace(item, note="m")
+    )
