@@ -10,7 +10,8 @@ How: the OTel API's providers are set once per process. On the first start of a 
 process-wide pipeline is installed, signal by signal:
 
 * the app has set no provider: ours is set globally (tracing with an ``ALWAYS_ON`` sampler
-  so that every span is seen: what an exporter would send once the app configures one).
+  while a sink runs, so that every span of a test is seen: what an exporter would send
+  once the app configures one; ``ALWAYS_OFF`` outside, as with no provider at all).
   From then on the app cannot set its own (the API logs "Overriding of current ... is not
   allowed"): set it before the first leakcheck test (at import, in a ``conftest.py`` or a
   session fixture) if the app's tests need their own. That default stays (an app whose
@@ -36,7 +37,9 @@ process-wide pipeline is installed, signal by signal:
 With ``OTEL_SDK_DISABLED=true`` the SDK records nothing and every signal is inactive.
 An inactive signal is never silently treated as clean: ``inactive_reason`` names each
 signal that could not be read and why (``""`` when all three are read), for a report to
-list. Exported data is cleared when a test starts and read when the sink is collected;
+list. Exported data is kept only while a sink runs (spans and log records of the tests
+that do not use leakcheck are dropped, not held to the next one that does), cleared when
+a test starts and read when the sink is collected;
 our metric reader uses delta temporality, so each test sees only its own data points.
 
 Paths: ``span "POST /deployments" attributes.http.url``, ``span "..." events[0].exception.
@@ -98,7 +101,7 @@ from opentelemetry.sdk import trace as sdk_trace
 from opentelemetry.sdk.metrics.export import AggregationTemporality, InMemoryMetricReader
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.sdk.trace.sampling import ALWAYS_ON
+from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ALWAYS_ON, Sampler, SamplingResult
 
 from leakcheck.capture import Captured
 from leakcheck.policy import SinkClass
@@ -146,14 +149,59 @@ def _is_unset(provider: Any) -> bool:
     )
 
 
+class _SpansWhileASinkRuns(InMemorySpanExporter):
+    """Keeps what is exported while a sink runs, and nothing else: the providers stay set
+    for the rest of the process, and spans of the tests that never asked for leakcheck
+    piled up here until the next one started (held to the end of a session whose last
+    leakcheck test came early)."""
+
+    def __init__(self, pipeline: _Pipeline) -> None:
+        super().__init__()
+        self._pipeline = pipeline
+
+    def export(self, spans: Any) -> Any:
+        return super().export(spans if self._pipeline.running else [])
+
+
+if sdk_logs is not None:
+
+    class _LogsWhileASinkRuns(_LogExporter):
+        """``_SpansWhileASinkRuns`` for log records."""
+
+        def __init__(self, pipeline: _Pipeline) -> None:
+            super().__init__()
+            self._pipeline = pipeline
+
+        def export(self, batch: Any) -> Any:
+            return super().export(batch if self._pipeline.running else [])
+
+
+class _RecordWhileASinkRuns(Sampler):
+    """Our own provider's sampler: every span while a sink runs (``ALWAYS_ON``, see the
+    module docstring), none outside (``ALWAYS_OFF``), as with the plugin off, where the
+    app has no provider at all: a test that does not use leakcheck pays no recording,
+    and ``record_exception``'s stacktrace is not formatted for it. A span started before
+    a test's sink starts is not recorded, even if it ends inside the test."""
+
+    def __init__(self, pipeline: _Pipeline) -> None:
+        self._pipeline = pipeline
+
+    def should_sample(self, *args: Any, **kwargs: Any) -> SamplingResult:
+        sampler = ALWAYS_ON if self._pipeline.running else ALWAYS_OFF
+        return sampler.should_sample(*args, **kwargs)
+
+    def get_description(self) -> str:
+        return "leakcheck: AlwaysOn while a leakcheck sink runs, else AlwaysOff"
+
+
 class _Pipeline:
     """The process-wide in-memory exporters, installed once (see the module docstring)."""
 
     def __init__(self) -> None:
         self.lock = threading.RLock()
-        self.spans = InMemorySpanExporter()
+        self.spans = _SpansWhileASinkRuns(self)
         self.reader = InMemoryMetricReader(preferred_temporality=_delta_everywhere())
-        self.logs = _LogExporter() if sdk_logs is not None else None
+        self.logs = _LogsWhileASinkRuns(self) if sdk_logs is not None else None
         # the global provider each signal was handled for, and why a signal is not read
         self.handled: dict[str, Any] = {}
         self.inactive: dict[str, str] = {}
@@ -179,7 +227,7 @@ class _Pipeline:
         if self.handled.get("traces") is provider:
             return
         if _is_unset(provider):
-            ours = sdk_trace.TracerProvider(sampler=ALWAYS_ON)
+            ours = sdk_trace.TracerProvider(sampler=_RecordWhileASinkRuns(self))
             ours.add_span_processor(SimpleSpanProcessor(self.spans))
             trace_api.set_tracer_provider(ours)
             self._settle("traces", trace_api.get_tracer_provider(), ours)

@@ -301,3 +301,45 @@ def test_collect_without_start_is_empty() -> None:
 def test_sinks_entry() -> None:
     assert otel_sink.SINKS == [OpenTelemetrySink]
     assert OpenTelemetrySink.name == "opentelemetry"
+
+
+def test_nothing_is_recorded_or_kept_outside_a_sink() -> None:
+    """The providers stay set for the rest of the process: a span or log record of a test
+    that does not use leakcheck is neither recorded by our provider (as with the plugin
+    off, where the app has none) nor kept by our exporters until the next leakcheck test
+    (they piled up to the end of the session)."""
+    from opentelemetry import _logs, trace
+    from opentelemetry._logs import LogRecord
+
+    def emit(name: str) -> bool:
+        with trace.get_tracer("leakcheck-outside-test").start_as_current_span(name) as span:
+            recording = span.is_recording()
+        _logs.get_logger("leakcheck-outside-test").emit(LogRecord(body=name))
+        return recording
+
+    first = OpenTelemetrySink()
+    first.start()
+    first.stop()
+    if first.inactive_reason:  # pragma: no cover - a foreign provider
+        pytest.skip(f"a signal cannot be read here: {first.inactive_reason}")
+    pipeline = otel_sink._pipeline()
+    assert otel_sink.pipeline_state()["installed"]["traces"] == "ours"
+    assert pipeline.logs is not None
+    logs = pipeline.logs
+
+    def kept() -> tuple[int, int]:
+        return len(pipeline.spans.get_finished_spans()), len(logs.get_finished_logs())
+
+    before = kept()
+    assert emit("outside") is False
+    assert kept() == before
+
+    inside = OpenTelemetrySink()
+    inside.start()
+    try:
+        assert emit("inside") is True
+    finally:
+        inside.stop()
+    texts = {c.text for c in inside.collect()}
+    assert {"inside"} <= texts
+    assert "outside" not in texts
