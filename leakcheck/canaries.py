@@ -36,6 +36,7 @@ __all__ = [
     "canary_lookalikes",
     "estimate_bits",
     "MIN_SECRET_BITS",
+    "watch_canaries",
 ]
 
 #: A user-supplied secret must carry at least this many estimated bits to be accepted.
@@ -921,20 +922,46 @@ KINDS: dict[str, Kind] = {
 }
 
 
+#: Told of each canary a factory makes (``watch_canaries``).
+_WATCHERS: list[Callable[[Secret], None]] = []
+
+
+def watch_canaries(watcher: Callable[[Secret], None]) -> Callable[[], None]:
+    """Have ``watcher`` told of every canary made from now on by a ``CanaryFactory`` that
+    announces them (the default; a test's own check makes its canaries unannounced and
+    hands them to the masker itself). Returns the function that stops it.
+
+    The pytest plugin's session watches, and masks each canary in everything pytest prints:
+    a canary drawn by a Hypothesis strategy (``leakcheck.strategies``) or made by a factory
+    of the test's own is a test argument, a local, an assertion's operand, and pytest
+    printed it in full in a failure."""
+    _WATCHERS.append(watcher)
+
+    def unwatch() -> None:
+        if watcher in _WATCHERS:
+            _WATCHERS.remove(watcher)
+
+    return unwatch
+
+
 class CanaryFactory:
     """Generates unique hostile canaries, reproducibly from ``seed``.
 
     The n-th canary of a kind depends only on (seed, kind, n), so a failing test can be
-    replayed by printing the seed.
+    replayed by printing the seed. ``announce``: tell each canary made to the watchers
+    (``watch_canaries``: the pytest plugin masks them in all that pytest prints).
     """
 
-    def __init__(self, seed: int | str | None = None, *, namespace: str = "") -> None:
+    def __init__(
+        self, seed: int | str | None = None, *, namespace: str = "", announce: bool = True
+    ) -> None:
         if seed is None:
             import random
 
             seed = random.SystemRandom().getrandbits(64)
         self.seed = seed
         self.namespace = namespace
+        self.announce = announce
         self._counts: dict[str, int] = {}
 
     def __call__(self, kind: str) -> Secret:
@@ -959,7 +986,11 @@ class CanaryFactory:
         rng = random.Random(f"leakcheck:{self.seed}:{self.namespace}:{kind}:{n}")
         value, bits = spec.generate(rng)
         assert sum(bits) >= MIN_CANARY_BITS, (kind, sum(bits))
-        return Secret(value, kind, f"{kind}#{n}", spec.secret_class, bits, generated=True)
+        secret = Secret(value, kind, f"{kind}#{n}", spec.secret_class, bits, generated=True)
+        if self.announce:
+            for watcher in tuple(_WATCHERS):
+                watcher(secret)
+        return secret
 
     def all_kinds(self) -> Iterator[Secret]:
         for kind in KINDS:

@@ -74,7 +74,9 @@ class LeakCheck:
         sinks: Iterable[Sink] | None = None,
         backend: str = SMALL_INPUT_BACKEND,
     ) -> None:
-        self.canaries = CanaryFactory(seed, namespace=namespace)
+        # (unannounced: the plugin's session masker takes a check's secrets from the check,
+        # by class of secret, when its verdict is made)
+        self.canaries = CanaryFactory(seed, namespace=namespace, announce=False)
         #: this check's number in the process, never another's
         self.serial = next(_SERIALS)
         self.policy = policy

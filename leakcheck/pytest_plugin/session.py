@@ -9,12 +9,13 @@ import logging
 import os
 import random
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .. import masking
+from .. import canaries, masking
 from ..canaries import CANARY_GENERATION, Secret
 from ..extensions import broken_plugins, not_set_up_reasons, skipped_plugins
 from ..forms import WINDOW_CHARS
@@ -78,6 +79,8 @@ class PluginSession:
         #: each test's record, unmasked while in this process: masked with every secret
         #: seen when it leaves it (the worker's output, the JSON report: sessionfinish)
         self.records: list[dict[str, Any]] = []
+        #: stops the masking of canaries made outside the checks (``watch_canaries``)
+        self._unwatch: Callable[[], None] | None = None
         self.opt_outs: list[dict[str, str]] = []
         self.request_id_problems: list[dict[str, Any]] = []
         #: -v: say what is only noise in a quiet run (plugins whose library is missing,
@@ -105,6 +108,23 @@ class PluginSession:
 
     def add_session_secret(self, secret: Secret) -> None:
         self.session_secrets.append(secret)
+        self.masker.add([secret])
+
+    def watch_canaries(self) -> None:
+        """Mask from now on every canary made in this process outside a test's check: a
+        Hypothesis strategy's draw (``leakcheck.strategies``), a factory of the test's own.
+        Such a canary is a test's argument or local, and pytest printed it in full in a
+        failure (an assertion's operands, ``-l``, the falsifying example). It is only
+        masked: no test searches its sinks for it."""
+        self.unwatch_canaries()
+        self._unwatch = canaries.watch_canaries(self._made_canary)
+
+    def unwatch_canaries(self) -> None:
+        unwatch, self._unwatch = self._unwatch, None
+        if unwatch is not None:
+            unwatch()
+
+    def _made_canary(self, secret: Secret) -> None:
         self.masker.add([secret])
 
     def mask(self, text: str) -> str:
