@@ -928,12 +928,12 @@ _WATCHERS: list[Callable[[Secret], None]] = []
 
 def watch_canaries(watcher: Callable[[Secret], None]) -> Callable[[], None]:
     """Have ``watcher`` told of every canary made from now on by a ``CanaryFactory`` that
-    announces them (the default; a test's own check makes its canaries unannounced and
-    hands them to the masker itself). Returns the function that stops it.
+    announces them (the default; the pytest fixture's check makes its canaries unannounced
+    and hands them to the masker itself). Returns the function that stops it.
 
     The pytest plugin's session watches, and masks each canary in everything pytest prints:
     a canary drawn by a Hypothesis strategy (``leakcheck.strategies``) or made by a factory
-    of the test's own is a test argument, a local, an assertion's operand, and pytest
+    or a check of the test's own is a test argument, a local, an assertion's operand, and pytest
     printed it in full in a failure."""
     _WATCHERS.append(watcher)
 

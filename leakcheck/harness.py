@@ -61,6 +61,10 @@ class LeakCheck:
     """One test's canaries, sinks and verdict.
 
     ``skip_sinks`` maps a sink name to the reason it is opted out (listed in reports).
+    ``announce``: tell each canary made to ``canaries.watch_canaries``' watchers (in a
+    pytest session, the plugin masks it in all that pytest prints: a check made by a test
+    itself, an MCP audit run in a test); the plugin's fixture makes its check with False
+    (the session masker takes a fixture's secrets from it, by class, at its verdict).
     """
 
     def __init__(
@@ -73,10 +77,9 @@ class LeakCheck:
         skip_sinks: dict[str, str] | None = None,
         sinks: Iterable[Sink] | None = None,
         backend: str = SMALL_INPUT_BACKEND,
+        announce: bool = True,
     ) -> None:
-        # (unannounced: the plugin's session masker takes a check's secrets from the check,
-        # by class of secret, when its verdict is made)
-        self.canaries = CanaryFactory(seed, namespace=namespace, announce=False)
+        self.canaries = CanaryFactory(seed, namespace=namespace, announce=announce)
         #: this check's number in the process, never another's
         self.serial = next(_SERIALS)
         self.policy = policy

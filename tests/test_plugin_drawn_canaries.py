@@ -27,7 +27,7 @@ pytest_plugins = ["pytester"]
 
 INNER = """
 from hypothesis import Phase, given, settings
-from leakcheck import CanaryFactory
+from leakcheck import CanaryFactory, LeakCheck
 from leakcheck.strategies import encoded_forms, hostile_secrets, hostile_values
 
 # (no shrinking: each step draws a canary more, and the failing example prints the same way)
@@ -64,6 +64,12 @@ def test_a_factory_of_the_tests_own():
     cookie = CanaryFactory().secret("cookie").value
     print("session cookie", cookie)
     assert cookie == ""
+
+
+def test_a_check_of_the_tests_own():
+    with LeakCheck(sinks=[]) as check:
+        signature = check.secret("signature")
+    assert signature == ""
 """
 
 CONFTEST = """
@@ -83,6 +89,9 @@ def nth(self, kind, n, spec=None):
 canaries.CanaryFactory.nth = nth
 """
 
+#: the kinds the inner tests make, one test each
+KINDS = {"bearer", "api_key", "password", "hostname", "cookie", "signature"}
+
 UNWATCHED = """
 
 def pytest_sessionstart(session):
@@ -96,7 +105,7 @@ def _made(pytester: pytest.Pytester) -> list[Secret]:
     made = []
     for line in (pytester.path / "made.jsonl").read_text().splitlines():
         seed, namespace, kind, n, announced = json.loads(line)
-        assert announced, "a strategy's or a test's own factory made a canary unannounced"
+        assert announced, "a strategy, or a test's own factory or check, made one unannounced"
         seed = int(seed) if seed.isdigit() else seed
         made.append(CanaryFactory(seed, namespace=namespace, announce=False).nth(kind, n))
     return made
@@ -150,7 +159,7 @@ def test_drawn_and_own_canaries_are_masked(
 ) -> None:
     outputs, made = _run(pytester, *workers, subprocess=bool(workers))
     _routes(outputs)
-    assert {s.kind for s in made} >= {"bearer", "api_key", "password", "hostname", "cookie"}
+    assert {s.kind for s in made} >= KINDS
     assert not _echoes(outputs, made)
 
 
@@ -160,7 +169,7 @@ def test_without_the_watch_pytest_prints_them(pytester: pytest.Pytester) -> None
     shown = {hit.split(": ")[1].split(" as ")[0] for hit in _echoes(outputs, made)}
     # every test's canary shows: the argument, the operand, the local, the print
     kinds = {secret.id.split("#")[0] for secret in made if secret.id in shown}
-    assert kinds >= {"bearer", "api_key", "password", "hostname", "cookie"}
+    assert kinds >= KINDS
 
 
 def test_a_watcher_is_told_until_it_stops() -> None:

@@ -153,6 +153,7 @@ def leakcheck() -> Iterator[LeakCheck]:
         decode=options.decode,
         skip_sinks=options.skip_sinks,
         sinks=None if state.enabled else [],
+        announce=False,  # (the session masker takes its secrets at its verdict, by class)
     )
     for secret in state.session_secrets:
         check.register_secret(secret)

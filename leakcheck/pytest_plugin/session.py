@@ -79,7 +79,7 @@ class PluginSession:
         #: each test's record, unmasked while in this process: masked with every secret
         #: seen when it leaves it (the worker's output, the JSON report: sessionfinish)
         self.records: list[dict[str, Any]] = []
-        #: stops the masking of canaries made outside the checks (``watch_canaries``)
+        #: stops the masking of canaries made outside the fixture's checks (``watch_canaries``)
         self._unwatch: Callable[[], None] | None = None
         self.opt_outs: list[dict[str, str]] = []
         self.request_id_problems: list[dict[str, Any]] = []
@@ -111,8 +111,9 @@ class PluginSession:
         self.masker.add([secret])
 
     def watch_canaries(self) -> None:
-        """Mask from now on every canary made in this process outside a test's check: a
-        Hypothesis strategy's draw (``leakcheck.strategies``), a factory of the test's own.
+        """Mask from now on every canary made in this process outside the fixture's
+        checks: a Hypothesis strategy's draw (``leakcheck.strategies``), a factory or a
+        ``LeakCheck`` of the test's own.
         Such a canary is a test's argument or local, and pytest printed it in full in a
         failure (an assertion's operands, ``-l``, the falsifying example). It is only
         masked: no test searches its sinks for it."""
