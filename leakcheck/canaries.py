@@ -36,7 +36,8 @@ __all__ = [
     "canary_lookalikes",
     "estimate_bits",
     "MIN_SECRET_BITS",
-    "watch_canaries",
+    "announce",
+    "watch_secrets",
 ]
 
 #: A user-supplied secret must carry at least this many estimated bits to be accepted.
@@ -922,19 +923,20 @@ KINDS: dict[str, Kind] = {
 }
 
 
-#: Told of each canary a factory makes (``watch_canaries``).
+#: Told of each secret announced (``watch_secrets``).
 _WATCHERS: list[Callable[[Secret], None]] = []
 
 
-def watch_canaries(watcher: Callable[[Secret], None]) -> Callable[[], None]:
-    """Have ``watcher`` told of every canary made from now on by a ``CanaryFactory`` that
-    announces them (the default; the pytest fixture's check makes its canaries unannounced
-    and hands them to the masker itself). Returns the function that stops it.
+def watch_secrets(watcher: Callable[[Secret], None]) -> Callable[[], None]:
+    """Have ``watcher`` told of every secret announced from now on: each canary a
+    ``CanaryFactory`` makes and each secret a ``LeakCheck`` registers, unless made with
+    ``announce=False`` (the pytest fixture's check: it hands its secrets to the masker
+    itself). Returns the function that stops it.
 
-    The pytest plugin's session watches, and masks each canary in everything pytest prints:
-    a canary drawn by a Hypothesis strategy (``leakcheck.strategies``) or made by a factory
-    or a check of the test's own is a test argument, a local, an assertion's operand, and pytest
-    printed it in full in a failure."""
+    The pytest plugin's session watches, and masks each one in everything pytest prints: a
+    canary drawn by a Hypothesis strategy (``leakcheck.strategies``), or a secret of a
+    factory or a check of the test's own, is a test argument, a local, an assertion's
+    operand, and pytest printed it in full in a failure."""
     _WATCHERS.append(watcher)
 
     def unwatch() -> None:
@@ -944,12 +946,18 @@ def watch_canaries(watcher: Callable[[Secret], None]) -> Callable[[], None]:
     return unwatch
 
 
+def announce(secret: Secret) -> None:
+    """Tell ``secret`` to the watchers (``watch_secrets``)."""
+    for watcher in tuple(_WATCHERS):
+        watcher(secret)
+
+
 class CanaryFactory:
     """Generates unique hostile canaries, reproducibly from ``seed``.
 
     The n-th canary of a kind depends only on (seed, kind, n), so a failing test can be
     replayed by printing the seed. ``announce``: tell each canary made to the watchers
-    (``watch_canaries``: the pytest plugin masks them in all that pytest prints).
+    (``watch_secrets``: the pytest plugin masks them in all that pytest prints).
     """
 
     def __init__(
@@ -988,8 +996,7 @@ class CanaryFactory:
         assert sum(bits) >= MIN_CANARY_BITS, (kind, sum(bits))
         secret = Secret(value, kind, f"{kind}#{n}", spec.secret_class, bits, generated=True)
         if self.announce:
-            for watcher in tuple(_WATCHERS):
-                watcher(secret)
+            announce(secret)
         return secret
 
     def all_kinds(self) -> Iterator[Secret]:

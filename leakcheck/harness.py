@@ -16,7 +16,7 @@ import weakref
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
-from .canaries import CanaryFactory, Secret
+from .canaries import CanaryFactory, Secret, announce
 from .capture import (
     Captured,
     ExceptionSink,
@@ -61,10 +61,11 @@ class LeakCheck:
     """One test's canaries, sinks and verdict.
 
     ``skip_sinks`` maps a sink name to the reason it is opted out (listed in reports).
-    ``announce``: tell each canary made to ``canaries.watch_canaries``' watchers (in a
-    pytest session, the plugin masks it in all that pytest prints: a check made by a test
-    itself, an MCP audit run in a test); the plugin's fixture makes its check with False
-    (the session masker takes a fixture's secrets from it, by class, at its verdict).
+    ``announce``: tell each canary made and each secret registered to
+    ``canaries.watch_secrets``' watchers (in a pytest session, the plugin masks it in all
+    that pytest prints: a check made by a test itself, an MCP audit run in a test); the
+    plugin's fixture makes its check with False (the session masker takes a fixture's
+    secrets from it, by class, at its verdict).
     """
 
     def __init__(
@@ -139,11 +140,15 @@ class LeakCheck:
         # numbered among the test's own secrets: the session's do not shift the ids
         secret_id = id or f"{kind}#user{len(self._secrets) - self._session_secrets + 1}"
         self._add(Secret.from_user(value, kind=kind, id=secret_id))
+        if self.canaries.announce:
+            announce(self._secrets[-1])
         return value
 
     def register_secret(self, secret: Secret) -> Secret:
         """Search for (and mask) a ``Secret`` made elsewhere: a session-wide one."""
         self._session_secrets += 1
+        if self.canaries.announce:
+            announce(secret)
         return self._add(secret)
 
     def _add(self, secret: Secret) -> Secret:

@@ -5,7 +5,8 @@ A canary drawn by a Hypothesis strategy (``leakcheck.strategies``) or made by a
 pytest printed it in full in a failure (the assertion's operands, ``-l``, Hypothesis's
 falsifying example, ``-rA``'s captured output), in a session whose plugin masks every
 canary of its own checks. The plugin now watches every factory that announces its
-canaries (``canaries.watch_canaries``) and masks them too.
+canaries (``canaries.watch_secrets``) and masks them too, and so every secret a check
+of the test's own registers.
 
 The inner suite's conftest writes where each canary came from (seed, namespace, kind,
 number: never a value) to a file; this test rebuilds them and searches every output with
@@ -16,16 +17,19 @@ the watch stopped must show them: the check has teeth.
 from __future__ import annotations
 
 import json
+import secrets
 
 import pytest
 from leak_oracle import hits
 
 import leakcheck.forms
-from leakcheck import CanaryFactory, Scanner, Secret
+from leakcheck import CanaryFactory, LeakCheck, Scanner, Secret
 
 pytest_plugins = ["pytester"]
 
 INNER = """
+import os
+
 from hypothesis import Phase, given, settings
 from leakcheck import CanaryFactory, LeakCheck
 from leakcheck.strategies import encoded_forms, hostile_secrets, hostile_values
@@ -70,6 +74,12 @@ def test_a_check_of_the_tests_own():
     with LeakCheck(sinks=[]) as check:
         signature = check.secret("signature")
     assert signature == ""
+
+
+def test_a_secret_registered_with_a_check_of_the_tests_own():
+    with LeakCheck(sinks=[]) as check:
+        token = check.register(os.environ["LEAKCHECK_TEST_OWN_TOKEN"], kind="bearer")
+    assert token == ""
 """
 
 CONFTEST = """
@@ -89,7 +99,7 @@ def nth(self, kind, n, spec=None):
 canaries.CanaryFactory.nth = nth
 """
 
-#: the kinds the inner tests make, one test each
+#: the kinds the inner tests make, one test each ("secret": the registered one's)
 KINDS = {"bearer", "api_key", "password", "hostname", "cookie", "signature"}
 
 UNWATCHED = """
@@ -97,7 +107,7 @@ UNWATCHED = """
 def pytest_sessionstart(session):
     from leakcheck.pytest_plugin.session import SESSION
 
-    session.config.stash[SESSION].unwatch_canaries()
+    session.config.stash[SESSION].unwatch_secrets()
 """
 
 
@@ -112,8 +122,16 @@ def _made(pytester: pytest.Pytester) -> list[Secret]:
 
 
 def _run(
-    pytester: pytest.Pytester, *args: str, watched: bool = True, subprocess: bool = False
+    pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    *args: str,
+    watched: bool = True,
+    subprocess: bool = False,
 ) -> tuple[dict[str, bytes], list[Secret]]:
+    """The inner suite's outputs, and every secret it made: the canaries, rebuilt, and the
+    one its own check registers (a user's secret, given in the environment)."""
+    own = Secret.from_user("own-" + secrets.token_urlsafe(24), kind="bearer", id="own")
+    monkeypatch.setenv("LEAKCHECK_TEST_OWN_TOKEN", own.value)
     pytester.makepyfile(test_drawn=INNER)
     pytester.makeconftest(CONFTEST if watched else CONFTEST + UNWATCHED)
     junit = pytester.path / "junit.xml"
@@ -131,16 +149,16 @@ def _run(
         "leakcheck.json": report.read_bytes(),
     }
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    return outputs, _made(pytester)
+    return outputs, [*_made(pytester), own]
 
 
-def _echoes(outputs: dict[str, bytes], secrets: list[Secret]) -> list[str]:
-    """Where any form or masking piece of ``secrets`` shows: output names and secret ids,
+def _echoes(outputs: dict[str, bytes], made: list[Secret]) -> list[str]:
+    """Where any form or masking piece of ``made`` shows: output names and secret ids,
     never a value."""
-    strict = Scanner(secrets, decode=True, forms=leakcheck.forms.MASKING_FORMS, strict=True)
+    strict = Scanner(made, decode=True, forms=leakcheck.forms.MASKING_FORMS, strict=True)
     found = []
     for name, data in outputs.items():
-        found += [f"{name}: {hit}" for hit in hits(data, secrets)]
+        found += [f"{name}: {hit}" for hit in hits(data, made)]
         found += [f"{name}: {f.secret_id} as {f.form}" for f in strict.scan(data, source=name)]
     return found
 
@@ -155,33 +173,45 @@ def _routes(outputs: dict[str, bytes]) -> None:
 
 @pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["serial", "xdist"])
 def test_drawn_and_own_canaries_are_masked(
-    pytester: pytest.Pytester, workers: tuple[str, ...]
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, workers: tuple[str, ...]
 ) -> None:
-    outputs, made = _run(pytester, *workers, subprocess=bool(workers))
+    outputs, made = _run(pytester, monkeypatch, *workers, subprocess=bool(workers))
     _routes(outputs)
     assert {s.kind for s in made} >= KINDS
-    assert not _echoes(outputs, made)
+    # (the list apart: an assertion on the call would print its arguments, the outputs)
+    echoes = _echoes(outputs, made)
+    assert not echoes
 
 
-def test_without_the_watch_pytest_prints_them(pytester: pytest.Pytester) -> None:
-    outputs, made = _run(pytester, watched=False)
+def test_without_the_watch_pytest_prints_them(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    outputs, made = _run(pytester, monkeypatch, watched=False)
     _routes(outputs)
     shown = {hit.split(": ")[1].split(" as ")[0] for hit in _echoes(outputs, made)}
     # every test's canary shows: the argument, the operand, the local, the print
     kinds = {secret.id.split("#")[0] for secret in made if secret.id in shown}
     assert kinds >= KINDS
+    assert "own" in shown  # the registered one
 
 
 def test_a_watcher_is_told_until_it_stops() -> None:
-    from leakcheck.canaries import watch_canaries
+    from leakcheck.canaries import watch_secrets
 
     told: list[str] = []
-    unwatch = watch_canaries(lambda secret: told.append(secret.id))
+    unwatch = watch_secrets(lambda secret: told.append(secret.id))
+    value = "own-" + secrets.token_urlsafe(24)
     try:
         CanaryFactory(1).secret("bearer")
         CanaryFactory(1, announce=False).secret("api_key")
+        LeakCheck(sinks=[]).register(value, id="mine")
+        LeakCheck(sinks=[], announce=False).register(value, id="fixture's")
+        fixtures = LeakCheck(sinks=[], announce=False)
+        fixtures.secret("password")
+        fixtures.register_secret(Secret.from_user(value, id="session's"))
     finally:
         unwatch()
     CanaryFactory(1).secret("cookie")
-    assert told == ["bearer#1"]
+    LeakCheck(sinks=[]).register(value, id="after")
+    assert told == ["bearer#1", "mine"]
     unwatch()  # (twice: a no-op)

@@ -84,14 +84,14 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SESSION] = state
     config.pluginmanager.register(state, "leakcheck-state")
     state.mask_terminal()
-    state.watch_canaries()
+    state.watch_secrets()
     snapshots.install(config, lambda: state.secrets)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(SESSION, None)
     if state is not None:
-        state.unwatch_canaries()
+        state.unwatch_secrets()
 
 
 class _Running(threading.local):

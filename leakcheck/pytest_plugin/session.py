@@ -79,7 +79,7 @@ class PluginSession:
         #: each test's record, unmasked while in this process: masked with every secret
         #: seen when it leaves it (the worker's output, the JSON report: sessionfinish)
         self.records: list[dict[str, Any]] = []
-        #: stops the masking of canaries made outside the fixture's checks (``watch_canaries``)
+        #: stops the masking of secrets made outside the fixture's checks (``watch_secrets``)
         self._unwatch: Callable[[], None] | None = None
         self.opt_outs: list[dict[str, str]] = []
         self.request_id_problems: list[dict[str, Any]] = []
@@ -110,22 +110,22 @@ class PluginSession:
         self.session_secrets.append(secret)
         self.masker.add([secret])
 
-    def watch_canaries(self) -> None:
-        """Mask from now on every canary made in this process outside the fixture's
-        checks: a Hypothesis strategy's draw (``leakcheck.strategies``), a factory or a
-        ``LeakCheck`` of the test's own.
-        Such a canary is a test's argument or local, and pytest printed it in full in a
-        failure (an assertion's operands, ``-l``, the falsifying example). It is only
-        masked: no test searches its sinks for it."""
-        self.unwatch_canaries()
-        self._unwatch = canaries.watch_canaries(self._made_canary)
+    def watch_secrets(self) -> None:
+        """Mask from now on every secret made in this process outside the fixture's
+        checks: a Hypothesis strategy's draw (``leakcheck.strategies``), a canary or a
+        registered secret of a factory or a ``LeakCheck`` of the test's own. Such a
+        secret is a test's argument or local, and pytest printed it in full in a failure
+        (an assertion's operands, ``-l``, the failing test case). It is only masked: no
+        test searches its sinks for it."""
+        self.unwatch_secrets()
+        self._unwatch = canaries.watch_secrets(self._announced)
 
-    def unwatch_canaries(self) -> None:
+    def unwatch_secrets(self) -> None:
         unwatch, self._unwatch = self._unwatch, None
         if unwatch is not None:
             unwatch()
 
-    def _made_canary(self, secret: Secret) -> None:
+    def _announced(self, secret: Secret) -> None:
         self.masker.add([secret])
 
     def mask(self, text: str) -> str:
