@@ -84,6 +84,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SESSION] = state
     config.pluginmanager.register(state, "leakcheck-state")
     state.mask_terminal()
+    state.mask_debug_trace()
     state.watch_secrets()
     snapshots.install(config, lambda: state.secrets)
 

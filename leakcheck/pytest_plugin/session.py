@@ -36,6 +36,8 @@ _CACHED_TEXTS = 32
 _CACHED_FROM_CHARS = 64
 _CACHED_UP_TO_CHARS = 256 * 1024
 EARLY_SESSION_SECRETS = pytest.StashKey[list[Secret]]()
+#: ``--debug``: trace messages written for one (those traced while masking it included)
+_TRACED_WHILE_MASKING = 1000
 
 
 class PluginSession:
@@ -167,6 +169,37 @@ class PluginSession:
             write(msg, **markup)
 
         writer.write = masked_write
+
+    def mask_debug_trace(self) -> None:
+        """``--debug`` writes every hook call's arguments and results to its file as they
+        happen (an assertion's operands, a failing call's exception, the test items before
+        their ids are masked): each message through the masker too, with what the process
+        knows then."""
+        root = getattr(self.config.trace, "root", None)
+        write = getattr(root, "_writer", None)  # pluggy's TagTracer: set by --debug
+        if root is None or write is None:
+            return
+        masking = threading.local()
+
+        def masked_write(message: str) -> None:
+            queue = getattr(masking, "queue", None)
+            if queue is not None:
+                # traced while a message is masked (the assertion rewriter's import hook
+                # says which module a masker imports): written after it, masked too
+                queue.append(message)
+                return
+            masking.queue = queue = [message]
+            try:
+                for _ in range(_TRACED_WHILE_MASKING):
+                    if not queue:
+                        break
+                    write(self.mask(queue.pop(0)))
+                else:
+                    write(f"[leakcheck: {len(queue)} trace messages left out]\n")
+            finally:
+                masking.queue = None
+
+        root.setwriter(masked_write)
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
