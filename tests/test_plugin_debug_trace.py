@@ -1,4 +1,5 @@
-"""``pytest --debug`` writes every hook call's arguments and results to its file: masked.
+"""``pytest --debug`` writes every hook call's arguments and results to its file (and
+``PYTEST_DEBUG=1`` to stderr): masked.
 
 The trace shows an assertion's operands (``pytest_assertrepr_compare``'s ``left`` and
 ``right``), a failing call's exception, and the collected items with their ids before the
@@ -46,8 +47,14 @@ PluginSession.mask_debug_trace = lambda self: None
 
 
 def _traced(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, conftest: str = ""
+    pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    conftest: str = "",
+    *,
+    env: bool = False,
 ) -> tuple[bytes, list[Secret]]:
+    """The trace (``--debug``'s file, or with ``env`` the stderr that ``PYTEST_DEBUG=1``
+    traces to) and the secrets it may show."""
     staging = Secret.from_user("stg-" + secrets.token_urlsafe(24), kind="bearer", id="staging")
     monkeypatch.setenv("LEAKCHECK_TEST_STAGING", staging.value)
     pytester.makepyfile(test_traced=INNER)
@@ -55,19 +62,23 @@ def _traced(
     if conftest:
         pytester.makeconftest(conftest)
     trace = pytester.path / "trace.log"
+    if env:
+        monkeypatch.setenv("PYTEST_DEBUG", "1")
     result = pytester.runpytest_subprocess(
-        "-p", "no:randomly", "-p", "no:cacheprovider", f"--debug={trace}",
-        f"--leakcheck-seed={SEED}",
+        "-p", "no:randomly", "-p", "no:cacheprovider", f"--leakcheck-seed={SEED}",
+        *(() if env else (f"--debug={trace}",)),
     )  # fmt: skip
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     canary = CanaryFactory(SEED, namespace="test_traced.py::test_compares").secret("bearer")
-    return trace.read_bytes(), [canary, staging]
+    traced = "\n".join(result.errlines).encode("utf-8", "surrogatepass") if env else None
+    return traced or trace.read_bytes(), [canary, staging]
 
 
+@pytest.mark.parametrize("env", [False, True], ids=["--debug", "PYTEST_DEBUG"])
 def test_the_debug_trace_is_masked(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, env: bool
 ) -> None:
-    traced, made = _traced(pytester, monkeypatch)
+    traced, made = _traced(pytester, monkeypatch, env=env)
     # the routes were taken: the operands, the failing call, the parametrized item (its
     # id masked); booleans only, never the trace in an assertion's message
     for route in (
@@ -81,9 +92,10 @@ def test_the_debug_trace_is_masked(
     assert not found
 
 
+@pytest.mark.parametrize("env", [False, True], ids=["--debug", "PYTEST_DEBUG"])
 def test_without_the_masking_the_trace_shows_them(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, env: bool
 ) -> None:
-    traced, made = _traced(pytester, monkeypatch, UNMASKED)
+    traced, made = _traced(pytester, monkeypatch, UNMASKED, env=env)
     shown = {hit.split(" as ")[0] for hit in hits(traced, made)}
     assert shown == {"bearer#1", "staging"}
