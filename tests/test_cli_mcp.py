@@ -246,6 +246,23 @@ def test_server_exits_at_start_printing_a_secret(mcp, canaries) -> None:
     assert "\u00abcanary:secret:raw\u00bb" in line
 
 
+@pytest.mark.parametrize("report", ["text", "json", "sarif", "junit"])
+def test_a_token_on_the_servers_command_line_is_never_shown(
+    mcp, canaries, tmp_path: Path, report: str
+) -> None:
+    # the report names the server by its command line: a real token given there as an
+    # option's value (--api-key VALUE, --token=VALUE) is masked like an env literal
+    key, token = canaries("api_key"), canaries("bearer")
+    server = [sys.executable, FAKE, "--api-key", key.value, f"--token={token.value}"]
+    written = tmp_path / f"report.{report}"
+    run = mcp(*fake("careful"), *NARROW, "--format", report, "-o", str(written),
+              server=server, extra=(key, token))  # fmt: skip
+    assert run.code == 0, run.out + run.err
+    shown = written.read_text(encoding="utf-8") + run.out
+    if report != "sarif":  # (SARIF names no command line)
+        assert "--api-key \u00abcanary:secret:" in shown or "--api-key \\u00abcanary" in shown
+
+
 def test_server_prints_its_token_on_stdout_at_start(mcp) -> None:
     # a line on stdout that is not JSON-RPC: the MCP client logs it, token and all (a host's
     # log: an operator sink); the audit finds it there and never prints it
@@ -390,6 +407,21 @@ def test_streamable_http_server_by_url(mcp) -> None:
     one_error_line(gone, f"cannot reach the MCP server at {base}/careful/mcp: ConnectError")
     both = mcp("--url", f"{base}/mcp", *headers)
     one_error_line(both, "either --url (a running streamable-HTTP server) or a COMMAND")
+
+
+def test_credentials_in_the_url_are_never_shown(mcp, canaries) -> None:
+    # --url names the server in every error and report: its userinfo password and a
+    # secret-named query parameter, given literally, are masked (raw and percent-encoded)
+    password, key = canaries("password"), canaries("api_key")
+    from urllib.parse import quote
+
+    url = (
+        f"http://operator:{quote(password.value, safe='')}@127.0.0.1:9/mcp"
+        f"?api_key={quote(key.value, safe='')}"
+    )
+    run = mcp("--url", url, *TIMEOUTS, server=[], extra=(password, key))
+    line = one_error_line(run, "cannot reach the MCP server at http://operator:")
+    assert line.count("\u00abcanary:") >= 2
 
 
 def test_files_written_under_the_case_home_are_read(mcp) -> None:

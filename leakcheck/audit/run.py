@@ -101,13 +101,59 @@ _SECRET_NAMES = ("TOKEN", "KEY", "SECRET", "PASSWORD", "PASSWD", "PASS", "AUTH",
                  "CREDENTIAL", "SESSION", "PAT", "SIGNATURE", "PRIVATE")  # fmt: skip
 
 
+def _secret_options(args: Sequence[str]) -> list[tuple[str, str]]:
+    """``(option, value)`` for each option of a command line given a value, as
+    ``--name=VALUE`` or ``--name VALUE`` (the value may be anything: a secret-named one
+    is judged by its name)."""
+    found = []
+    for n, arg in enumerate(args):
+        if not arg.startswith("-") or arg == "--":
+            continue
+        name, equals, value = arg.partition("=")
+        if equals:
+            found.append((name, value))
+        elif n + 1 < len(args):
+            found.append((name, args[n + 1]))
+    return found
+
+
+def _url_credentials(url: str) -> list[tuple[str, str]]:
+    """``(name, value)`` of a URL's userinfo password and its query parameters (decoded
+    and as written): ``--url`` names the server in every error and report."""
+    if not url:
+        return []
+    from urllib.parse import parse_qsl, urlsplit
+
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return []
+    found = [("PASSWORD", password)] if password else []
+    found += parse_qsl(parts.query, keep_blank_values=False)
+    for pair in parts.query.split("&"):
+        name, equals, value = pair.partition("=")
+        if equals:
+            found.append((name, value))
+    raw_userinfo = parts.netloc.rpartition("@")[0]
+    if ":" in raw_userinfo:
+        found.append(("PASSWORD", raw_userinfo.partition(":")[2]))
+    return found
+
+
 def literal_secrets(spec: ServerSpec) -> list[Secret]:
     """The literal values (no template field) of the server's secret-named environment
-    variables and headers (``*TOKEN*``, ``*KEY*``, ``*SECRET*``, ``*PASSWORD*``,
-    ``Authorization``...) that are strong enough to be secrets: every text the command
-    prints is masked with them too (a server that prints its real token on startup)."""
+    variables, headers and command-line options (``*TOKEN*``, ``*KEY*``, ``*SECRET*``,
+    ``*PASSWORD*``, ``Authorization``, ``--api-key VALUE``, ``--token=VALUE``, a ``--url``'s
+    password and secret-named query parameters...) that are
+    strong enough to be secrets: every text the command prints or writes is masked with
+    them too (a server that prints its real token on startup; the command line itself, in
+    the report's ``server`` field)."""
     values: list[str] = []
-    for name, template in [*spec.env.items(), *spec.headers.items()]:
+    options = [(name.lstrip("-").replace("-", "_"), value) for name, value in
+               _secret_options(spec.args)]  # fmt: skip
+    for name, template in [*spec.env.items(), *spec.headers.items(), *options,
+                           *_url_credentials(spec.url)]:  # fmt: skip
         if not any(word in name.upper() for word in _SECRET_NAMES):
             continue
         try:
