@@ -251,12 +251,16 @@ def test_a_token_on_the_servers_command_line_is_never_shown(
     mcp, canaries, tmp_path: Path, report: str
 ) -> None:
     # the report names the server by its command line: a real token given there as an
-    # option's value (--api-key VALUE, --token=VALUE) is masked like an env literal
-    key, token = canaries("api_key"), canaries("bearer")
-    server = [sys.executable, FAKE, "--api-key", key.value, f"--token={token.value}"]
+    # option's value (--api-key VALUE, --token=VALUE) or a URL's password is masked like
+    # an env literal
+    key, token, password = canaries("api_key"), canaries("bearer"), canaries("password")
+    from urllib.parse import quote
+
+    database = f"postgresql://app:{quote(password.value, safe='')}@db.internal/app"
+    server = [sys.executable, FAKE, "--api-key", key.value, f"--token={token.value}", database]
     written = tmp_path / f"report.{report}"
     run = mcp(*fake("careful"), *NARROW, "--format", report, "-o", str(written),
-              server=server, extra=(key, token))  # fmt: skip
+              server=server, extra=(key, token, password))  # fmt: skip
     assert run.code == 0, run.out + run.err
     shown = written.read_text(encoding="utf-8") + run.out
     assert "--api-key \u00abcanary:secret:" in shown or "--api-key \\u00abcanary" in shown

@@ -144,16 +144,20 @@ def _url_credentials(url: str) -> list[tuple[str, str]]:
 def literal_secrets(spec: ServerSpec) -> list[Secret]:
     """The literal values (no template field) of the server's secret-named environment
     variables, headers and command-line options (``*TOKEN*``, ``*KEY*``, ``*SECRET*``,
-    ``*PASSWORD*``, ``Authorization``, ``--api-key VALUE``, ``--token=VALUE``, a ``--url``'s
-    password and secret-named query parameters...) that are
-    strong enough to be secrets: every text the command prints or writes is masked with
-    them too (a server that prints its real token on startup; the command line itself, in
-    the report's ``server`` field)."""
+    ``*PASSWORD*``, ``Authorization``, ``--api-key VALUE``, ``--token=VALUE``), and the
+    password and secret-named query parameters of any URL given (``--url``, a database URL
+    among the arguments or variables), that are strong enough to be secrets: every text
+    the command prints or writes is masked with them too (a server that prints its real
+    token on startup; the command line itself, in the report's ``server`` field)."""
     values: list[str] = []
     options = [(name.lstrip("-").replace("-", "_"), value) for name, value in
                _secret_options(spec.args)]  # fmt: skip
-    for name, template in [*spec.env.items(), *spec.headers.items(), *options,
-                           *_url_credentials(spec.url)]:  # fmt: skip
+    # any URL given to the server (an argument, a variable, a header: a database URL's
+    # password) and the --url itself
+    urls = [text for text in (*spec.args, *spec.env.values(), *spec.headers.values(), spec.url)
+            if "://" in text]  # fmt: skip
+    given = [*spec.env.items(), *spec.headers.items(), *options]
+    for name, template in [*given, *(pair for url in urls for pair in _url_credentials(url))]:
         if not any(word in name.upper() for word in _SECRET_NAMES):
             continue
         try:
