@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import pytest
 from leak_oracle import hits
+from test_self_leak import INTERRUPT  # a test interrupted with its canary in the message
 
 from leakcheck import CanaryFactory, Secret
 
@@ -19,11 +20,6 @@ pytest_plugins = ["pytester"]
 
 SEED = "pastebin-1"
 
-INNER = """
-def test_interrupted(leakcheck):
-    token = leakcheck.secret("bearer")
-    raise KeyboardInterrupt(f"stopping: {token}")
-"""
 
 CONFTEST = """
 import pathlib
@@ -48,7 +44,7 @@ PluginSession.mask_terminal = lambda self: None
 
 
 def _pasted(pytester: pytest.Pytester, conftest: str) -> tuple[bytes, bytes]:
-    pytester.makepyfile(test_paste=INNER)
+    pytester.makepyfile(test_paste=INTERRUPT)
     pytester.makeconftest(conftest)
     result = pytester.runpytest_subprocess(
         "-p", "no:randomly", "-p", "no:cacheprovider", "-W", "ignore::pytest.PytestWarning",
@@ -59,12 +55,12 @@ def _pasted(pytester: pytest.Pytester, conftest: str) -> tuple[bytes, bytes]:
 
 
 def _token() -> list[Secret]:  # (the canary, rebuilt: never printed)
-    return [CanaryFactory(SEED, namespace="test_paste.py::test_interrupted").secret("bearer")]
+    return [CanaryFactory(SEED, namespace="test_paste.py::test_interrupt").secret("bearer")]
 
 
 def test_the_pasted_copy_is_masked(pytester: pytest.Pytester) -> None:
     pasted, shown = _pasted(pytester, CONFTEST)
-    assert b"stopping:" in pasted and b"KeyboardInterrupt" in pasted
+    assert b"interrupted with" in pasted and b"KeyboardInterrupt" in pasted
     assert b"\xc2\xabcanary:bearer:" in pasted  # the label the terminal showed, pasted
     found = hits(pasted, _token()) + hits(shown, _token())
     assert not found
