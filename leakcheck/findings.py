@@ -162,6 +162,46 @@ def _printable(chunk: bytes, keep_layout: bool = False, encoding: str = "utf-8")
     return "".join(out)
 
 
+#: What an excerpt's context shows in place of a token that looks like a credential.
+OPAQUE_LABEL = "\u00abopaque\u00bb"
+#: A run of credential characters (base64, base64url, hex, a JWT's dots) long enough to be
+#: a key (``_looks_random`` judges it).
+_CREDENTIAL_RUN = lazy_compile(r"[A-Za-z0-9+/_=~.\-]{20,}")
+#: The same, as bytes: an excerpt's window is widened so as never to cut one.
+_CREDENTIAL_BYTES = lazy_compile(rb"[A-Za-z0-9+/_=~.\-]*")
+_HEX_SEGMENT = lazy_compile(r"[0-9a-f]{24,}|[0-9A-F]{24,}")
+
+
+def _looks_random(token: str) -> bool:
+    """Whether ``token`` looks like a key, not like a word, a path, a host or an id: two
+    or more each of upper case, lower case and digits (all but 3 in 100,000 runs of 20
+    random base64 characters have them; a path, a module or a CamelCase name seldom
+    does), or a hex run of 24 or more characters mixing digits and letters. A UUID's
+    groups are shorter: a request id stays readable."""
+    upper = sum(map(str.isupper, token))
+    lower = sum(map(str.islower, token))
+    digits = sum(map(str.isdigit, token))
+    if upper >= 2 and lower >= 2 and digits >= 2:
+        return True
+    for run in _HEX_SEGMENT.findall(token):
+        letters = sum(c.isalpha() for c in run)
+        if 4 <= letters <= len(run) - 4:
+            return True
+    return False
+
+
+def _without_random_tokens(text: str) -> str:
+    """``text`` (an excerpt's context) with each token that looks like a credential shown
+    as OPAQUE_LABEL: a real key the app printed beside a canary is no secret leakcheck
+    knows, and an excerpt is printed where the app's output is not (a JSON report, a SARIF
+    file uploaded to a code-scanning service)."""
+    if len(text) < 20:
+        return text
+    return _CREDENTIAL_RUN.sub(
+        lambda m: OPAQUE_LABEL if _looks_random(m.group()) else m.group(), text
+    )
+
+
 def masked_excerpt(
     buf: bytes,
     start: int,
@@ -171,7 +211,8 @@ def masked_excerpt(
     *,
     utf16: bool = False,
 ) -> str:
-    """``buf[start:end]`` with ``context`` bytes each side, every span in it masked.
+    """``buf[start:end]`` with ``context`` bytes each side, every span in it masked, and
+    every token of the context that looks like a credential shown as OPAQUE_LABEL.
 
     ``spans`` must hold every match near the window (of every secret and form): masking is
     by matched span, so no form of any secret survives, and a span cut by the window edge is
@@ -183,14 +224,19 @@ def masked_excerpt(
         context, floor = 2 * context, start % 2
 
         def text(low: int, high: int) -> str:
-            return _utf16_text(buf[low:high], (low - start) % 2)
+            return _without_random_tokens(_utf16_text(buf[low:high], (low - start) % 2))
     else:
         floor = 0
 
         def text(low: int, high: int) -> str:
-            return _printable(buf[low:high])
+            return _without_random_tokens(_printable(buf[low:high]))
 
     w_start, w_end = max(floor, start - context), min(len(buf), end + context)
+    if not utf16:  # never cut a token of credential characters: it is judged whole
+        back = _CREDENTIAL_BYTES.match(buf[max(floor, w_start - WIDEN_BYTES) : w_start][::-1])
+        w_start -= back.end() if back else 0
+        ahead = _CREDENTIAL_BYTES.match(buf, w_end, min(len(buf), w_end + WIDEN_BYTES))
+        w_end = ahead.end() if ahead else w_end
     for span in merged:  # never start or stop the window inside a masked span
         if span.start < w_start < span.end:
             w_start = span.start

@@ -1,0 +1,107 @@
+"""An excerpt never shows a credential-looking token beside a hit, known or not.
+
+A leaky gateway logs its request headers: the planted canary, and beside it the real keys
+it holds (an internal service key from the CI environment). The canary is masked by what
+leakcheck knows; the neighbour is no secret leakcheck knows, and the 40 characters of
+context each side of a hit would carry it into a JSON report or a SARIF file uploaded to
+a code-scanning service. A token that looks like a key (``findings._looks_random``) is
+shown as ``«opaque»`` there, judged whole (the window is never cut inside one); words,
+paths, hosts, URLs and UUIDs stay, so the context still says where the hit is.
+Assertions compare booleans, never a value.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import json
+import secrets
+import uuid
+from collections.abc import Callable
+
+import pytest
+
+from leakcheck import CanaryFactory, Scanner
+from leakcheck.findings import OPAQUE_LABEL
+
+
+@functools.cache
+def _scanner() -> tuple[str, Scanner]:
+    canary = CanaryFactory(1, namespace="opaque", announce=False).secret("bearer")
+    return canary.value, Scanner([canary])
+
+
+def _excerpts(line: str) -> list[str]:
+    value, scanner = _scanner()
+    shown = line.replace("{canary}", value).encode()
+    return [f.excerpt for f in scanner.scan(shown, source="log")]
+
+
+def _jwt() -> str:
+    header = base64.urlsafe_b64encode(json.dumps({"alg": "HS256"}).encode()).rstrip(b"=")
+    body = base64.urlsafe_b64encode(secrets.token_bytes(24)).rstrip(b"=")
+    return f"{header.decode()}.{body.decode()}.{secrets.token_urlsafe(32)}"
+
+
+KEYS: dict[str, Callable[[], str]] = {
+    "sk-live hex": lambda: "sk-live-" + secrets.token_hex(16),
+    "ghp": lambda: "ghp_" + secrets.token_urlsafe(27),
+    "urlsafe": lambda: secrets.token_urlsafe(32),
+    "base64": lambda: base64.b64encode(secrets.token_bytes(30)).decode(),
+    "jwt": _jwt,
+    "sha1 hex": lambda: secrets.token_hex(20),
+}
+
+
+@pytest.mark.parametrize("make", list(KEYS.values()), ids=list(KEYS))
+def test_a_real_key_beside_a_canary_is_opaque(make: Callable[[], str]) -> None:
+    for _ in range(20):  # (random keys: any of them must be caught)
+        key = make()
+        for line in (
+            "Authorization: Bearer {canary} X-Api-Key: " + key,
+            "X-Internal: " + key + " Authorization: Bearer {canary}",
+            '{"token": "{canary}", "service_key": "' + key + '"}',
+            "Authorization: Bearer {canary} " + "x" * 30 + " key=" + key,  # cut by the window
+        ):
+            excerpts = _excerpts(line)
+            assert excerpts, "the canary was found"
+            shown = any(key[:12] in e or key[-12:] in e for e in excerpts)
+            assert not shown
+
+
+@pytest.mark.parametrize(
+    "context",
+    [
+        "request_id=" + str(uuid.UUID(int=2**127 + 12345)),
+        "path=/srv/app/handlers/deploy_handler.py",
+        "python3.11/site-packages/httpx/_client.py:1023",
+        "https://api.example/v1/deployments?page=2&per_page=50",
+        "HTTPConnectionPool(host='api.example', port=443)",
+        "create_deployment_request_handler_for_region",
+        "AKIAIOSFODNN7EXAMPLE",  # an access key id: an id, upper case and digits only
+    ],
+)
+def test_the_context_still_says_where_the_hit_is(context: str) -> None:
+    (excerpt,) = _excerpts("Authorization: Bearer {canary} " + context)
+    assert OPAQUE_LABEL not in excerpt
+    assert context[:20] in excerpt
+
+
+def test_the_scan_command_writes_no_neighbour(tmp_path) -> None:
+    from leakcheck.cli import main
+
+    canary = CanaryFactory(2, namespace="opaque").secret("bearer")
+    key = "sk-live-" + secrets.token_hex(16)
+    log = tmp_path / "ci.log"
+    log.write_text(f"GET /v1 token={canary.value} service_key={key}\n", encoding="utf-8")
+    secrets_file = tmp_path / "secrets.json"
+    secrets_file.write_text(json.dumps([canary.value]), encoding="utf-8")
+    for fmt in ("sarif", "json", "text"):
+        out = tmp_path / f"report.{fmt}"
+        code = main(["scan", "--secrets-file", str(secrets_file), "--format", fmt,
+                     "-o", str(out), str(log)])  # fmt: skip
+        written = out.read_text(encoding="utf-8")
+        assert code == 1, fmt
+        assert "opaque" in written, fmt
+        shown = key[-12:] in written
+        assert not shown, fmt
