@@ -170,19 +170,29 @@ _CREDENTIAL_RUN = lazy_compile(r"[A-Za-z0-9+/_=~.\-]{20,}")
 #: The same, as bytes: an excerpt's window is widened so as never to cut one.
 _CREDENTIAL_BYTES = lazy_compile(rb"[A-Za-z0-9+/_=~.\-]*")
 _HEX_SEGMENT = lazy_compile(r"[0-9a-f]{24,}|[0-9A-F]{24,}")
+_SYMBOL = lazy_compile(r"[+/_=\-]")
 
 
 def _looks_random(token: str) -> bool:
-    """Whether ``token`` looks like a key, not like a word, a path, a host or an id: two
-    or more each of upper case, lower case and digits (all but 3 in 100,000 runs of 20
-    random base64 characters have them; a path, a module or a CamelCase name seldom
-    does), or a hex run of 24 or more characters mixing digits and letters. A UUID's
-    groups are shorter: a request id stays readable."""
+    """Whether ``token`` (20 or more credential characters) looks like a key, not like a
+    word, a path, a host, a name or an id: mixed case with a digit (two or more upper and
+    lower case letters), or with ``+/_-=`` (24 or more characters, three or more of each
+    case), or, with neither, case changing at two letters in five or more (a name in
+    CamelCase changes at its words only); or a hex run of 24 or more characters mixing
+    digits and letters. A UUID's groups are shorter: a request id stays readable. Measured
+    misses on random keys in README ("Output")."""
     upper = sum(map(str.isupper, token))
     lower = sum(map(str.islower, token))
-    digits = sum(map(str.isdigit, token))
-    if upper >= 2 and lower >= 2 and digits >= 2:
-        return True
+    if upper >= 2 and lower >= 2:
+        if any(map(str.isdigit, token)):
+            return True
+        if len(token) >= 24 and upper >= 3 and lower >= 3 and _SYMBOL.search(token):
+            return True
+        letters = [c for c in token if c.isalpha()]
+        pairs = zip(letters, letters[1:], strict=False)
+        changes = sum(a.isupper() != b.isupper() for a, b in pairs)
+        if len(letters) >= 20 and changes * 5 >= len(letters) * 2:
+            return True
     for run in _HEX_SEGMENT.findall(token):
         letters = sum(c.isalpha() for c in run)
         if 4 <= letters <= len(run) - 4:
