@@ -16,7 +16,7 @@ from collections.abc import Iterable
 
 from hypothesis import strategies as st
 
-from .canaries import KINDS, CanaryFactory, Secret
+from .canaries import KINDS, CanaryFactory, Secret, announce
 from .forms import FORMS, FormFn
 
 __all__ = [
@@ -55,7 +55,10 @@ def hostile_values(kinds: Iterable[str] | None = None) -> st.SearchStrategy[str]
 def encoded_forms(
     draw: st.DrawFn, secret: Secret, forms: Iterable[FormFn] = FORMS
 ) -> tuple[str, bytes]:
-    """One ``(form name, encoded bytes)`` of ``secret``: what careless code would print."""
+    """One ``(form name, encoded bytes)`` of ``secret``: what careless code would print.
+    ``secret`` is announced (``canaries.watch_secrets``): in a pytest session the plugin
+    masks it in everything pytest prints, a user's own secret given here included."""
+    announce(secret)
     candidates = [pair for form in forms for pair in form(secret)]
     return draw(st.sampled_from(candidates))
 

@@ -31,8 +31,8 @@ INNER = """
 import os
 
 from hypothesis import Phase, given, settings
-from leakcheck import CanaryFactory, LeakCheck
-from leakcheck.strategies import encoded_forms, hostile_secrets, hostile_values
+from leakcheck import CanaryFactory, LeakCheck, Secret
+from leakcheck.strategies import encoded_forms, hostile_secrets, hostile_values, text_with_leak
 
 # (no shrinking: each step draws a canary more, and the failing example prints the same way)
 FEW = settings(max_examples=4, database=None, deadline=None, phases=[Phase.generate])
@@ -74,6 +74,13 @@ def test_a_check_of_the_tests_own():
     with LeakCheck(sinks=[]) as check:
         signature = check.secret("signature")
     assert signature == ""
+
+
+@FEW
+@given(text_with_leak(Secret.from_user(os.environ["LEAKCHECK_TEST_GIVEN_TOKEN"], id="given")))
+def test_a_users_secret_given_to_a_strategy(drawn):
+    haystack, form = drawn
+    assert not haystack
 
 
 def test_a_secret_registered_with_a_check_of_the_tests_own():
@@ -131,7 +138,9 @@ def _run(
     """The inner suite's outputs, and every secret it made: the canaries, rebuilt, and the
     one its own check registers (a user's secret, given in the environment)."""
     own = Secret.from_user("own-" + secrets.token_urlsafe(24), kind="bearer", id="own")
+    given = Secret.from_user("given-" + secrets.token_urlsafe(24), id="given")
     monkeypatch.setenv("LEAKCHECK_TEST_OWN_TOKEN", own.value)
+    monkeypatch.setenv("LEAKCHECK_TEST_GIVEN_TOKEN", given.value)
     pytester.makepyfile(test_drawn=INNER)
     pytester.makeconftest(CONFTEST if watched else CONFTEST + UNWATCHED)
     junit = pytester.path / "junit.xml"
@@ -149,7 +158,7 @@ def _run(
         "leakcheck.json": report.read_bytes(),
     }
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    return outputs, [*_made(pytester), own]
+    return outputs, [*_made(pytester), own, given]
 
 
 def _echoes(outputs: dict[str, bytes], made: list[Secret]) -> list[str]:
@@ -192,7 +201,7 @@ def test_without_the_watch_pytest_prints_them(
     # every test's canary shows: the argument, the operand, the local, the print
     kinds = {secret.id.split("#")[0] for secret in made if secret.id in shown}
     assert kinds >= KINDS
-    assert "own" in shown  # the registered one
+    assert {"own", "given"} <= shown  # the registered one, the one given to a strategy
 
 
 def test_a_watcher_is_told_until_it_stops() -> None:
