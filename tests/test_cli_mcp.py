@@ -412,6 +412,24 @@ def test_streamable_http_server_by_url(mcp) -> None:
     one_error_line(both, "either --url (a running streamable-HTTP server) or a COMMAND")
 
 
+def test_a_token_pinned_as_a_tools_argument_is_never_shown(
+    mcp, canaries, tmp_path: Path
+) -> None:
+    # the server refuses an argument it does not know, naming it with its value: a real
+    # token pinned there (--arguments) is masked like an env literal
+    key = canaries("api_key")
+    pinned = tmp_path / "given" / "arguments.json"  # (the input: not an output scanned)
+    pinned.parent.mkdir()
+    pinned.write_text(json.dumps({"fetch": {"item": "a", "api_key": key.value}}))
+    written = tmp_path / "report.json"
+    run = mcp("--env", "FAKE_MODE=echo-arguments", *ENV, *TIMEOUTS, *NARROW,
+              "--arguments", str(pinned), "--format", "json", "-o", str(written),
+              extra=(key,))  # fmt: skip
+    assert run.code in (0, 1), run.err
+    answers = [case["answer"] for case in json.loads(written.read_text())["cases"]]
+    assert any("takes no arguments" in a and "\u00abcanary:secret:" in a for a in answers)
+
+
 def test_credentials_in_the_url_are_never_shown(mcp, canaries) -> None:
     # --url names the server in every error and report: its userinfo password and a
     # secret-named query parameter, given literally, are masked (raw and percent-encoded)

@@ -141,14 +141,30 @@ def _url_credentials(url: str) -> list[tuple[str, str]]:
     return found
 
 
-def literal_secrets(spec: ServerSpec) -> list[Secret]:
+def _pinned_values(pinned: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """``(argument name, value)`` of each string among pinned tool arguments, nested
+    objects' included (``--arguments``: a token pinned as an argument's value)."""
+    found: list[tuple[str, str]] = []
+    for name, value in pinned.items():
+        if isinstance(value, str):
+            found.append((str(name), value))
+        elif isinstance(value, Mapping):
+            found += _pinned_values(value)
+    return found
+
+
+def literal_secrets(
+    spec: ServerSpec, pinned: Mapping[str, Mapping[str, Any]] | None = None
+) -> list[Secret]:
     """The literal values (no template field) of the server's secret-named environment
     variables, headers and command-line options (``*TOKEN*``, ``*KEY*``, ``*SECRET*``,
     ``*PASSWORD*``, ``Authorization``, ``--api-key VALUE``, ``--token=VALUE``), and the
     password and secret-named query parameters of any URL given (``--url``, a database URL
     among the arguments or variables), that are strong enough to be secrets: every text
     the command prints or writes is masked with them too (a server that prints its real
-    token on startup; the command line itself, in the report's ``server`` field)."""
+    token on startup; the command line itself, in the report's ``server`` field); and so
+    are the values of secret-named ``pinned`` tool arguments (a server that echoes an
+    argument it refuses)."""
     values: list[str] = []
     options = [(name.lstrip("-").replace("-", "_"), value) for name, value in
                _secret_options(spec.args)]  # fmt: skip
@@ -156,7 +172,8 @@ def literal_secrets(spec: ServerSpec) -> list[Secret]:
     # password) and the --url itself
     urls = [text for text in (*spec.args, *spec.env.values(), *spec.headers.values(), spec.url)
             if "://" in text]  # fmt: skip
-    given = [*spec.env.items(), *spec.headers.items(), *options]
+    given = [*spec.env.items(), *spec.headers.items(), *options,
+             *_pinned_values(pinned or {})]  # fmt: skip
     for name, template in [*given, *(pair for url in urls for pair in _url_credentials(url))]:
         if not any(word in name.upper() for word in _SECRET_NAMES):
             continue
@@ -381,7 +398,7 @@ def audit_mcp_server(
     chosen_stages = _pick(AUDIT_STAGES, stages, "stages")
     chosen_placements = _pick(list(PLACEMENTS), placements, "placements") if placements else None
     masker = LeakCheck(sinks=[])
-    for secret in literal_secrets(spec):
+    for secret in literal_secrets(spec, pinned):
         masker.register_secret(secret)
     workdir = tempfile.mkdtemp(prefix="leakcheck-mcp-")
     try:

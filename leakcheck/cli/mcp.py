@@ -185,6 +185,7 @@ class _Progress:
 def mcp_command(args: argparse.Namespace, output: Output) -> int:
     try:
         from ..audit import AuditError, audit_mcp_server, literal_secrets, render
+        from ..audit.arguments import load_pinned
         from ..audit.model import ServerSpec
     except ImportError as exc:  # the mcp extra is not installed
         raise UsageError(
@@ -201,7 +202,14 @@ def mcp_command(args: argparse.Namespace, output: Output) -> int:
     spec = ServerSpec(
         command=server[0] if server else "", args=tuple(server[1:]), env=env, headers=headers
     )
-    output.use(literal_secrets(spec))  # a literal token given to the server: never shown
+    pinned: dict[str, dict[str, Any]] = {}
+    if args.arguments:
+        try:
+            pinned = load_pinned(args.arguments)
+        except AuditError:
+            pass  # (the audit says what is wrong with the file, masked)
+    # a literal token given to the server, or pinned as a tool's argument: never shown
+    output.use(literal_secrets(spec, pinned))
     seed: int | str | None = args.seed
     if isinstance(seed, str) and seed.isdigit():
         seed = int(seed)

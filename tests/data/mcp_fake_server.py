@@ -15,6 +15,7 @@ no-tools       lists no tools
 bad-schema     the tool's input schema is not a valid JSON Schema
 no-request     the tool answers isError without calling the API
 home-log       careful, and logs each call's token to ``$HOME/.fake/debug.log``
+echo-arguments careful, and names each argument it does not know, with its value
 =============  ==================================================================
 """
 
@@ -109,6 +110,10 @@ def main():
                 continue
             args = (message.get("params") or {}).get("arguments") or {}
             result = fetch(args.get("item", ""))
+            unknown = {name: value for name, value in args.items() if name != "item"}
+            if MODE == "echo-arguments" and unknown:
+                said = result["content"][0]["text"]
+                result = text(f"{said} (fetch takes no arguments {unknown!r})", True)
             send({"jsonrpc": "2.0", "id": ident, "result": result})
         elif method == "ping":
             send({"jsonrpc": "2.0", "id": ident, "result": {}})
