@@ -412,9 +412,7 @@ def test_streamable_http_server_by_url(mcp) -> None:
     one_error_line(both, "either --url (a running streamable-HTTP server) or a COMMAND")
 
 
-def test_a_token_pinned_as_a_tools_argument_is_never_shown(
-    mcp, canaries, tmp_path: Path
-) -> None:
+def test_a_token_pinned_as_a_tools_argument_is_never_shown(mcp, canaries, tmp_path: Path) -> None:
     # the server refuses an argument it does not know, naming it with its value: a real
     # token pinned there (--arguments) is masked like an env literal
     key = canaries("api_key")
