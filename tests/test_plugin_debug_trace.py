@@ -99,3 +99,27 @@ def test_without_the_masking_the_trace_shows_them(
     traced, made = _traced(pytester, monkeypatch, UNMASKED)
     shown = {hit.split(" as ")[0] for hit in hits(traced, made)}
     assert shown == {"bearer#1", "staging"}
+
+
+@pytest.mark.parametrize("tracing", [True, False], ids=["tracing", "not tracing"])
+def test_a_tracer_it_cannot_mask_is_said_in_the_header(
+    monkeypatch: pytest.MonkeyPatch, tracing: bool
+) -> None:
+    # a pluggy whose tracer keeps its writer elsewhere: never a silent skip when tracing
+    from types import SimpleNamespace
+
+    from leakcheck.pytest_plugin.session import _TRACE_UNMASKED, PluginSession
+
+    monkeypatch.delenv("PYTEST_DEBUG", raising=False)
+    config = SimpleNamespace(
+        trace=SimpleNamespace(root=object()),
+        option=SimpleNamespace(debug="trace.log" if tracing else None),
+    )
+    session = SimpleNamespace(
+        config=config, trace_unmasked=False, enabled=True, seed="1", capture_note="",
+        session_secrets=[], missing_env=[], no_log_capture=False,
+    )  # fmt: skip
+    PluginSession.mask_debug_trace(session)  # type: ignore[arg-type]
+    header = PluginSession.pytest_report_header(session, config)  # type: ignore[arg-type]
+    said = any(_TRACE_UNMASKED in line for line in header)
+    assert said is tracing

@@ -143,13 +143,16 @@ def _url_credentials(url: str) -> list[tuple[str, str]]:
 
 def _pinned_values(pinned: Mapping[str, Any]) -> list[tuple[str, str]]:
     """``(argument name, value)`` of each string among pinned tool arguments, nested
-    objects' included (``--arguments``: a token pinned as an argument's value)."""
+    objects' and lists' included, a list's strings under its name (``--arguments``: a
+    token pinned as an argument's value)."""
     found: list[tuple[str, str]] = []
     for name, value in pinned.items():
-        if isinstance(value, str):
-            found.append((str(name), value))
-        elif isinstance(value, Mapping):
-            found += _pinned_values(value)
+        items = value if isinstance(value, list) else [value]
+        for item in items:
+            if isinstance(item, str):
+                found.append((str(name), item))
+            elif isinstance(item, Mapping):
+                found += _pinned_values(item)
     return found
 
 

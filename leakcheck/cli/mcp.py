@@ -202,12 +202,10 @@ def mcp_command(args: argparse.Namespace, output: Output) -> int:
     spec = ServerSpec(
         command=server[0] if server else "", args=tuple(server[1:]), env=env, headers=headers
     )
-    pinned: dict[str, dict[str, Any]] = {}
-    if args.arguments:
-        try:
-            pinned = load_pinned(args.arguments)
-        except AuditError:
-            pass  # (the audit says what is wrong with the file, masked)
+    try:  # (read once, here: the audit takes the arguments read)
+        pinned = load_pinned(args.arguments) if args.arguments else {}
+    except AuditError as exc:  # (names the file and where, never a value)
+        raise UsageError(str(exc)) from None
     # a literal token given to the server, or pinned as a tool's argument: never shown
     output.use(literal_secrets(spec, pinned))
     seed: int | str | None = args.seed
@@ -222,7 +220,7 @@ def mcp_command(args: argparse.Namespace, output: Output) -> int:
             tools=_patterns(args.tools),
             stages=_patterns(args.stages),
             placements=_patterns(args.placements),
-            arguments=args.arguments,
+            arguments=pinned,
             seed=seed,
             jobs=args.jobs,
             budget=args.budget,

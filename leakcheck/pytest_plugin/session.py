@@ -36,6 +36,11 @@ _CACHED_TEXTS = 32
 _CACHED_FROM_CHARS = 64
 _CACHED_UP_TO_CHARS = 256 * 1024
 EARLY_SESSION_SECRETS = pytest.StashKey[list[Secret]]()
+_TRACE_UNMASKED = (
+    "pytest's debug trace (--debug, PYTEST_DEBUG) is NOT masked: this pluggy's tracer has "
+    "no writer leakcheck knows, and the trace shows every hook call's arguments (secrets "
+    "included)"
+)
 #: ``--debug``: trace messages written for one (those traced while masking it included)
 _TRACED_WHILE_MASKING = 1000
 
@@ -81,6 +86,8 @@ class PluginSession:
         #: each test's record, unmasked while in this process: masked with every secret
         #: seen when it leaves it (the worker's output, the JSON report: sessionfinish)
         self.records: list[dict[str, Any]] = []
+        #: pytest's debug trace is on and leakcheck cannot mask it (said in the header)
+        self.trace_unmasked = False
         #: stops the masking of secrets made outside the fixture's checks (``watch_secrets``)
         self._unwatch: Callable[[], None] | None = None
         self.opt_outs: list[dict[str, str]] = []
@@ -176,8 +183,13 @@ class PluginSession:
         their ids are masked): each message through the masker too, with what the process
         knows then."""
         root = getattr(self.config.trace, "root", None)
-        write = getattr(root, "_writer", None)  # pluggy's TagTracer: set by --debug
-        if root is None or write is None:
+        if root is None or not hasattr(root, "_writer"):  # pluggy's TagTracer changed
+            tracing = getattr(self.config.option, "debug", None) or os.environ.get("PYTEST_DEBUG")
+            if tracing:  # never silently: the trace may hold secrets
+                self.trace_unmasked = True
+            return
+        write = root._writer  # set by --debug and PYTEST_DEBUG, None otherwise
+        if write is None:
             return
         masking = threading.local()
 
@@ -354,6 +366,8 @@ class PluginSession:
         header.append(f"leakcheck: {_MASKING_LIMIT}")
         if self.enabled and self.no_log_capture:
             header.append(f"leakcheck: {_NO_LOG_CAPTURE}")
+        if self.trace_unmasked:
+            header.append(f"leakcheck: {_TRACE_UNMASKED}")
         return header
 
     @pytest.hookimpl(tryfirst=True)
