@@ -308,6 +308,10 @@ def wrapped_runs(buf: bytes) -> Iterator[tuple[int, int, bytes]]:
         offset += len(line) + 1
     block: list[tuple[int, int]] = []  # (start, end) of each piece, absolute
     for k, (offset, line) in enumerate(lines):
+        if not block and len(line) < _WRAP_MIN_PIECE:
+            # (no block to continue, and too short to start one: no token of a piece's
+            # length, no terminal's width; most lines of a report's strings joined)
+            continue
         start, end = _content(line)
         spaced = b" " in line[start:end] or b"\t" in line[start:end]
         if block and start < end and _continues(lines, k):
