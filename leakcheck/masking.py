@@ -481,11 +481,11 @@ class _JsonMask:
 
     def is_clean(self, strings: list[str]) -> bool:
         """Whether ``strings`` need no masking, as they are nor as JSON spells each. The
-        spellings are joined, not the strings spelled joined: JSON spells the separator
-        with a backslash before a letter or digit on each side of its NULs (``\\n``,
-        ``\\u0000``), and a masking window of a canary holding a backslash matched that
-        (each record of a matrix session's report was then looked at string by string:
-        a third of the session's time)."""
+        spellings are joined, not the strings spelled joined: JSON spells the separator's
+        NULs ``\\u0000``, and the masking window ``00\\u00`` of a canary holding "00é" (its
+        ASCII JSON spelling) matched that, so each record of a matrix session's report was
+        then judged string by string (a third of the session's time). The raw separator
+        between spellings is safe: JSON writes no raw control character."""
         joined = _STRING_SEPARATOR.join(strings)
         if self.mask(joined) != joined:
             return False

@@ -153,4 +153,5 @@ def test_a_clean_document_is_judged_in_two_lookups_whatever_the_canaries() -> No
     leaky = {"tests": [*document["tests"], {"excerpt": "\u2026w00\u00e9Kt\u2026"}]}
     masked = mask_strings(leaky, masked_for_json(mask))
     assert masked["tests"][:50] == document["tests"]
-    assert MASK_LABEL.search(masked["tests"][50]["excerpt"]) is not None
+    masked_piece = MASK_LABEL.search(masked["tests"][50]["excerpt"]) is not None
+    assert masked_piece  # (a boolean: a failure must not print the piece it left)
