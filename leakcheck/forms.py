@@ -880,9 +880,13 @@ def anchor_run(secret: Secret) -> bytes | None:
     ANCHOR_RUN_CHARS) that holds none of the two characters after a ``%``; every needle
     of the RUN_KEEPING_FORMS holds it. None when there is no such run."""
     value = secret.value
-    if "%" in value:
-        hidden = {i + k for i, c in enumerate(value) if c == "%" for k in (1, 2)}
-        value = "".join("%" if i in hidden else c for i, c in enumerate(value))
+    at = value.find("%")
+    if at != -1:  # (from each "%" on, not each character: a canary holds one or two)
+        chars = list(value)
+        while at != -1:
+            chars[at + 1 : at + 3] = "%" * len(chars[at + 1 : at + 3])
+            at = value.find("%", at + 1)
+        value = "".join(chars)
     return max((m.encode() for m in _ALNUM_RUN.findall(value)), key=len, default=None)
 
 
