@@ -41,3 +41,41 @@ def test_allowed_findings_are_written_up_only_for_a_report(pytester: pytest.Pyte
         ("log record", True),
         ("stderr", True),
     }
+
+
+LOADED = """
+import sys
+
+def pytest_sessionfinish(session):
+    heavy = ("harness", "faults", "capture", "placements", "verdict", "records", "judge")
+    loaded = sorted(name for name in heavy if any(
+        module == f"leakcheck.{name}" or module == f"leakcheck.pytest_plugin.{name}"
+        for module in sys.modules))
+    print("HEAVY LOADED", loaded)
+"""
+
+
+@pytest.mark.parametrize(
+    ("suite", "loaded"),
+    [
+        ("def test_plain():\n    assert 1 + 1 == 2\n", "[[][]]"),
+        (
+            "def test_plain():\n    pass\n\ndef test_checked(leakcheck):\n"
+            "    leakcheck.secret('bearer')\n",
+            "[[]'capture', 'faults', 'harness', 'judge', 'placements', 'records', 'verdict'[]]",
+        ),
+    ],
+    ids=["fixture never asked for", "fixture asked for"],
+)
+def test_a_session_that_never_asks_for_the_fixture_never_imports_the_harness(
+    pytester: pytest.Pytester, suite: str, loaded: str
+) -> None:
+    """pytest loads the plugin in every run of every suite of a virtualenv that has it:
+    the harness, its sinks, faults and transports, and the verdict (some 17 ms of the
+    plugin's 30 ms import) wait for the first test that asks for the fixture. In a fresh
+    process: this one imported them all long ago."""
+    pytester.makeconftest(LOADED)
+    pytester.makepyfile(test_lazy=suite)
+    result = pytester.runpytest_subprocess(*ARGS)
+    result.assert_outcomes(passed=suite.count("def test_"))
+    result.stdout.fnmatch_lines([f"*HEAVY LOADED {loaded}"])

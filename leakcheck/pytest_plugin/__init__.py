@@ -17,14 +17,18 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..harness import LeakCheck
 from . import options, reports, snapshots
-from .judge import CHECK, judge_report, own_verdict
 from .options import LeakcheckOptions, options_for
-from .session import SESSION, PluginSession, register_session_secret
+from .session import CHECK, SESSION, PluginSession, register_session_secret
 
 if TYPE_CHECKING:  # pragma: no cover
     import pluggy  # what a hookwrapper's yield returns
+
+    from ..harness import LeakCheck
+
+# The harness (its sinks, faults and transports) and the verdict are imported when a test
+# first asks for the fixture: a session whose tests never do pays for neither (pytest
+# loads the plugin in every run of every suite of a virtualenv that has it installed).
 
 __all__ = ["CHECK", "LeakcheckOptions", "leakcheck", "register_session_secret"]
 
@@ -147,6 +151,8 @@ def leakcheck() -> Iterator[LeakCheck]:
         usage = ""
     if usage:
         pytest.fail(usage, pytrace=False)
+    from ..harness import LeakCheck
+
     check = LeakCheck(
         seed=state.seed,
         namespace=node.nodeid,
@@ -219,6 +225,12 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pluggy.Result[pytest.TestReport], None]:
     state = item.config.stash[SESSION]
+    if CHECK not in item.stash:  # (the fixture was not asked for: no verdict to give)
+        outcome = yield
+        reports.mask_report(outcome.get_result(), state.mask)
+        return
+    from .judge import judge_report, own_verdict
+
     # our own verdict's text replaces the failure (judge_report): pytest's traceback of
     # it, parsed from the source of every frame (34 ms a failure in a matrix), is not made
     verdict = own_verdict(item, call, state)

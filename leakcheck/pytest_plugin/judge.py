@@ -26,12 +26,9 @@ from ..verdict import (
     root_causes,
 )
 from . import reports, snapshots
-from .session import PluginSession
+from .session import CHECK, PluginSession
 
 __all__ = ["CHECK", "failure_text", "judge_report", "own_verdict"]
-
-#: a test's harness, while it runs
-CHECK = pytest.StashKey[LeakCheck]()
 
 
 def judge_report(

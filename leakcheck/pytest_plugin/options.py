@@ -9,9 +9,7 @@ from typing import Any
 
 import pytest
 
-from ..capture import ProtectedRecordSink
 from ..extensions import skipped_plugins, waiting_plugins
-from ..harness import LeakCheck
 from ..policy import Policy, PolicyError, parse_log_levels
 
 __all__ = [
@@ -202,6 +200,9 @@ DEFAULT_OPTIONS = LeakcheckOptions()
 def known_sink_names() -> set[str]:
     # every sink a check starts with (its own, the built-in and the plugins' ones) and the
     # stage matrix's protected record
+    from ..capture import ProtectedRecordSink
+    from ..harness import LeakCheck
+
     return {sink.name for sink in LeakCheck().sinks} | {ProtectedRecordSink.name}
 
 

@@ -11,7 +11,7 @@ import random
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -19,16 +19,20 @@ from .. import canaries, masking
 from ..canaries import CANARY_GENERATION, Secret
 from ..extensions import broken_plugins, not_set_up_reasons, skipped_plugins
 from ..forms import WINDOW_CHARS
-from ..harness import LeakCheck
 from ..masking import SessionMasker
 from ..policy import DEFAULT_POLICY, PolicyError
-from ..verdict import sink_label
 from . import reports
 from .options import MARKER, options_for
 
-__all__ = ["EARLY_SESSION_SECRETS", "SESSION", "PluginSession", "register_session_secret"]
+if TYPE_CHECKING:  # pragma: no cover
+    from ..harness import LeakCheck
+
+__all__ = ["CHECK", "EARLY_SESSION_SECRETS", "SESSION", "PluginSession", "register_session_secret"]
 
 SESSION = pytest.StashKey["PluginSession"]()
+#: a test's harness, while it runs (here, not in ``judge``: a session whose tests never
+#: ask for the fixture never imports the harness, its sinks and faults)
+CHECK = pytest.StashKey["LeakCheck"]()
 #: Texts masked are kept for the reports that repeat them: the last this many, each of
 #: at least that many characters (a shorter one costs less to mask than to keep) and at
 #: most that many (a large one is kept by nobody else).
@@ -390,6 +394,8 @@ class PluginSession:
         for what, tests in sorted(self._summary_inactive().items()):
             terminalreporter.write_line(f"sink inactive in {len(tests)} test(s): {what}")
         for record in self.records:
+            if record.get("not_inspected"):
+                from ..verdict import sink_label
             for part in record.get("not_inspected", []):
                 terminalreporter.write_line(
                     f"could not inspect in {record['test']}: "

@@ -75,9 +75,9 @@ import pytest
 if TYPE_CHECKING:  # pragma: no cover
     import pluggy
 
+    from ..harness import LeakCheck
+
 from ..canaries import Secret
-from ..harness import LeakCheck
-from ..placements import BASELINE_PLACEMENTS
 from ..snapshot_store import (
     DEFAULT_DIR,
     FIELDS,
@@ -103,7 +103,6 @@ from ..snapshot_store import (
 from .reports import fail_report
 
 __all__ = [
-    "BASELINE_PLACEMENTS",
     "CASE_PARAM",
     "DEFAULT_DIR",
     "FIELDS",
@@ -122,6 +121,17 @@ __all__ = [
     "side_by_side",
     "snapshot_entry",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # still importable from here (it was re-exported), imported on first use: a session
+    # without a stage matrix never loads the placements (nor the faults around them)
+    if name == "BASELINE_PLACEMENTS":
+        from ..placements import BASELINE_PLACEMENTS
+
+        return BASELINE_PLACEMENTS
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 #: the parameter name ``stage_matrix`` gives its ``CaseSpec``
 CASE_PARAM = "leakcheck_case"
@@ -147,6 +157,8 @@ def item_key(item: Any) -> str | None:
     spec = _case_of(item)
     if spec is None:
         return None
+    from ..placements import BASELINE_PLACEMENTS  # (a matrix case: the matrix has it)
+
     operation, stage = getattr(spec, "operation", None), getattr(spec, "stage", None)
     if getattr(spec, "placement", None) not in BASELINE_PLACEMENTS.values():
         return None
@@ -391,7 +403,11 @@ class SnapshotSession:
             return None
         if check is None:
             fixture = getattr(item, "funcargs", {}).get("leakcheck")
-            check = fixture if isinstance(fixture, LeakCheck) else None
+            check = None
+            if fixture is not None:
+                from ..harness import LeakCheck
+
+                check = fixture if isinstance(fixture, LeakCheck) else None
         entry = item.stash.get(SNAPSHOT_ENTRY, None)
         if entry is None and check is not None:
             entry = check.snapshot
