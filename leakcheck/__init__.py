@@ -12,23 +12,24 @@ The main objects, importable from here:
   ``Policy``;
 * the stage matrix: ``stage_matrix``, ``Target``, ``Operation``, ``Case``, ``Expectations``.
 
-The harness and the matrix are imported on first use: ``leakcheck scan`` never pays for
-them.
+Each is imported on first use: ``leakcheck scan`` never pays for the harness and the
+matrix, and the pytest plugin, loaded in every run of a virtualenv that has it, for none
+of them until a test asks for its fixture or registers a secret.
 """
 
 from __future__ import annotations
 
 from ._lazy import lazy_names
-from .canaries import KINDS, CanaryFactory, Secret, SecretClass, WeakSecretError
-from .detect import Scanner
-from .findings import Finding
-from .forms import FORMS, Needle, needles_for  # noqa: F401 - kept importable from here
 from .version import __version__
 
 TYPE_CHECKING = False  # not typing's: its import was a twentieth of a scan's start-up
 if TYPE_CHECKING:
+    from .canaries import KINDS, CanaryFactory, Secret, SecretClass, WeakSecretError
     from .capture import Captured
     from .contract import Expectations
+    from .detect import Scanner
+    from .findings import Finding
+    from .forms import FORMS, Needle, needles_for  # noqa: F401 - kept importable from here
     from .harness import LeakCheck, LeakError
     from .matrix import Case, Operation, Target, stage_matrix
     from .policy import Policy
@@ -55,6 +56,16 @@ __all__ = [
 
 #: name -> the module that defines it, imported when the name is first read
 _LAZY = {
+    "KINDS": "canaries",
+    "CanaryFactory": "canaries",
+    "Secret": "canaries",
+    "SecretClass": "canaries",
+    "WeakSecretError": "canaries",
+    "Scanner": "detect",
+    "Finding": "findings",
+    "FORMS": "forms",
+    "Needle": "forms",
+    "needles_for": "forms",
     "Captured": "capture",
     "Expectations": "contract",
     "LeakCheck": "harness",

@@ -47,7 +47,8 @@ LOADED = """
 import sys
 
 def pytest_sessionfinish(session):
-    heavy = ("harness", "faults", "capture", "placements", "verdict", "records", "judge")
+    heavy = ("harness", "faults", "capture", "placements", "verdict", "records", "judge",
+             "masking", "detect", "decode", "engine")
     loaded = sorted(name for name in heavy if any(
         module == f"leakcheck.{name}" or module == f"leakcheck.pytest_plugin.{name}"
         for module in sys.modules))
@@ -62,7 +63,8 @@ def pytest_sessionfinish(session):
         (
             "def test_plain():\n    pass\n\ndef test_checked(leakcheck):\n"
             "    leakcheck.secret('bearer')\n",
-            "[[]'capture', 'faults', 'harness', 'judge', 'placements', 'records', 'verdict'[]]",
+            "[[]'capture', 'decode', 'detect', 'engine', 'faults', 'harness', 'judge', "
+            "'masking', 'placements', 'records', 'verdict'[]]",
         ),
     ],
     ids=["fixture never asked for", "fixture asked for"],
@@ -71,9 +73,10 @@ def test_a_session_that_never_asks_for_the_fixture_never_imports_the_harness(
     pytester: pytest.Pytester, suite: str, loaded: str
 ) -> None:
     """pytest loads the plugin in every run of every suite of a virtualenv that has it:
-    the harness, its sinks, faults and transports, and the verdict (some 17 ms of the
-    plugin's 30 ms import) wait for the first test that asks for the fixture. In a fresh
-    process: this one imported them all long ago."""
+    the harness, its sinks, faults and transports, the verdict, the session masker and
+    the scanner (some 20 ms of the plugin's 29 ms import) wait for the first test that
+    asks for the fixture or registers a secret. In a fresh process: this one imported
+    them all long ago."""
     pytester.makeconftest(LOADED)
     pytester.makepyfile(test_lazy=suite)
     result = pytester.runpytest_subprocess(*ARGS)

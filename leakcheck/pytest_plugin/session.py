@@ -15,17 +15,17 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .. import canaries, masking
+from .. import canaries
 from ..canaries import CANARY_GENERATION, Secret
 from ..extensions import broken_plugins, not_set_up_reasons, skipped_plugins
 from ..forms import WINDOW_CHARS
-from ..masking import SessionMasker
 from ..policy import DEFAULT_POLICY, PolicyError
 from . import reports
 from .options import MARKER, options_for
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..harness import LeakCheck
+    from ..masking import SessionMasker
 
 __all__ = ["CHECK", "EARLY_SESSION_SECRETS", "SESSION", "PluginSession", "register_session_secret"]
 
@@ -78,10 +78,10 @@ class PluginSession:
         self.capture_note = _CAPTURE_NOTES.get(capture, "")
         #: the secrets of every test that ended (the snapshots' guard reads them)
         self.secrets: list[Secret] = []
-        #: every secret of every test that ended and of the session: everything pytest
-        #: prints is masked with it and the running tests' own (under xdist, in the
-        #: worker that knows the secrets, before a report travels to the controller)
-        self.masker = SessionMasker()
+        #: every secret of every test that ended and of the session (``masker``), made
+        #: when the first one arrives
+        self._masker: SessionMasker | None = None
+        self._masker_lock = threading.Lock()
         self.session_secrets: list[Secret] = []
         self.running: dict[str, LeakCheck] = {}
         #: the last texts masked, with what was known then (see ``mask``)
@@ -141,10 +141,29 @@ class PluginSession:
     def _announced(self, secret: Secret) -> None:
         self.masker.add([secret])
 
+    @property
+    def masker(self) -> SessionMasker:
+        """Every secret of every test that ended and of the session: everything pytest
+        prints is masked with it and the running tests' own (under xdist, in the worker
+        that knows the secrets, before a report travels to the controller). Made, and the
+        masking and scanning modules imported, when first asked for: a session whose tests
+        register no secret never needs them."""
+        masker = self._masker
+        if masker is None:
+            with self._masker_lock:  # (log handlers ask from the threads that log)
+                if self._masker is None:
+                    from ..masking import SessionMasker
+
+                    self._masker = SessionMasker()
+                masker = self._masker
+        return masker
+
     def mask(self, text: str) -> str:
         """``text`` with every form and piece of every secret seen so far masked: those of
         the tests still running (each with its own masker), then every other one."""
         running = list(self.running.values())
+        if self._masker is None and not running:
+            return text  # no secret has reached this process yet: none to mask
         # A test's captured sections come again in each of its later reports: masked once
         # while no secret arrives (any new one, the test's or the session's, changes the
         # key). A cached text is the one masked; the key holds it, never a secret.
@@ -257,7 +276,7 @@ class PluginSession:
         in one test's setup. (An xdist worker cannot stop the session that way: there the
         fixture fails the test with the same message.) A test id that shows a session
         secret (a parametrize value) is masked before anything prints it."""
-        if len(self.masker):
+        if self._masker is not None and len(self._masker):
             reports.mask_test_ids(items, self.mask)
         if hasattr(self.config, "workerinput"):
             return
@@ -325,6 +344,8 @@ class PluginSession:
             # (record_testsuite_property, and a test's output holding a later one's secret)
             reports.mask_junit(xml, self.mask)
         if hasattr(self.config, "workeroutput"):
+            from .. import masking
+
             # masked again with every secret this worker saw (a later test may have
             # registered a value an earlier record shows): the controller knows none
             output = masking.mask_strings(
@@ -349,6 +370,8 @@ class PluginSession:
                 document["request_ids"] = self.request_id_problems
             path = Path(self.report_path)
             path.parent.mkdir(parents=True, exist_ok=True)
+            from .. import masking
+
             # Mask every string, then dump: masking the dumped text could swallow the
             # backslash of an escaped quote and leave invalid JSON.
             text = json.dumps(
