@@ -21,6 +21,14 @@ def lazy_names(
     def __getattr__(name: str) -> Any:
         module = modules.get(name)
         if module is None:
+            # a submodule read as an attribute (``leakcheck.detect`` after ``import
+            # leakcheck``): it was one while the package imported its modules eagerly
+            if not name.startswith("_"):
+                try:
+                    return importlib.import_module(f".{name}", package)
+                except ModuleNotFoundError as exc:
+                    if exc.name != f"{package}.{name}":
+                        raise  # the submodule exists and its own import failed
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
         value = getattr(importlib.import_module(f".{module}", package), name)
         namespace[name] = value

@@ -65,6 +65,24 @@ def test_importing_leakcheck_loads_no_harness_matrix_or_pytest() -> None:
     assert done.stdout.strip() == "[]", done.stdout + done.stderr
 
 
+def test_a_submodule_reads_as_an_attribute_of_the_package_loaded_alone() -> None:
+    """``import leakcheck`` loads none of its modules (each name on first use); a submodule
+    read as an attribute (``leakcheck.detect``) is still there, as when the package
+    imported its modules eagerly, and a name that is neither stays an AttributeError. In a
+    fresh process: this one imported every module long ago."""
+    code = (
+        "import sys, leakcheck\n"
+        "print(sorted(m for m in ('leakcheck.detect', 'leakcheck.canaries') if m in sys.modules))\n"
+        "print(leakcheck.detect.Scanner is leakcheck.Scanner)\n"
+        "print(leakcheck.canaries.KINDS is leakcheck.KINDS)\n"
+        "print(hasattr(leakcheck, 'no_such_name'), hasattr(leakcheck.serialize, 'no_such_name'))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.stdout.split("\n")[:4] == ["[]", "True", "True", "False False"], (
+        done.stdout + done.stderr
+    )
+
+
 def test_no_module_imports_a_private_name_of_another() -> None:
     crossings = []
     plugins = importlib.import_module("leakcheck.plugins")
