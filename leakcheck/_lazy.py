@@ -23,12 +23,22 @@ def lazy_names(
         if module is None:
             # a submodule read as an attribute (``leakcheck.detect`` after ``import
             # leakcheck``): it was one while the package imported its modules eagerly
+            # (an AttributeError either way, as before: ``hasattr`` answers False for a
+            # submodule whose optional library is missing, and does not raise)
             if not name.startswith("_"):
                 try:
                     return importlib.import_module(f".{name}", package)
                 except ModuleNotFoundError as exc:
                     if exc.name != f"{package}.{name}":
-                        raise  # the submodule exists and its own import failed
+                        raise AttributeError(
+                            f"module {package!r} has no attribute {name!r} (importing "
+                            f"{package}.{name} failed: {type(exc).__name__} {exc.name!r})"
+                        ) from exc
+                except ImportError as exc:
+                    raise AttributeError(
+                        f"module {package!r} has no attribute {name!r} (importing "
+                        f"{package}.{name} failed: {type(exc).__name__})"
+                    ) from exc
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
         value = getattr(importlib.import_module(f".{module}", package), name)
         namespace[name] = value

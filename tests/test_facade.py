@@ -68,17 +68,21 @@ def test_importing_leakcheck_loads_no_harness_matrix_or_pytest() -> None:
 def test_a_submodule_reads_as_an_attribute_of_the_package_loaded_alone() -> None:
     """``import leakcheck`` loads none of its modules (each name on first use); a submodule
     read as an attribute (``leakcheck.detect``) is still there, as when the package
-    imported its modules eagerly, and a name that is neither stays an AttributeError. In a
-    fresh process: this one imported every module long ago."""
+    imported its modules eagerly, and a name that is neither stays an AttributeError, as
+    does a submodule whose optional library is missing (``hasattr`` says False, never
+    raises: ``leakcheck.audit`` without mcp). In a fresh process: this one imported every
+    module long ago."""
     code = (
         "import sys, leakcheck\n"
+        "sys.modules['mcp'] = None  # as if the mcp extra were not installed\n"
         "print(sorted(m for m in ('leakcheck.detect', 'leakcheck.canaries') if m in sys.modules))\n"
         "print(leakcheck.detect.Scanner is leakcheck.Scanner)\n"
         "print(leakcheck.canaries.KINDS is leakcheck.KINDS)\n"
         "print(hasattr(leakcheck, 'no_such_name'), hasattr(leakcheck.serialize, 'no_such_name'))\n"
+        "print(hasattr(leakcheck, 'audit'))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert done.stdout.split("\n")[:4] == ["[]", "True", "True", "False False"], (
+    assert done.stdout.split("\n")[:5] == ["[]", "True", "True", "False False", "False"], (
         done.stdout + done.stderr
     )
 
