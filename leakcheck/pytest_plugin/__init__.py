@@ -7,6 +7,10 @@ masked evidence only. Every report of the session is masked with every secret it
 The hooks here are thin: options (``options``), the session (``session``), a test's verdict
 (``judge``), what is done to pytest's reports (``reports``), error-text snapshots
 (``snapshots``). Below them the core knows nothing of pytest.
+
+pytest loads the plugin in every run of every suite of a virtualenv that has it installed:
+the harness (its sinks, faults and transports) and the verdict are imported when a test
+first asks for the fixture, the session masker when the first secret arrives.
 """
 
 from __future__ import annotations
@@ -25,10 +29,6 @@ if TYPE_CHECKING:  # pragma: no cover
     import pluggy  # what a hookwrapper's yield returns
 
     from ..harness import LeakCheck
-
-# The harness (its sinks, faults and transports) and the verdict are imported when a test
-# first asks for the fixture: a session whose tests never do pays for neither (pytest
-# loads the plugin in every run of every suite of a virtualenv that has it installed).
 
 __all__ = ["CHECK", "LeakcheckOptions", "leakcheck", "register_session_secret"]
 

@@ -214,16 +214,16 @@ class PluginSession:
         write = root._writer  # set by --debug and PYTEST_DEBUG, None otherwise
         if write is None:
             return
-        masking = threading.local()
+        tracing = threading.local()  # the messages traced while one is masked, by thread
 
         def masked_write(message: str) -> None:
-            queue = getattr(masking, "queue", None)
+            queue = getattr(tracing, "queue", None)
             if queue is not None:
                 # traced while a message is masked (the assertion rewriter's import hook
                 # says which module a masker imports): written after it, masked too
                 queue.append(message)
                 return
-            masking.queue = queue = [message]
+            tracing.queue = queue = [message]
             try:
                 for _ in range(_TRACED_WHILE_MASKING):
                     if not queue:
@@ -232,7 +232,7 @@ class PluginSession:
                 else:
                     write(f"[leakcheck: {len(queue)} trace messages left out]\n")
             finally:
-                masking.queue = None
+                tracing.queue = None
 
         root.setwriter(masked_write)
 
@@ -416,12 +416,17 @@ class PluginSession:
             )
         for what, tests in sorted(self._summary_inactive().items()):
             terminalreporter.write_line(f"sink inactive in {len(tests)} test(s): {what}")
-        for record in self.records:
-            if record.get("not_inspected"):
-                from ..verdict import sink_label
-            for part in record.get("not_inspected", []):
+        uninspected = [
+            (record["test"], part)
+            for record in self.records
+            for part in record.get("not_inspected", [])
+        ]
+        if uninspected:
+            from ..verdict import sink_label  # (the verdict: only where a test had one)
+
+            for test, part in uninspected:
                 terminalreporter.write_line(
-                    f"could not inspect in {record['test']}: "
+                    f"could not inspect in {test}: "
                     f"{sink_label(part['sink'], part['path'])}  {part['what']}"
                 )
         matrix = [r for r in self.records if "matrix" in r]
