@@ -12,7 +12,8 @@ import re
 import sys
 from array import array
 from collections import Counter, OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import chain
 from operator import itemgetter
 
 TYPE_CHECKING = False  # not typing's: its import was a twentieth of a scan's start-up
@@ -24,7 +25,9 @@ __all__ = [
     "KEY_CODE",
     "Engine",
     "KeptKeys",
+    "KeySet",
     "add_substring_keys",
+    "substring_key_set",
     "substring_keys_in",
     "available_backends",
     "build_engine",
@@ -326,22 +329,40 @@ def add_substring_keys(data: bytes, into: set[int], size: int = 4, code: str = K
         into.update(run)
 
 
+#: A set of keys kept for long (a session's index, the kept texts' substrings) is a dict of
+#: them: a dict holding only ints is never tracked by the garbage collector, where a set is
+#: always, and each of its full collections walked every member (the session masker's
+#: 143,000 keys after 1,000 tests of three canaries: some 17 ms a collection, issue 13).
+KeySet = dict[int, None]
+
+
 def substring_keys_in(
-    data: bytes, keys: set[int] | frozenset[int], size: int = 4, code: str = KEY_CODE
+    data: bytes, keys: set[int] | frozenset[int] | KeySet, size: int = 4, code: str = KEY_CODE
 ) -> set[int]:
-    """The keys of ``keys`` (a set) that are ``size``-byte substrings of ``data``, read as
-    ``add_substring_keys`` reads them. Only the few keys asked about are hashed into a set:
-    the text's own (thousands for a log record) are looked up and dropped, in C (half the
-    time of making the set of them, for a text looked up once)."""
+    """The keys of ``keys`` (a set, or a ``KeySet``) that are ``size``-byte substrings of
+    ``data``, read as ``add_substring_keys`` reads them. Only the few keys asked about are
+    hashed into a set: the text's own (thousands for a log record) are looked up and
+    dropped, in C (half the time of making the set of them, for a text looked up once)."""
     found: set[int] = set()
+    if isinstance(keys, dict):
+        view = keys.keys()
+        for run in _substring_runs(data, size, code):
+            found |= view & run  # (the run is iterated, each key looked up in the dict)
+        return found
     for run in _substring_runs(data, size, code):
         found |= keys.intersection(run)
     return found
 
 
+def substring_key_set(layers: Iterable[bytes], size: int = 4, code: str = KEY_CODE) -> KeySet:
+    """Every ``size``-byte substring of each of ``layers`` as a ``KeySet`` (in C)."""
+    runs = (run for data in layers for run in _substring_runs(data, size, code))
+    return dict.fromkeys(chain.from_iterable(runs))
+
+
 class KeptKeys:
     """Texts' layers (a text and what a decoding pass decodes in it) and every 4-byte
-    substring of them as an int (``add_substring_keys``), kept by a key for the texts that
+    substring of them as an int (``substring_key_set``), kept by a key for the texts that
     come again in test after test (a recorded span's stacktrace, a traceback). Bounded by
     ``texts``, by ``layer_bytes`` in all and by ``keys`` in all (a key costs some 60 bytes
     kept: 40 distinct texts of 54 KB of random words held 146 MiB when only texts and bytes
@@ -350,9 +371,7 @@ class KeptKeys:
     def __init__(self, texts: int, layer_bytes: int, keys: int) -> None:
         self.limits = (texts, layer_bytes, keys)
         self.sizes = [0, 0]  # the kept layers' bytes, their keys
-        self._kept: OrderedDict[object, tuple[tuple[bytes, ...], frozenset[int], int]] = (
-            OrderedDict()
-        )
+        self._kept: OrderedDict[object, tuple[tuple[bytes, ...], KeySet, int]] = OrderedDict()
         self._lock = _thread.allocate_lock()
 
     def __len__(self) -> int:
@@ -361,7 +380,7 @@ class KeptKeys:
     def __contains__(self, key: object) -> bool:
         return key in self._kept
 
-    def get(self, key: object) -> tuple[tuple[bytes, ...], frozenset[int]] | None:
+    def get(self, key: object) -> tuple[tuple[bytes, ...], KeySet] | None:
         """The layers kept for ``key`` and their keys, or None."""
         with self._lock:
             kept = self._kept.get(key)
@@ -372,12 +391,10 @@ class KeptKeys:
 
     def keyed(
         self, key: object, layers: Sequence[bytes], *, keep: bool = True
-    ) -> tuple[tuple[bytes, ...], frozenset[int]]:
+    ) -> tuple[tuple[bytes, ...], KeySet]:
         """``layers`` and their keys, kept for ``key`` (when ``keep`` and within bounds)."""
-        present: set[int] = set()
-        for data in layers:
-            add_substring_keys(data, present)
-        found = (tuple(layers), frozenset(present))
+        present = substring_key_set(layers)
+        found = (tuple(layers), present)
         texts, layer_bytes, keys = self.limits
         if not keep or len(present) > keys // 4:
             return found

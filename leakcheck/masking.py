@@ -40,7 +40,7 @@ from typing import Any
 from .canaries import Secret
 from .decode import all_decoders, decode_runs
 from .detect import JOIN_SEPARATOR, Scanner
-from .engine import KEY_CODE, KeptKeys, available_backends, substring_keys_in
+from .engine import KEY_CODE, KeptKeys, KeySet, available_backends, substring_keys_in
 from .extensions import masking_forms
 from .findings import MASK_LABEL, mask_label
 from .forms import (
@@ -176,6 +176,11 @@ def masking_scanner(secrets: Iterable[Secret]) -> Scanner:
     return Scanner(secrets, decode=True, forms=masking_forms(), backend=_BACKEND)
 
 
+def _common(present: KeySet, keys: frozenset[int] | KeySet) -> set[int]:
+    """The keys in both (the smaller side iterated, in C)."""
+    return present.keys() & (keys.keys() if isinstance(keys, dict) else keys)
+
+
 class SessionMasker:
     """Masks a text with every secret ``add``-ed so far (thread-safe: log handlers mask
     from the threads that log)."""
@@ -191,7 +196,7 @@ class SessionMasker:
         #: a head -> the batch owning it, or the batches when several do
         self._heads: dict[bytes, int | tuple[int, ...]] = {}
         #: the first four bytes of every head, as the ints ``add_substring_keys`` makes
-        self._keys: set[int] = set()
+        self._keys: KeySet = {}
         #: batches with a needle shorter than a head: candidates for every text
         self._always: list[int] = []
         self._scanners: OrderedDict[tuple[int, ...], Scanner] = OrderedDict()
@@ -234,10 +239,10 @@ class SessionMasker:
             self._values.update(secret.value for secret in fresh)
             self._batch_of.update(dict.fromkeys(fresh, index))
             heads = self._index(long_needles, index)
-            # (the ints made once: the session's set takes them from the frozenset with
+            # (the ints made once: the session's keys take them from the frozenset with
             # their hashes, not from the array again)
             keys = frozenset(array(KEY_CODE, b"".join(map(_FIRST_FOUR, heads))))
-            self._keys |= keys
+            self._keys.update(dict.fromkeys(keys))
             self._recent[index] = keys
             while len(self._recent) > _RECENT_BATCHES:
                 self._recent.popitem(last=False)
@@ -333,9 +338,7 @@ class SessionMasker:
                         return False
         return True
 
-    def _held(
-        self, text: bytes, keys: set[int] | frozenset[int]
-    ) -> tuple[Sequence[bytes], set[int]]:
+    def _held(self, text: bytes, keys: frozenset[int] | KeySet) -> tuple[Sequence[bytes], set[int]]:
         """``_layers(text)`` and the keys of ``keys`` (heads' first four bytes) among their
         4-byte substrings. A text of _KEPT_FROM to _KEPT_UP_TO bytes seen a second time is
         kept with the set of its substrings (a recorded span's stacktrace, a traceback:
@@ -345,10 +348,10 @@ class SessionMasker:
         if len(text) >= _KEPT_FROM:
             kept = self._kept.get(text)
             if kept is not None:
-                return kept[0], set(keys & kept[1])
+                return kept[0], _common(kept[1], keys)
             if len(text) <= _KEPT_UP_TO and self._seen_before(text):
                 kept_layers, present = self._kept.keyed(text, self._layers(text))
-                return kept_layers, set(keys & present)
+                return kept_layers, _common(present, keys)
         layers = self._layers(text)
         # (one lookup for every layer: a 4-byte piece across a separator holds a newline,
         # and a key found only there names no head in any layer: ``_owners_in`` reads them)

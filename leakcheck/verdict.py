@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 from .canaries import Secret
 from .capture import Captured
 from .detect import JOIN_SEPARATOR, Scanner
-from .engine import KEY_CODE, KeptKeys
+from .engine import KEY_CODE, KeptKeys, KeySet
 from .findings import Finding
 from .forms import PIECES, needle_material
 from .policy import Policy, SinkClass
@@ -190,12 +190,12 @@ class _Needles:
         self.heads = array(KEY_CODE, b"".join([n[:4] for n in self.needles]))
         self.head_set = frozenset(self.heads)
 
-    def none_in(self, layers: tuple[bytes, ...], keys: frozenset[int]) -> bool:
+    def none_in(self, layers: tuple[bytes, ...], keys: KeySet) -> bool:
         """Whether no needle occurs in any of ``layers`` (``keys``: their 4-byte
         substrings): those whose head is among the keys are looked for in full."""
         if not self.head_set:
             return False
-        if self.head_set.isdisjoint(keys):
+        if keys.keys().isdisjoint(self.head_set):  # (the smaller side iterated)
             return True
         for needle, head in zip(self.needles, self.heads, strict=True):
             if head in keys and any(needle in layer for layer in layers):
@@ -203,7 +203,7 @@ class _Needles:
         return True
 
 
-def _layers(scanner: Scanner, text: bytes) -> tuple[tuple[bytes, ...], frozenset[int]] | None:
+def _layers(scanner: Scanner, text: bytes) -> tuple[tuple[bytes, ...], KeySet] | None:
     """``text`` and each layer the scanner's decoding pass searches in it
     (``Scanner.layers``), and every 4-byte substring of them as an int; kept for the next
     test that captures the same text. None where the scanner cannot tell its layers."""
