@@ -67,9 +67,11 @@ _BACKEND = "ahocorasick" if "ahocorasick" in available_backends() else "auto"
 #: Bytes of a needle's head (the shortest needle, a masking window, has at least these).
 HEAD_BYTES = WINDOW_CHARS
 _TAIL = itemgetter(slice(-HEAD_BYTES, None))
+#: The owner of a head that several batches own (``SessionMasker._shared`` names them).
+SHARED = -1
 
 
-def _spare_head(needle: bytes, owners: dict[bytes, Any], index: int) -> bytes:
+def _spare_head(needle: bytes, owners: dict[bytes, int], index: int) -> bytes:
     """A head of ``needle`` that no other batch than ``index`` owns: its middle HEAD_BYTES
     if free, else the nearest free run on either side of it; its middle when every run of
     it is taken (a needle of fixed text alone). A needle whose tail is fixed text (a kind's
@@ -193,8 +195,13 @@ class SessionMasker:
         self._values: set[str] = set()
         #: each secret added, by the batch that indexed it (``proves_absent``)
         self._batch_of: dict[Secret, int] = {}
-        #: a head -> the batch owning it, or the batches when several do
-        self._heads: dict[bytes, int | tuple[int, ...]] = {}
+        #: a head -> the batch owning it, or SHARED when several do (``_shared``). Ints
+        #: only: a dict holding nothing but bytes and ints is never tracked by the garbage
+        #: collector; with a tuple of owners in it, it was, and each full collection
+        #: walked its 166,000 heads (1,000 tests of three canaries: issue 13)
+        self._heads: dict[bytes, int] = {}
+        #: the owners of each head several batches own (rare: fixed text alone)
+        self._shared: dict[bytes, tuple[int, ...]] = {}
         #: the first four bytes of every head, as the ints ``add_substring_keys`` makes
         self._keys: KeySet = {}
         #: batches with a needle shorter than a head: candidates for every text
@@ -275,13 +282,11 @@ class SessionMasker:
             if owner == index:
                 continue
             # every six bytes of it are another batch's too (rare: fixed text alone)
-            # tuples, not lists: a dict of bytes, ints and tuples of ints is left out of
-            # the garbage collector's walks (with a list in it, every full collection of
-            # a long session walked its hundreds of thousands of heads)
-            if isinstance(owner, int):
-                owners[head] = (owner, index)
-            elif owner[-1] != index:
-                owners[head] = (*owner, index)
+            if owner != SHARED:
+                owners[head] = SHARED
+                self._shared[head] = (owner, index)
+            elif self._shared[head][-1] != index:
+                self._shared[head] += (index,)
         return heads
 
     def _layers(self, buf: bytes) -> list[bytes]:
@@ -386,11 +391,12 @@ class SessionMasker:
         """Add to ``found`` the owners of the heads at each place ``start`` occurs."""
         position = data.find(start)
         while position >= 0:
-            owner = self._heads.get(data[position : position + HEAD_BYTES])
-            if isinstance(owner, int):
-                found.add(owner)
+            head = data[position : position + HEAD_BYTES]
+            owner = self._heads.get(head)
+            if owner == SHARED:
+                found.update(self._shared[head])
             elif owner is not None:
-                found.update(owner)
+                found.add(owner)
             position = data.find(start, position + 1)
 
     def _scanner(self, indexes: tuple[int, ...]) -> Scanner:
