@@ -177,11 +177,14 @@ def _watched_library(group: str, entry: _Entry) -> str | None:
     return WATCHED_LIBRARIES.get(entry.name)
 
 
-def load_plugins(group: str = GROUP) -> tuple[ModuleType, ...]:
+def load_plugins(group: str = GROUP, named: str | None = None) -> tuple[ModuleType, ...]:
     """The plugin modules of ``group`` that import (each imported once), without the
-    bundled sinks whose library nothing has imported yet (``waiting_plugins``)."""
+    bundled sinks whose library nothing has imported yet (``waiting_plugins``); only
+    those whose entry point is ``named``, if given."""
     modules = []
     for entry in _entries(group):
+        if named is not None and entry.name != named:
+            continue
         key = (group, entry.name)
         if key not in _loaded:
             library = _watched_library(group, entry)

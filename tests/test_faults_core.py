@@ -415,3 +415,36 @@ def test_transports_offer_their_upstream_through_the_protocols() -> None:
         "loopback": {"HttpUpstream", "TlsUpstream", "Listening"},
         "ssh": {"SshUpstream", "Listening"},
     }
+
+
+def test_a_fault_loads_only_its_own_transports_plugin() -> None:
+    """A fault over one transport imports the plugin named for it, not every fault plugin:
+    all of them for an HTTP fault imported asyncssh (0.15 s; on a recent ``cryptography``,
+    five lines of its deprecation warnings in every ``leakcheck mcp`` run). A fresh
+    process: this one has imported them all already."""
+    import subprocess
+    import sys
+    import textwrap
+
+    program = textwrap.dedent(
+        """
+        import sys
+        from leakcheck.faults import fault_factory
+        heavy = ("asyncssh", "leakcheck.plugins.ssh_server")
+        assert fault_factory("respx") is not None
+        print(sorted(name for name in heavy if name in sys.modules))
+        assert fault_factory("ssh") is not None
+        print(sorted(name for name in heavy if name in sys.modules))
+        print(fault_factory("no-such-transport"))
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-W", "ignore", "-c", program],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines() == [
+        "[]",
+        "['asyncssh', 'leakcheck.plugins.ssh_server']",
+        "None",
+    ]

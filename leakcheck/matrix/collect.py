@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..contract import ContractCheck, EnvelopeV1, Expectations
-from ..faults import fault_factories
+from ..faults import fault_factories, fault_factory
 from ..placements import PLACEMENTS, Placement, placements_for
 from ..stages import HTTP_RAISED, STAGES, Stage, stages_for
 from .model import SEAMS, CaseSpec, Operation, Target, TargetError, contract_of, seams_of
@@ -30,7 +30,7 @@ def _via(target: Target, operation: Operation, stage: Stage) -> str:
 def _injects_cause(via: str) -> bool:
     """Whether transport ``via`` chains the ``exception-chain`` cause under the exception
     it raises (a transport on real sockets cannot: the client library raises)."""
-    declared = getattr(fault_factories().get(via), "injects_cause", None)
+    declared = getattr(fault_factory(via), "injects_cause", None)
     if isinstance(declared, bool):
         return declared
     return via in _CAUSE_TRANSPORTS
@@ -143,7 +143,7 @@ def _validate_runnable(target: Target, specs: Sequence[CaseSpec]) -> None:
         for spec in specs
         if not STAGES[spec.stage].gateway_side
     }
-    missing = sorted(vias - set(fault_factories())) if vias else []
+    missing = sorted(via for via in vias if fault_factory(via) is None)
     if missing:
         from ..extensions import skipped_plugins
 
