@@ -13,7 +13,7 @@ import pytest
 from conftest import self_scan
 
 from leakcheck import cli
-from leakcheck.canaries import CANARY_GENERATION, Secret
+from leakcheck.canaries import CANARY_GENERATION, CanaryFactory, Secret
 from leakcheck.cli import load_canaries
 
 pytest_plugins = ["pytester"]
@@ -155,8 +155,32 @@ def _report(tests: Any, **extra: Any) -> str:
     )
 
 
+def _mcp_report(cases: Any, **extra: Any) -> str:
+    return json.dumps(
+        {"leakcheck_mcp": 1, "seed": 3, "canary_generation": CANARY_GENERATION, "cases": cases}
+        | extra
+    )
+
+
+_MCP_CASE = {"tool": "fetch", "stage": "http_401", "placement": "authorization-header"}
+_MCP_NAMESPACE = "leakcheck-mcp::fetch-http_401-authorization-header"
+
 BAD_REPORTS = [
     ("not json", "{", "is not valid JSON (line 1"),
+    # an MCP audit's report (leakcheck mcp --format json)
+    ("an mcp report of another version", _mcp_report([], leakcheck_mcp=2), "is not a leakcheck"),
+    (
+        "an mcp report before its cases named their canaries",
+        json.dumps({"leakcheck_mcp": 1, "seed": 3, "cases": [_MCP_CASE]}),
+        "an MCP audit report whose cases do not name their canaries",
+    ),
+    ("an mcp case not as written", _mcp_report([_MCP_CASE]), "case 1: not a case as leakcheck"),
+    (
+        "an mcp case's bad canary id",
+        _mcp_report([_MCP_CASE | {"canary_namespace": _MCP_NAMESPACE, "canaries": ["beaver#1"]}]),
+        "case 1: a canary id is not KIND#N",
+    ),
+    ("an mcp report of no case", _mcp_report([]), "lists no canary to search for"),
     ("another tool", json.dumps({"tool": "gitleaks"}), "is not a leakcheck report"),
     ("no seed", json.dumps({"tool": "leakcheck", "tests": []}), "is not a leakcheck report"),
     ("old report", _report([{"test": "t.py::t", "findings": []}]), "test 1: no list of its"),
@@ -258,7 +282,8 @@ def test_canaries_of_a_test_whose_id_was_masked_are_named_not_rebuilt(
     (tmp_path / "a.log").write_text("hello\n")
     code, _, err = scan(capsys, "--canaries-from", str(report), str(tmp_path / "a.log"))
     assert code == 0
-    assert "warning: 1 canary(ies) cannot be rebuilt: their test's id holds a secret" in err
+    assert "warning: 1 canary(ies) cannot be rebuilt: their test's id (or MCP case's" in err
+    assert "tool name) holds a secret and is masked in the report" in err
 
 
 # --- a sharded run: one report per shard ---------------------------------------------------
@@ -420,3 +445,34 @@ def test_an_unreadable_report_among_several_is_a_usage_error_naming_it(
                         str(tmp_path / "a.log"))  # fmt: skip
     assert code == 2
     assert f"reports {str(empty)!r} and {str(bad)!r} list no canary to search for" in err
+
+
+def test_an_mcp_audits_report_rebuilds_its_cases_canaries(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Each case's canaries, drawn with the run's seed in the case's namespace, named by
+    the case; a case whose namespace was masked (a tool named with a secret) has lost its
+    canaries, and the scan says how many. ``leakcheck request-ids`` says it reads pytest's
+    reports, not that an audit's report is none."""
+    token = CanaryFactory(3, namespace=_MCP_NAMESPACE).nth("bearer", 1)
+    report = tmp_path / "audit.json"
+    report.write_text(
+        _mcp_report(
+            [
+                _MCP_CASE | {"canary_namespace": _MCP_NAMESPACE, "canaries": ["bearer#1"]},
+                _MCP_CASE | {"canary_namespace": "leakcheck-mcp::\u00abcanary:bearer:raw\u00bb",
+                             "canaries": ["bearer#1", "api_key#1"]},
+                _MCP_CASE | {"canary_namespace": _MCP_NAMESPACE, "canaries": []},
+            ]
+        )
+    )  # fmt: skip
+    log = tmp_path / "server.log"
+    log.write_text(f"authorization: Bearer {token.value}\n")
+    code, out, err = scan(capsys, "--canaries-from", str(report), str(log))
+    assert code == 1, err
+    assert "bearer#1@fetch/http_401/authorization-header (bearer, direct): 1 hit" in out
+    assert "2 canary(ies) cannot be rebuilt" in err
+    self_scan(out + err, [token])
+    code = cli.main(["request-ids", str(report)])
+    out, err = capsys.readouterr()
+    assert code == 2 and "is an MCP audit's report: a request id is checked across" in err

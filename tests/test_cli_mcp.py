@@ -16,6 +16,7 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import jsonschema
 import leak_oracle
@@ -465,3 +466,33 @@ def test_progress_line_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> No
     said = terminal.getvalue()
     assert "\r[1/2]" in said and "\r[2/2]" in said  # then cleared
     assert said.rstrip().splitlines()[-1].startswith("leakcheck mcp: clean: 2 of 2 case(s)")
+
+
+def test_the_json_report_gives_scan_the_runs_canaries(
+    mcp, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What the audit does not read (a running server's own log files, with ``--url``) is
+    searched for the run's canaries with its JSON report: each case names the namespace its
+    canaries were drawn in and their ids, never a value."""
+    report = tmp_path / "audit.json"
+    run = mcp(*fake("careful"), *NARROW, "--format", "json", "-o", str(report))
+    assert run.code == 0
+    cases = json.loads(report.read_text("utf-8"))["cases"]
+    assert [c["canary_namespace"] for c in cases] == [
+        "leakcheck-mcp::fetch-http_401-authorization-header",
+        "leakcheck-mcp::fetch-dns_failure-authorization-header",
+    ]
+    assert all("bearer#1" in c["canaries"] for c in cases)
+    namespace = "leakcheck-mcp::fetch-http_401-authorization-header"
+    token = CanaryFactory(seed=SEED, namespace=namespace).nth("bearer", 1)
+    logs = tmp_path / "server-logs"
+    logs.mkdir()
+    (logs / "leaky.log").write_text(f"GET /v1/items?token={quote(token.value)} 401\n")
+    (logs / "clean.log").write_text("GET /v1/items 401\n")
+    for name, expected in (("leaky.log", 1), ("clean.log", 0)):
+        code = main(["scan", "--canaries-from", str(report), str(logs / name)])
+        out, err = capsys.readouterr()
+        no_echo(out + err, [token], f"scan of {name}")
+        assert code == expected, out + err
+        if expected:
+            assert "bearer#1@fetch/http_401/authorization-header" in out

@@ -134,6 +134,11 @@ class CaseOutcome:
     seconds: float = 0.0
     #: the first line of the tool result's text (masked): what the model read first
     answer: str = ""
+    #: the canaries the case planted, by id (``KIND#N``), and the namespace they were
+    #: drawn in with the run's seed: ``leakcheck scan --canaries-from`` rebuilds them
+    #: from the JSON report (a server's own log files, which the audit does not read)
+    canaries: list[str] = field(default_factory=list)
+    canary_namespace: str = ""
 
     @property
     def id(self) -> str:
@@ -155,6 +160,8 @@ class CaseOutcome:
             "findings": self.findings,
             "answer": self.answer,
             "seconds": round(self.seconds, 3),
+            "canary_namespace": self.canary_namespace,
+            "canaries": list(self.canaries),
         }
 
 

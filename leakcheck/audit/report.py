@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
+from ..canaries import CANARY_GENERATION
 from ..report import sarif_run
 from ..stages import STAGES
 from ..version import __version__
@@ -178,6 +179,7 @@ def json_document(result: AuditResult) -> dict[str, Any]:
         "version": __version__,
         "server": result.server,
         "seed": result.seed,
+        "canary_generation": CANARY_GENERATION,
         "exit_code": result.exit_code,
         "verdict": verdict_line(result),
         "seconds": round(result.seconds, 3),

@@ -247,9 +247,15 @@ def _run_one(spec: CaseSpec) -> CaseOutcome:
     return run_one(_PLAN.target, spec, _PLAN.seed)
 
 
+def case_namespace(spec: CaseSpec) -> str:
+    """The namespace a case's canaries are drawn in (with the run's seed)."""
+    return f"leakcheck-mcp::{spec.id}"
+
+
 def run_one(target: AuditTarget, spec: CaseSpec, seed: int | str) -> CaseOutcome:
     """One case in a fresh server process, judged; never raises for the server's sake."""
-    check = LeakCheck(seed=seed, namespace=f"leakcheck-mcp::{spec.id}", sinks=[])
+    namespace = case_namespace(spec)
+    check = LeakCheck(seed=seed, namespace=namespace, sinks=[])
     tool = target.tool_of(spec.operation)
     started = time.monotonic()
     failure = error = ""
@@ -318,6 +324,8 @@ def run_one(target: AuditTarget, spec: CaseSpec, seed: int | str) -> CaseOutcome
     answer = getattr(check, "audit_answer", "")
     outcome.answer = check.mask(answer) if isinstance(answer, str) else ""
     outcome.failed = sorted(failed)
+    outcome.canary_namespace = namespace
+    outcome.canaries = [secret.id for secret in check.secrets if secret.generated]
     outcome.details = check.mask("\n".join(details))
     outcome.reason = check.mask(outcome.reason)
     return outcome

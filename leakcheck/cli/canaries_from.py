@@ -2,7 +2,12 @@
 report (seed, test ids, canary ids; never a value), each test's entry read as the plugin
 wrote it, a ``records.TestRecord``. A sharded run gives one report per shard (the option
 once per report): the canaries of all of them, each file read once (``read_reports``).
-The reading of a report (``read_report``) is shared with ``leakcheck request-ids``."""
+The reading of a report (``read_report``) is shared with ``leakcheck request-ids``.
+
+An MCP audit's JSON report (``leakcheck mcp --format json``) is read too: each case names
+the namespace its canaries were drawn in and their ids (``_mcp_canaries``), so that the
+files the audit does not read (a running server's own logs, with ``--url``) are searched
+for that run's canaries."""
 
 from __future__ import annotations
 
@@ -37,27 +42,34 @@ _CANARY_ID = re.compile(r"([a-z_]{1,32})#([1-9][0-9]{0,8})")
 
 #: How the plugin's report begins (``json.dumps(indent=2)``, "tool" first): enough to
 #: tell a report named as a PATH without reading the whole file.
-_REPORT_HEAD = re.compile(rb'\A(?:\xef\xbb\xbf)?\s*\{\s*"tool"\s*:\s*"leakcheck"')
+_REPORT_HEAD = re.compile(
+    rb'\A(?:\xef\xbb\xbf)?\s*\{\s*(?:"tool"\s*:\s*"leakcheck"|"leakcheck_mcp"\s*:)'
+)
+#: What reads as a report here, for messages.
+_READ_HERE = "pytest --leakcheck-report=PATH and leakcheck mcp --format json write one"
 
 
 def read_report(path: str) -> dict[str, Any]:
     """The ``--leakcheck-report`` document at ``path``; a file that cannot be read, is not
     JSON or not a leakcheck report is a usage error naming it, never quoting it."""
     document = read_json_file(path, f"report {path!r}", UsageError, surrogates=False)
-    _check_header(document, path)
+    if isinstance(document, dict) and "leakcheck_mcp" in document:
+        raise UsageError(
+            f"{path!r} is an MCP audit's report: a request id is checked across the reports "
+            "pytest --leakcheck-report=PATH writes"
+        )
+    _check_header(document, path, "pytest --leakcheck-report=PATH writes one")
     return document
 
 
-def _check_header(document: Any, path: str) -> None:
+def _check_header(document: Any, path: str, written_by: str = _READ_HERE) -> None:
     if not (
         isinstance(document, dict)
         and document.get("tool") == "leakcheck"
         and isinstance(document.get("seed"), str)
         and isinstance(document.get("tests"), list)
     ):
-        raise UsageError(
-            f"{path!r} is not a leakcheck report (pytest --leakcheck-report=PATH writes one)"
-        )
+        raise UsageError(f"{path!r} is not a leakcheck report ({written_by})")
 
 
 def _file_key(path: str) -> tuple[int, int] | None:
@@ -139,6 +151,8 @@ def canaries_from_report(
 ) -> tuple[list[Secret], int, int]:
     """``load_canaries`` of a report already read (``path`` names it in messages)."""
     budget = budget_for() if budget is None else budget
+    if isinstance(document, dict) and "leakcheck_mcp" in document:
+        return _mcp_canaries(document, path, budget)
     _check_header(document, path)
     seed, registered, lost = document["seed"], 0, 0
     planned: list[tuple[str, str, int]] = []  # (test, kind, n): checked and counted first
@@ -171,6 +185,61 @@ def canaries_from_report(
         canaries.append(replace(canary, id=f"{canary.id}@{display(test)}"))
     budget.check(len(canaries), sum(len(c.value) for c in canaries), f"report {path!r}")
     return canaries, registered, lost
+
+
+#: The namespace of an MCP audit case's canaries (``audit.run.case_namespace``).
+_MCP_NAMESPACE = re.compile(r"leakcheck-mcp::\S{1,400}")
+
+
+def _mcp_canaries(
+    document: dict[str, Any], path: str, budget: Budget
+) -> tuple[list[Secret], int, int]:
+    """The canaries of an MCP audit's JSON report: each case's ids, drawn with the run's
+    seed in the case's namespace. A case whose namespace was masked (a tool named with a
+    secret) has lost its canaries; the audit registers no secret of its own as a canary
+    (a server's literal credentials come with ``--secrets-file``): none registered."""
+    seed, cases = document.get("seed"), document.get("cases")
+    if (
+        document.get("leakcheck_mcp") != 1
+        or type(seed) not in (int, str)
+        or not isinstance(cases, list)
+    ):
+        raise UsageError(f"{path!r} is not a leakcheck report ({_READ_HERE})")
+    if cases and "canary_generation" not in document:
+        raise UsageError(
+            f"report {path!r}: an MCP audit report whose cases do not name their canaries "
+            "(written by an earlier leakcheck mcp): run the audit again"
+        )
+    planned: list[tuple[str, str, str, int]] = []  # (namespace, case, kind, n)
+    lost = 0
+    for n, case in enumerate(cases, start=1):
+        ids = case.get("canaries") if isinstance(case, dict) else None
+        namespace = case.get("canary_namespace") if isinstance(case, dict) else None
+        if not isinstance(ids, list) or not isinstance(namespace, str):
+            raise UsageError(f"report {path!r} case {n}: not a case as leakcheck mcp writes one")
+        if not ids:
+            continue
+        if MASK_LABEL.search(namespace) is not None or not _MCP_NAMESPACE.fullmatch(namespace):
+            lost += len(ids)
+            continue
+        shown = "/".join(str(case.get(k, "?")) for k in ("tool", "stage", "placement"))
+        for canary_id in ids:
+            match = _CANARY_ID.fullmatch(canary_id) if isinstance(canary_id, str) else None
+            if match is None or match.group(1) not in KINDS:
+                raise UsageError(f"report {path!r} case {n}: a canary id is not KIND#N")
+            planned.append((namespace, shown, match.group(1), int(match.group(2))))
+    budget.check(len(planned), 0, f"report {path!r}")
+    _check_generation(document, path, planned)
+    canaries: list[Secret] = []
+    factories: dict[str, CanaryFactory] = {}
+    for namespace, shown, kind, number in planned:
+        factory = factories.get(namespace)
+        if factory is None:
+            factory = factories[namespace] = CanaryFactory(seed, namespace=namespace)
+        canary = factory.nth(kind, number)
+        canaries.append(replace(canary, id=f"{canary.id}@{display(shown)}"))
+    budget.check(len(canaries), sum(len(c.value) for c in canaries), f"report {path!r}")
+    return canaries, 0, lost
 
 
 def _check_generation(document: dict[str, Any], path: str, planned: Sequence[object]) -> None:

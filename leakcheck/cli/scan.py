@@ -78,7 +78,8 @@ def scan_command(args: argparse.Namespace, out: str | None, output: Output) -> i
         if lost:
             notes.append(
                 f"leakcheck: warning: {lost} canary(ies) cannot be rebuilt: their test's id "
-                "holds a secret and is masked in the report (keep secrets out of test ids)"
+                "(or MCP case's tool name) holds a secret and is masked in the report (keep "
+                "secrets out of test ids and tool names)"
             )
         if not canaries and not secrets:
             reports = distinct_reports(reports)
