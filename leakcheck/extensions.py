@@ -218,16 +218,25 @@ def waiting_plugins() -> dict[str, str]:
 def _library_missing(exc: BaseException) -> bool:
     """Whether ``exc`` says that a library the plugin needs is not installed: a
     ``ModuleNotFoundError`` for a package that cannot be found at all (not a module of an
-    installed package, not the plugin itself)."""
+    installed package, not the plugin itself). A namespace package is no library: several
+    distributions fill it, and a package missing from it is one of them not installed
+    (``opentelemetry.sdk``: the mcp SDK installs ``opentelemetry-api``, not the SDK)."""
     if not isinstance(exc, ModuleNotFoundError) or not exc.name:
         return False
-    top = exc.name.partition(".")[0]
-    if top == "leakcheck":
+    parts = exc.name.split(".")
+    if parts[0] == "leakcheck":
         return False  # one of our own modules is missing: a broken install
-    try:
-        return importlib.util.find_spec(top) is None
-    except (ImportError, ValueError):  # blocked (None in sys.modules), or no __spec__
-        return True
+    for end in range(1, len(parts) + 1):
+        try:
+            spec = importlib.util.find_spec(".".join(parts[:end]))
+        except (ImportError, ValueError):  # blocked (None in sys.modules), or no __spec__
+            return True
+        if spec is None:
+            return True
+        namespace = spec.origin in (None, "namespace") and spec.submodule_search_locations
+        if not namespace:  # a module or regular package: the library is there
+            return False
+    return False
 
 
 def plugin_forms() -> list[Any]:

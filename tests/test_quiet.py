@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import sys
 from importlib.metadata import EntryPoint
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -366,6 +367,29 @@ def test_plugins_are_told_apart(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) 
     assert set(broken) == {"old", "raises"}
     assert broken["raises"] == "RuntimeError: bad plugin"
     assert broken["old"].startswith("ModuleNotFoundError: ")
+
+
+def test_a_package_missing_from_a_namespace_package_is_a_library_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The mcp SDK installs ``opentelemetry-api`` and not the SDK: the otel sink's
+    ``import opentelemetry.sdk`` fails in every session of an MCP suite. ``opentelemetry``
+    is a namespace package (each of its distributions fills a part), so the SDK is a
+    library not installed, said with ``-v`` only, not a plugin that does not fit."""
+    (tmp_path / "lc_quiet_namespace" / "api").mkdir(parents=True)
+    (tmp_path / "lc_quiet_namespace" / "api" / "__init__.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    sdk = ModuleNotFoundError(
+        "No module named 'lc_quiet_namespace.sdk'", name="lc_quiet_namespace.sdk"
+    )
+    assert extensions._library_missing(sdk)
+    import lc_quiet_namespace  # noqa: F401  (imported, its spec has a loader: still none)
+
+    assert extensions._library_missing(sdk)
+    inside = ModuleNotFoundError(
+        "No module named 'lc_quiet_namespace.api.nope'", name="lc_quiet_namespace.api.nope"
+    )
+    assert not extensions._library_missing(inside)  # the api package is there: no fit
 
 
 def test_library_missing() -> None:
