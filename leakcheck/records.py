@@ -47,6 +47,10 @@ class CaseResult:
     request_id: str | None = None
     failed: set[Assertion] = field(default_factory=set)
     unchecked: set[Assertion] = field(default_factory=set)
+    #: the stages of this case's operation that no case of its matrix runs, no placement
+    #: of the target applying to them (a transport stage runs with the credential
+    #: placements only): said under the grid, never a silent gap
+    caseless: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -58,6 +62,8 @@ class CaseResult:
         }
         if self.unchecked:
             data["unchecked"] = sorted(a.value for a in self.unchecked)
+        if self.caseless:
+            data["caseless"] = list(self.caseless)
         return data
 
     @classmethod
@@ -69,6 +75,7 @@ class CaseResult:
             request_id=data.get("request_id"),
             failed={Assertion(name) for name in data.get("failed", [])},
             unchecked={Assertion(name) for name in data.get("unchecked", [])},
+            caseless=tuple(str(stage) for stage in data.get("caseless", ())),
         )
 
 

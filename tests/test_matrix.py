@@ -313,3 +313,42 @@ def test_an_opted_out_protected_record_is_not_scanned(pytester: pytest.Pytester)
     assert "sink 'protected record' (GW-7: reviewed)" in out
     without, _ = _inner(pytester, "record_token", args=("-k", "gateway_exception"))
     assert set(inner_outcomes(without).values()) == {"FAILED"}
+
+
+def test_a_stage_no_placement_applies_to_is_said_under_the_grid() -> None:
+    """A transport stage runs with the credential placements only: a target whose
+    placements are all the upstream's answers gets no case at DNS, TLS or a timeout. Such
+    a stage is named under the grid, never a silent gap; a stage the target leaves out
+    (``stages``) or has no seam for is not."""
+    from leakcheck.matrix import caseless_stages
+    from leakcheck.records import CaseResult
+
+    class AnswersOnly(Target):
+        operations = [Operation("fetch", "http", repeatable=True)]
+        seams = frozenset()
+        stages = ["vault_locked", "http_401", "dns_failure", "timeout_after_send"]
+        placements = ["upstream-reflects-request", "authorization-header"]
+
+    full = AnswersOnly()
+    specs = cases_for(full)
+    assert caseless_stages(full, specs) == {}  # the base credential runs them all
+
+    answers = AnswersOnly()
+    answers.placements = ["upstream-reflects-request"]
+    specs = cases_for(answers)
+    assert {spec.stage for spec in specs} == {"http_401"}
+    caseless = caseless_stages(answers, specs)
+    # vault_locked: no seam (seams empty), so not a gap
+    assert caseless == {"fetch": ("dns_failure", "timeout_after_send")}
+    result = CaseResult(
+        "fetch", "http_401", "upstream-reflects-request", caseless=caseless["fetch"]
+    )
+    assert CaseResult.from_json(result.to_json()) == result
+    assert "caseless" not in CaseResult("fetch", "http_401", "p").to_json()
+    record = {"test": "t.py::test_x[fetch-http_401]", "matrix": result.to_json(), "forbidden": 0}
+    lines = format_grid([record]).splitlines()
+    assert lines[-1].startswith(
+        "no case, no placement applies: fetch: dns_failure, timeout_after_send ("
+    )
+    clean = {**record, "matrix": CaseResult("fetch", "http_401", "p").to_json()}
+    assert not any(line.startswith("no case") for line in format_grid([clean]).splitlines())

@@ -42,6 +42,7 @@ One module per role: ``model`` (``Operation``, ``Target``, ``CaseSpec``, ``Case`
 from __future__ import annotations
 
 # ``name as name``: importable from here as before (the plugins, the tests), not in __all__
+from .collect import caseless_stages as caseless_stages
 from .collect import cases_for, stage_matrix
 from .grid import format_grid as format_grid
 from .hygiene import hygiene_violations as hygiene_violations

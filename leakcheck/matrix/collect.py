@@ -75,6 +75,27 @@ def cases_for(target: Target) -> list[CaseSpec]:
     return specs
 
 
+def caseless_stages(target: Target, specs: Sequence[CaseSpec]) -> dict[str, tuple[str, ...]]:
+    """``{operation: stages}``: the stages ``cases_for`` would run for an operation (its
+    transport's, those the target asks for, a gateway-side one only with its seam) where
+    no placement applies, so no case runs them (a transport stage runs with the credential
+    placements only: an MCP server whose templates carry no such credential gets none)."""
+    seams = seams_of(target)
+    ran = {(spec.operation, spec.stage) for spec in specs}
+    caseless: dict[str, tuple[str, ...]] = {}
+    for operation in target.operations:
+        missing = tuple(
+            stage.name
+            for stage in stages_for(operation.transport)
+            if (target.stages is None or stage.name in target.stages)
+            and not (stage.gateway_side and SEAMS[stage.name] not in seams)
+            and (operation.name, stage.name) not in ran
+        )
+        if missing:
+            caseless[operation.name] = missing
+    return caseless
+
+
 def _takes(operation: Operation, placement: Placement) -> bool:
     """Whether the operation takes the fields an agent-input placement adds (a tool that
     refuses unknown arguments never reaches the stage with them)."""
@@ -172,10 +193,14 @@ def stage_matrix(target: Target, *, name: str = "test_stage_matrix") -> Callable
 
     specs = cases_for(target)
     _validate_runnable(target, specs)
+    caseless = caseless_stages(target, specs)
 
     @pytest.mark.parametrize("leakcheck_case", specs, ids=[s.id for s in specs])
     def test(leakcheck: LeakCheck, leakcheck_case: CaseSpec, request: Any) -> None:
-        run_case(leakcheck, target, leakcheck_case, nodeid=request.node.nodeid)
+        run_case(
+            leakcheck, target, leakcheck_case, nodeid=request.node.nodeid,
+            caseless=caseless.get(leakcheck_case.operation, ()),
+        )  # fmt: skip
 
     test.__name__ = test.__qualname__ = name
     return test

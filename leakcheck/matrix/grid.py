@@ -53,6 +53,7 @@ def format_grid(records: Sequence[Mapping[str, Any]]) -> str:
     operations: list[str] = []
     stages: list[str] = []
     unchecked_cases: dict[str, int] = {}
+    caseless: dict[str, set[str]] = {}
     total = 0
     for record in map(TestRecord.from_json, records):
         if record.matrix is None:
@@ -66,9 +67,10 @@ def format_grid(records: Sequence[Mapping[str, Any]]) -> str:
         cells.setdefault((stage, op), []).append(record)
         for assertion in record.matrix.unchecked:
             unchecked_cases[assertion.value] = unchecked_cases.get(assertion.value, 0) + 1
+        caseless.setdefault(op, set()).update(record.matrix.caseless)
     if not cells:
         return "stage matrix: no case reported"
-    stages.sort(key=lambda s: list(STAGES).index(s) if s in STAGES else len(STAGES))
+    stages.sort(key=_stage_order)
     width = max(len(s) for s in stages)
     col = max(14, *(len(o) for o in operations))
     lines = [
@@ -105,4 +107,16 @@ def format_grid(records: Sequence[Mapping[str, Any]]) -> str:
         lines.append(stage.ljust(width) + "  " + "  ".join(row))
     for name, count in sorted(unchecked_cases.items()):
         lines.append(f"not checked: {name} in {count} of {total} case(s)")
+    for op in operations:
+        missing = sorted(caseless.get(op, ()), key=_stage_order)
+        if missing:
+            lines.append(
+                f"no case, no placement applies: {op}: {', '.join(missing)} (transport "
+                "stages run with the credential placements only: give the target the "
+                "credential they plant; an MCP server, {bearer} or {auth_headers})"
+            )
     return "\n".join(lines)
+
+
+def _stage_order(stage: str) -> int:
+    return list(STAGES).index(stage) if stage in STAGES else len(STAGES)

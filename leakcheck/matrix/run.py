@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import socket
 import ssl
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..capture import ProtectedRecordSink
@@ -150,7 +150,14 @@ def _invalid_input(check: LeakCheck, operation: Operation, placed: Placed) -> di
     return rendered
 
 
-def run_case(check: LeakCheck, target: Target, spec: CaseSpec, *, nodeid: str = "") -> None:
+def run_case(
+    check: LeakCheck,
+    target: Target,
+    spec: CaseSpec,
+    *,
+    nodeid: str = "",
+    caseless: Sequence[str] = (),
+) -> None:
     """Run one case and raise ``MatrixFailure`` (masked) if an assertion other than the
     leak verdict fails; the leak verdict is the fixture's, made at the end of the test.
 
@@ -159,7 +166,7 @@ def run_case(check: LeakCheck, target: Target, spec: CaseSpec, *, nodeid: str = 
     as "gateway raised", and what the target switched off is "not checked"."""
     contract = contract_of(target)
     with_record = keeps_record(target)
-    result = CaseResult(spec.operation, spec.stage, spec.placement)
+    result = CaseResult(spec.operation, spec.stage, spec.placement, caseless=tuple(caseless))
     if not with_record:
         result.unchecked.add(Assertion.RECORD)
     if isinstance(contract, NotChecked):
