@@ -50,10 +50,12 @@ of the environment, not of the plugin.
 small suite of TESTS tests (200) plugin off and with three canaries: a figure the load of
 a shared machine does not move, for comparing two trees where wall times drift by more
 than the change (``PYTHONPATH`` at a worktree of the other: it comes first).
+``--mcp-instructions [TESTS]`` does the same for the MCP suite (60 tests; off, empty and
+three), whose wall-time ratio moves the most from one run to the next.
 
     python bench/plugin_overhead.py [--tests 1000] [--mcp-tests 300] [--repeat 3]
                                     [--suite small|mcp|both|none] [--shares]
-                                    [--instructions [TESTS]]
+                                    [--instructions [TESTS]] [--mcp-instructions [TESTS]]
 """
 
 from __future__ import annotations
@@ -286,36 +288,44 @@ def run(suite: Path, mode: str) -> tuple[float, float]:
     return elapsed, cpu
 
 
-def instructions(root: Path, count: int) -> dict[str, float] | None:
-    """Instructions per test of the small suite, plugin off and with three canaries, each
-    one pytest run under callgrind (``--instructions``): a count that the machine's load
-    does not move, for telling a change of a few percent from noise (this machine's
-    plugin-off run took 1.8 to 5.7 s in one hour). Hash seed and canary seed fixed, so
-    that two trees run the same work; a run's bytecode cached by an unmeasured run first.
-    What it does not count: time lost to memory (a cache miss is one instruction), and
-    the wall time the targets are stated in. None when valgrind is not installed."""
+def instructions(root: Path, count: int, suite: str = "small") -> dict[str, float] | None:
+    """Instructions of one pytest run of a suite of ``count`` tests under callgrind, plugin
+    off and with three canaries (the MCP suite: and the fixture with no secret, its
+    floor): a count that the machine's load does not move, for telling a change of a few
+    percent from noise (this machine's plugin-off run took 1.8 to 5.7 s in one hour; the
+    MCP suite's three-canary ratio read 1.18x to 2.01x in one afternoon). Hash seed and
+    canary seed fixed, so that two trees run the same work; a run's bytecode cached by an
+    unmeasured run first. What it does not count: time lost to memory (a cache miss is one
+    instruction; the collector's walks are mostly that), and the wall time the targets are
+    stated in. None when valgrind is not installed."""
     valgrind = shutil.which("valgrind")
     if valgrind is None:
         print("instructions: valgrind is not installed; not counted")
         return None
-    where = root / "instructions"
+    where = root / f"instructions-{suite}"
     where.mkdir()
     (where / "conftest.py").write_text(CONFTEST)
-    suite = where / "test_suite.py"
-    suite.write_text(SUITE.replace("COUNT", str(count)))
+    test_file = where / ("test_suite.py" if suite == "small" else "test_mcp_suite.py")
+    test_file.write_text((SUITE if suite == "small" else MCP_SUITE).replace("COUNT", str(count)))
+    modes = ("off", "three") if suite == "small" else ("off", "empty", "three")
     counted: dict[str, int] = {}
-    for mode in ("off", "three"):
+    # the plugin-off run again with a third of the tests: a test's own instructions apart
+    # from the start-up's (fastmcp's imports are most of a short MCP run)
+    third = where / f"third_{test_file.name}"
+    third.write_text(test_file.read_text().replace(f"range({count})", f"range({count // 3})"))
+    for mode, path in [*((m, test_file) for m in modes), ("off-third", third)]:
         env = {
             **os.environ,
-            "LEAKCHECK_BENCH_MODE": mode,
+            "LEAKCHECK_BENCH_MODE": mode.partition("-")[0],
             "PYTHONHASHSEED": "0",
             "PYTHONPYCACHEPREFIX": str(root / "pycache"),
             "PYTHONPATH": _pythonpath(),
         }
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         pytest_args = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p"]
-        pytest_args += ["no:cacheprovider", "-x", str(suite)]
-        pytest_args += ["-p", "no:leakcheck"] if mode == "off" else ["--leakcheck-seed=13"]
+        pytest_args += ["no:cacheprovider", "-x", str(path)]
+        off = mode.startswith("off")
+        pytest_args += ["-p", "no:leakcheck"] if off else ["--leakcheck-seed=13"]
         warm = subprocess.run(pytest_args, cwd=where, env=env, capture_output=True, text=True)
         if warm.returncode != 0:
             sys.exit(f"instructions: the {mode} suite failed:\n{warm.stdout[-2000:]}")
@@ -327,12 +337,25 @@ def instructions(root: Path, count: int) -> dict[str, float] | None:
         if measured.returncode != 0 or found is None:
             sys.exit(f"instructions: the {mode} run failed:\n{measured.stderr[-2000:]}")
         counted[mode] = int(found.group(1))
-    added = (counted["three"] - counted["off"]) / count
-    print(f"instructions, small suite of {count} tests under callgrind (seeds fixed)")
-    print(f"  off {counted['off'] / 1e6:,.0f} M, three {counted['three'] / 1e6:,.0f} M: "
-          f"{added / 1e6:.2f} M instructions added a test, "
-          f"{counted['three'] / counted['off']:.2f}x")  # fmt: skip
-    return {"tests": count, "off": counted["off"], "three": counted["three"], "added": added}
+    off = counted["off"]
+    per_test = (off - counted["off-third"]) / (count - count // 3)
+    print(f"instructions, {suite} suite of {count} tests under callgrind (seeds fixed)")
+    print(
+        f"  off {off / 1e6:,.0f} M: {per_test / 1e6:.2f} M a test, "
+        f"start-up {(off - count * per_test) / 1e6:,.0f} M"
+    )
+    for mode in modes[1:]:
+        added = (counted[mode] - off) / count
+        print(
+            f"  {mode} {counted[mode] / 1e6:,.0f} M: {added / 1e6:.2f} M added a test, "
+            f"{(per_test + added) / per_test:.2f}x a test's, {counted[mode] / off:.2f}x the run"
+        )
+    return {
+        "tests": count,
+        **counted,
+        "per_test_off": per_test,
+        "added": (counted["three"] - off) / count,
+    }
 
 
 def shares(root: Path, count: int) -> dict[str, dict[str, float]]:
@@ -418,6 +441,16 @@ def main() -> int:
         help="then run the MCP suite once with each piece of the cost left out in turn",
     )
     parser.add_argument(
+        "--mcp-instructions",
+        type=int,
+        nargs="?",
+        const=60,
+        default=0,
+        metavar="TESTS",
+        help="then count the instructions of the MCP suite of TESTS tests (60), plugin off, "
+        "fixture with no secret and three canaries, under callgrind (some 4 minutes)",
+    )
+    parser.add_argument(
         "--instructions",
         type=int,
         nargs="?",
@@ -464,6 +497,8 @@ def main() -> int:
             results["mcp_shares"] = shares(root, max(args.mcp_tests, 7 * 60))
         if args.instructions:
             results["instructions"] = instructions(root, args.instructions)
+        if args.mcp_instructions:
+            results["mcp_instructions"] = instructions(root, args.mcp_instructions, "mcp")
     results["load_average_end"] = os.getloadavg()
     if targets:
         print("  targets: " + "; ".join(targets))
