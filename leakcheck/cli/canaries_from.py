@@ -154,8 +154,8 @@ def canaries_from_report(
     if isinstance(document, dict) and "leakcheck_mcp" in document:
         return _mcp_canaries(document, path, budget)
     _check_header(document, path)
-    seed, registered, lost = document["seed"], 0, 0
-    planned: list[tuple[str, str, int]] = []  # (test, kind, n): checked and counted first
+    registered = lost = 0
+    planned: list[tuple[str, str, str, int]] = []  # (test twice, kind, n): checked first
     for n, raw in enumerate(document["tests"], start=1):
         record = _record(raw, n, path)
         # a test id that held a secret was masked in the report: its canaries were made
@@ -172,19 +172,30 @@ def canaries_from_report(
             if match is None or match.group(1) not in KINDS:
                 shown = secret.id[:40]
                 raise UsageError(f"report {path!r} test {n}: {shown!r} is not a canary id (KIND#N)")
-            planned.append((record.test, match.group(1), int(match.group(2))))
+            planned.append((record.test, record.test, match.group(1), int(match.group(2))))
+    return _rebuilt(document, path, budget, planned), registered, lost
+
+
+def _rebuilt(
+    document: dict[str, Any],
+    path: str,
+    budget: Budget,
+    planned: Sequence[tuple[str, str, str, int]],
+) -> list[Secret]:
+    """The canaries ``planned`` as ``(namespace, shown, kind, n)``: each drawn with the
+    report's seed in its namespace, named ``KIND#N@shown``."""
     budget.check(len(planned), 0, f"report {path!r}")
     _check_generation(document, path, planned)
     canaries: list[Secret] = []
     factories: dict[str, CanaryFactory] = {}
-    for test, kind, number in planned:
-        factory = factories.get(test)
+    for namespace, shown, kind, number in planned:
+        factory = factories.get(namespace)
         if factory is None:
-            factory = factories[test] = CanaryFactory(seed, namespace=test)
+            factory = factories[namespace] = CanaryFactory(document["seed"], namespace=namespace)
         canary = factory.nth(kind, number)
-        canaries.append(replace(canary, id=f"{canary.id}@{display(test)}"))
+        canaries.append(replace(canary, id=f"{canary.id}@{display(shown)}"))
     budget.check(len(canaries), sum(len(c.value) for c in canaries), f"report {path!r}")
-    return canaries, registered, lost
+    return canaries
 
 
 #: The namespace of an MCP audit case's canaries (``audit.run.case_namespace``).
@@ -228,18 +239,7 @@ def _mcp_canaries(
             if match is None or match.group(1) not in KINDS:
                 raise UsageError(f"report {path!r} case {n}: a canary id is not KIND#N")
             planned.append((namespace, shown, match.group(1), int(match.group(2))))
-    budget.check(len(planned), 0, f"report {path!r}")
-    _check_generation(document, path, planned)
-    canaries: list[Secret] = []
-    factories: dict[str, CanaryFactory] = {}
-    for namespace, shown, kind, number in planned:
-        factory = factories.get(namespace)
-        if factory is None:
-            factory = factories[namespace] = CanaryFactory(seed, namespace=namespace)
-        canary = factory.nth(kind, number)
-        canaries.append(replace(canary, id=f"{canary.id}@{display(shown)}"))
-    budget.check(len(canaries), sum(len(c.value) for c in canaries), f"report {path!r}")
-    return canaries, 0, lost
+    return _rebuilt(document, path, budget, planned), 0, lost
 
 
 def _check_generation(document: dict[str, Any], path: str, planned: Sequence[object]) -> None:
