@@ -635,9 +635,11 @@ def _record_texts(record: logging.LogRecord, logger: logging.Logger) -> tuple[li
                     _Text("args", safe_repr(record.args), "" if args_shown else _ARGS_NOTE)
                 )
             texts.extend(rendered)
-        for key, value in list(vars(record).items()):
-            if key not in _RECORD_ATTRIBUTES and not (prerendered and key in _STRUCTLOG_EXTRAS):
-                texts.append(_Text(f"extra.{safe_str(key)}", repr_and_str(value)))
+        fields = vars(record)
+        if not fields.keys() <= _RECORD_ATTRIBUTES:  # (in C: nearly every record has none)
+            for key, value in list(fields.items()):
+                if key not in _RECORD_ATTRIBUTES and not (prerendered and key in _STRUCTLOG_EXTRAS):
+                    texts.append(_Text(f"extra.{safe_str(key)}", repr_and_str(value)))
     except Exception as exc:  # noqa: BLE001 - never break the app's logging call
         texts.append(
             _Text("record", f"<{type_name(record)}: could not be read ({type_name(exc)})>")

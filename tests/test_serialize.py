@@ -445,3 +445,24 @@ def test_captured_takes_every_field_its_dataclass_names() -> None:
     assert copy == dataclasses.replace(item, note="m") and hash(copy) == hash(
         dataclasses.replace(item, note="m")
     )
+
+
+_SCALARS = st.one_of(
+    st.text(),
+    st.floats(allow_nan=True),
+    st.integers(),
+    st.integers(min_value=2**60, max_value=2**70),
+    st.integers(min_value=10**5000, max_value=10**5000 + 5),  # past repr's digit limit
+    st.booleans(),
+    st.none(),
+)
+
+
+@given(st.lists(_SCALARS, max_size=6).map(tuple))
+def test_a_tuple_of_scalars_is_written_as_the_writer_writes_it(args: tuple[Any, ...]) -> None:
+    """``safe_repr`` writes a log record's args (a tuple of strings and numbers, nearly
+    always) without the writer: the same text, a huge int included (the writer's
+    placeholder, never Python's digit-limit error)."""
+    from leakcheck.serialize.reprs import ReprWriter
+
+    assert safe_repr(args) == ReprWriter().text(args)

@@ -76,6 +76,8 @@ def safe_repr(obj: object) -> str:
     leakcheck (a ``str`` subclass in a list is written by its characters, a shared
     sub-object once, then as ``<same dict as earlier>``); any other object by its own
     ``repr``, or ``<Foo object; repr raised E>``."""
+    if type(obj) is tuple and all(map(_plain_scalar, obj)):
+        return tuple.__repr__(obj)  # (a log record's args: as the writer would write it)
     writer = _WRITER[0]
     if writer is None:  # imported on first use: reprs reads text through this module
         from .reprs import ReprWriter
@@ -85,6 +87,14 @@ def safe_repr(obj: object) -> str:
 
 
 _WRITER: list[Any] = [None]
+_PLAIN_SCALARS = frozenset({str, float, bool, type(None)})
+
+
+def _plain_scalar(value: Any) -> bool:
+    """Whether ``repr`` writes ``value`` exactly as ``ReprWriter`` does: a plain ``str``,
+    ``float``, ``bool``, ``None``, or an ``int`` short enough to be written in full."""
+    kind = type(value)
+    return kind in _PLAIN_SCALARS or (kind is int and value.bit_length() <= 64)
 
 
 def exception_message(exc: BaseException) -> str:
