@@ -124,8 +124,9 @@ def _add_scan(commands: Any) -> None:
         action="append",
         metavar="REPORT",
         help="also search for every canary a pytest run planted, rebuilt from its "
-        "--leakcheck-report JSON (which holds the seed and canary ids, never a value); "
-        "once per report: a sharded run gives every shard's",
+        "--leakcheck-report JSON (which holds the seed and canary ids, never a value), or "
+        "an MCP audit planted, from its 'leakcheck mcp --format json' report; once per "
+        "report: a sharded run gives every shard's",
     )
     scan.add_argument("--format", choices=sorted(RENDERERS), default="text")
     scan.add_argument("--output", "-o", metavar="FILE", help="write the report here")
