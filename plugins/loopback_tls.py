@@ -23,8 +23,8 @@ MISMATCH_HOSTNAME = "upstream.other-host.example"
 #: why an HTTPS stage cannot run here (a ``HarnessError``: the harness, not the gateway)
 TRUSTME_MISSING = (
     "the loopback transport needs the trustme package for its HTTPS and TLS stages (a "
-    "throwaway CA and certificates), and it is not installed: pip install trustme (it "
-    "comes with pytest-leakcheck[dev])"
+    "throwaway CA and certificates), and it is not installed: pip install trustme, or "
+    "'pytest-leakcheck[loopback]' (leakcheck mcp's extra, 'pytest-leakcheck[mcp]', has it)"
 )
 
 

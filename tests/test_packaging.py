@@ -157,6 +157,24 @@ def test_wheel_contents(wheel: Path) -> None:
     assert "[leakcheck.plugins]" in entry_points
 
 
+def test_the_extras_that_run_tls_stages_bring_trustme(wheel: Path) -> None:
+    """The loopback transport's HTTPS and TLS stages need trustme: ``leakcheck mcp`` runs
+    them (its extra, ``mcp``), and a pytest suite over ``http_via="loopback"`` or a
+    ``StdioMcpTarget`` does (``loopback``). The message of a missing trustme names both;
+    it named the ``dev`` extra, which no user installs."""
+    from email.parser import Parser
+
+    meta = zipfile.ZipFile(wheel).read(f"{wheel.name.split('-py')[0]}.dist-info/METADATA")
+    requires = Parser().parsestr(meta.decode()).get_all("Requires-Dist") or []
+    with_trustme = {r.split("extra ==")[1].strip(" '\"") for r in requires if "trustme" in r}
+    assert {"mcp", "loopback"} <= with_trustme
+
+    from leakcheck.plugins.loopback_tls import TRUSTME_MISSING
+
+    assert "pytest-leakcheck[loopback]" in TRUSTME_MISSING
+    assert "pytest-leakcheck[mcp]" in TRUSTME_MISSING and "[dev]" not in TRUSTME_MISSING
+
+
 def test_modules_import_from_the_venv(installed: dict) -> None:
     purelib = Path(installed["purelib"]).resolve()
     assert purelib.is_relative_to(Path(installed["venv"]).resolve())
