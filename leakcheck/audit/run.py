@@ -35,7 +35,7 @@ from typing import Any
 from ..canaries import Secret, WeakSecretError
 from ..faults import HarnessError
 from ..harness import LeakCheck
-from ..matrix import CaseSpec, MatrixFailure, cases_for, run_case
+from ..matrix import CaseSpec, MatrixFailure, caseless_stages, cases_for, run_case
 from ..placements import PLACEMENTS, template_kinds
 from ..records import Assertion
 from ..stages import STAGES
@@ -468,17 +468,24 @@ def _audit(
         seed = LeakCheck().seed
     result.seed = seed
     _carried_note(result, target, asked_placements)
-    _caseless_note(result, stages, specs)
+    _caseless_note(result, target, stages, specs)
     _run_all(result, target, specs, seed, jobs, budget, began, progress)
     return result
 
 
-def _caseless_note(result: AuditResult, stages: Sequence[str], specs: list[CaseSpec]) -> None:
-    """A stage asked for that no case runs is said, never silently dropped: the transport
+def _caseless_note(
+    result: AuditResult, target: AuditTarget, stages: Sequence[str], specs: list[CaseSpec]
+) -> None:
+    """A stage asked for that no case of any tool runs is said, never silently dropped
+    (``matrix.caseless_stages``, which the pytest grid says by operation): the transport
     stages (refused, DNS, TLS, timeouts, reset) are run with the credential placements
     only, and those need a credential the templates carry."""
-    ran = {spec.stage for spec in specs}
-    missing = [stage for stage in stages if stage not in ran]
+    caseless = caseless_stages(target, specs)
+    missing = [
+        stage
+        for stage in stages
+        if all(stage in caseless.get(op.name, ()) for op in target.operations)
+    ]
     if missing:
         result.notes.append(
             f"stages not run, no placement applies: {', '.join(missing)}: they are run with "
