@@ -220,6 +220,10 @@ class SessionMasker:
     def __len__(self) -> int:
         return len(self._values)
 
+    def holds(self, secrets: Iterable[Secret]) -> bool:
+        """Whether every one of ``secrets`` is masked here (its value added)."""
+        return all(secret.value in self._values for secret in secrets)
+
     def add(self, secrets: Iterable[Secret], scanner: Scanner | None = None) -> None:
         """Mask ``secrets`` from now on (a value already known is kept once). ``scanner``,
         a masking scanner over them that exists already (a test's own), saves making their
