@@ -44,6 +44,7 @@ __all__ = [
     "not_set_up_reasons",
     "plugin_forms",
     "plugin_decoders",
+    "install_hint",
     "skipped_plugins",
     "waiting_plugins",
     "WATCHED_LIBRARIES",
@@ -54,6 +55,16 @@ CODECS_GROUP = "leakcheck.codecs"
 _skipped: dict[str, str] = {}
 #: the skipped plugins whose library is importable: their failure is worth saying
 _broken: set[str] = set()
+#: the skipped plugins whose library is not installed: the module that was not found
+_missing: dict[str, str] = {}
+#: Distributions whose name is not their module's (``_missing`` holds module names).
+_DISTRIBUTIONS = {
+    "sentry_sdk": "sentry-sdk",
+    "prometheus_client": "prometheus-client",
+    "opentelemetry.sdk": "opentelemetry-sdk",
+    "opentelemetry": "opentelemetry-api",
+    "agents": "openai-agents",
+}
 
 
 #: The library each bundled sink plugin watches. Its plugin is loaded only once something
@@ -197,6 +208,8 @@ def load_plugins(group: str = GROUP, named: str | None = None) -> tuple[ModuleTy
                 _skipped[entry.name] = f"{type(exc).__name__}: {exc}"
                 if not _library_missing(exc):
                     _broken.add(entry.name)
+                elif isinstance(exc, ModuleNotFoundError) and exc.name:
+                    _missing[entry.name] = exc.name
         module = _loaded[key]
         if module is not None:
             modules.append(module)
@@ -277,6 +290,18 @@ def skipped_plugins() -> dict[str, str]:
     load_plugins(CODECS_GROUP)
     load_plugins(GROUP)
     return dict(_skipped)
+
+
+def install_hint(plugin: str) -> str:
+    """``pip install X``, for a skipped plugin whose library is not installed (X the
+    distribution of the module it did not find); "" for any other plugin."""
+    module = _missing.get(plugin)
+    if module is None:
+        return ""
+    for name in (module, module.split(".")[0]):
+        if name in _DISTRIBUTIONS:
+            return f"pip install {_DISTRIBUTIONS[name]}"
+    return f"pip install {module.split('.')[0].replace('_', '-')}"
 
 
 def broken_plugins() -> dict[str, str]:

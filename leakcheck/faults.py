@@ -327,10 +327,12 @@ def make_fault(
         return GatewayFault(resolved, placed=placed, secret=secret, **options)
     factory = fault_factory(via)
     if factory is None:
-        from .extensions import skipped_plugins
+        from .extensions import install_hint, skipped_plugins
 
         skipped = skipped_plugins()
         hint = f" (plugin skipped: {skipped[via]})" if via in skipped else ""
+        if install_hint(via):
+            hint += f"; {install_hint(via)} to use it"
         known = ", ".join(sorted(fault_factories())) or "none installed"
         raise UnknownTransportError(f"no fault transport {via!r}{hint}; known: {known}")
     return factory(resolved, placed=placed, secret=secret, **options)

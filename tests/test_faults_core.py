@@ -448,3 +448,48 @@ def test_a_fault_loads_only_its_own_transports_plugin() -> None:
         "['asyncssh', 'leakcheck.plugins.ssh_server']",
         "None",
     ]
+
+
+def test_a_transport_whose_library_is_not_installed_says_what_to_install() -> None:
+    """``http_via`` defaults to respx: a newcomer without it is told to install it, in the
+    fault's error and in the matrix's collection error. A fresh process in which respx
+    cannot be imported (None in ``sys.modules``, as an uninstalled package)."""
+    import subprocess
+    import sys
+    import textwrap
+
+    program = textwrap.dedent(
+        """
+        import sys
+        sys.modules["respx"] = None
+        from leakcheck.faults import UnknownTransportError, make_fault
+        from leakcheck.matrix import Operation, Target, TargetError, stage_matrix
+        try:
+            make_fault("http_401", via="respx", secret=lambda kind: "x")
+        except UnknownTransportError as exc:
+            print(exc)
+
+        class Gateway(Target):
+            operations = [Operation("fetch", "http", repeatable=True)]
+            stages = ["http_401"]
+
+            def call(self, case):
+                return None
+
+        try:
+            stage_matrix(Gateway())
+        except TargetError as exc:
+            print(exc)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-W", "ignore", "-c", program],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    fault, matrix = done.stdout.splitlines()
+    assert fault.startswith("no fault transport 'respx' (plugin skipped: ModuleNotFoundError")
+    assert "; pip install respx to use it" in fault
+    assert "respx: plugin skipped (ModuleNotFoundError" in matrix
+    assert "; pip install respx to use it)" in matrix
+    assert "known: " in matrix

@@ -358,6 +358,7 @@ def test_plugins_are_told_apart(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) 
 
     monkeypatch.setattr(extensions, "_skipped", {})
     monkeypatch.setattr(extensions, "_broken", set())
+    monkeypatch.setattr(extensions, "_missing", {})
     monkeypatch.setattr(extensions, "_loaded", {})
     monkeypatch.setattr(extensions, "_entries", entries)
     modules = extensions.load_plugins(group)
@@ -367,6 +368,9 @@ def test_plugins_are_told_apart(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) 
     assert set(broken) == {"old", "raises"}
     assert broken["raises"] == "RuntimeError: bad plugin"
     assert broken["old"].startswith("ModuleNotFoundError: ")
+    # what to install is said only for the library that is not installed
+    assert extensions.install_hint("missing") == "pip install lc-quiet-no-such-library"
+    assert [extensions.install_hint(name) for name in ("old", "raises", "fine")] == ["", "", ""]
 
 
 def test_a_package_missing_from_a_namespace_package_is_a_library_missing(

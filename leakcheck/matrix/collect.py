@@ -166,11 +166,15 @@ def _validate_runnable(target: Target, specs: Sequence[CaseSpec]) -> None:
     }
     missing = sorted(via for via in vias if fault_factory(via) is None)
     if missing:
-        from ..extensions import skipped_plugins
+        from ..extensions import install_hint, skipped_plugins
 
         skipped = skipped_plugins()
         why = "; ".join(
-            f"{via}: plugin skipped ({skipped[via]})" for via in missing if via in skipped
+            f"{via}: plugin skipped ({skipped[via]}"
+            + (f"; {install_hint(via)} to use it" if install_hint(via) else "")
+            + ")"
+            for via in missing
+            if via in skipped
         )
         raise TargetError(
             f"{name}: no fault transport {', '.join(map(repr, missing))} (http_via, ssh_via or "
