@@ -352,3 +352,33 @@ def test_a_stage_no_placement_applies_to_is_said_under_the_grid() -> None:
     )
     clean = {**record, "matrix": CaseResult("fetch", "http_401", "p").to_json()}
     assert not any(line.startswith("no case") for line in format_grid([clean]).splitlines())
+
+
+def test_a_target_written_wrong_is_shown_at_the_users_line_without_our_frames(
+    pytester: pytest.Pytester,
+) -> None:
+    """A user's mistake at collection (here a transport that does not exist) is their
+    module's line and the message: not a traceback through the matrix's own code."""
+    pytester.makepyfile(
+        test_typo="""
+from leakcheck.matrix import Operation, Target, stage_matrix
+
+
+class Typo(Target):
+    operations = [Operation("fetch", "http", repeatable=True)]
+    stages = ["http_401"]
+    http_via = "respxx"
+
+    def call(self, case):
+        return None
+
+
+test_gateway = stage_matrix(Typo())
+"""
+    )
+    result = pytester.runpytest("-p", "no:randomly", "--no-leakcheck-snapshots")
+    result.assert_outcomes(errors=1)
+    out = result.stdout.str()
+    assert "test_typo.py:13: in <module>" in out
+    assert "TargetError: Typo: no fault transport 'respxx'" in out
+    assert "leakcheck/matrix/" not in out and "raise TargetError" not in out

@@ -195,9 +195,15 @@ def stage_matrix(target: Target, *, name: str = "test_stage_matrix") -> Callable
     Assign it to a ``test_*`` name in a test module."""
     import pytest
 
-    specs = cases_for(target)
-    _validate_runnable(target, specs)
-    caseless = caseless_stages(target, specs)
+    # A target written wrong is the user's mistake: pytest shows their module's line and
+    # the message, not the frames of ours that found it
+    __tracebackhide__ = True
+    try:
+        specs = cases_for(target)
+        _validate_runnable(target, specs)
+        caseless = caseless_stages(target, specs)
+    except TargetError as exc:
+        raise exc.with_traceback(None) from None
 
     @pytest.mark.parametrize("leakcheck_case", specs, ids=[s.id for s in specs])
     def test(leakcheck: LeakCheck, leakcheck_case: CaseSpec, request: Any) -> None:
