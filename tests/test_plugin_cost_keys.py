@@ -12,6 +12,8 @@ import base64
 from urllib.parse import quote
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from leakcheck import CanaryFactory, verdict
 from leakcheck.capture import Captured
@@ -194,3 +196,19 @@ def test_the_heads_index_stays_untracked_when_batches_share_a_head() -> None:
     assert masker._candidates(text.encode()) == (0, 1)
     masked = masker.mask(text) != text
     assert masked
+
+
+@given(st.sets(st.binary(min_size=6, max_size=6), max_size=40))
+def test_the_first_four_bytes_of_heads_are_read_as_the_lookups_read_them(
+    heads: set[bytes],
+) -> None:
+    """The session's keys are the first four bytes of each head, taken from their join by
+    strided slices: the same ints as slicing each head, in the same order."""
+    from array import array
+
+    from leakcheck.engine import KEY_CODE
+    from leakcheck.masking import HEAD_BYTES, _first_fours
+
+    assert all(len(head) == HEAD_BYTES for head in heads)
+    expected = array(KEY_CODE, b"".join(head[:4] for head in heads)).tolist()
+    assert array(KEY_CODE, _first_fours(heads)).tolist() == expected
