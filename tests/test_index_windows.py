@@ -108,3 +108,14 @@ def test_a_value_with_a_quote_or_an_escape_keeps_its_utf16_needles(char: str) ->
 
     secret = plain_user_secret(f"tokABCdef0123{char}456789xyzQRStuv")
     assert list(index_utf16_forms(secret)) == list(utf16_forms(secret))
+
+
+@pytest.mark.parametrize("index", [False, True], ids=["masking forms", "index forms"])
+def test_the_index_takes_the_needles_a_scanner_makes_unnamed(index: bool) -> None:
+    """``needle_material(..., cached=False)`` (the session masker's) makes the same needles,
+    in the same order, as a scanner's named table, the masking windows taken unnamed."""
+    forms = _index_forms(masking_forms()) if index else masking_forms()
+    for secret in secrets():
+        unnamed = needle_material(secret, forms, cached=False)
+        named = needle_material(secret, forms)
+        assert (unnamed == named) is True, secret.id
