@@ -18,7 +18,7 @@ import threading
 import traceback
 import warnings
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from .policy import Policy, SinkClass, level_name
@@ -697,20 +697,26 @@ def resolve_latent(items: Iterable[Captured], policy: Policy) -> list[Captured]:
                     note = _joined(item.note, why)
                 else:
                     note = _joined(f"latent: {why}", item.note)
-                item = replace(item, sink_class=SinkClass.LATENT, note=note)
+                item = _replaced(item, sink_class=SinkClass.LATENT, note=note)
             elif (
                 declared is None
                 and item.sink_class is SinkClass.OPERATOR
                 and origin.levelno < HINT_BELOW
             ):
-                item = replace(item, note=_joined(item.note, _declare_hint(origin)))
+                item = _replaced(item, note=_joined(item.note, _declare_hint(origin)))
         if item.sink_class is SinkClass.LATENT and policy.strict_latent:
             # judged as before latent material was told apart: a finding of its own
-            item = replace(
+            item = _replaced(
                 item, note=_joined(item.note, "strict_latent: judged as emitted"), fallback=False
             )
         out.append(item)
     return out
+
+
+def _replaced(item: Captured, **changes: Any) -> Captured:
+    """``dataclasses.replace(item, **changes)`` without its walk over the class's fields:
+    each DEBUG and INFO record of every test is given its hint here."""
+    return Captured(**{**item.__dict__, **changes})
 
 
 def _joined(*notes: str) -> str:

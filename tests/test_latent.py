@@ -537,3 +537,30 @@ def test_a_caller_exceptions_request_fails_under_strict_latent() -> None:
     (leak,) = check.violations()
     assert leak.path.endswith("ConnectError.request")
     assert "strict_latent: judged as emitted" in leak.note
+
+
+@pytest.mark.parametrize("strict", [False, True], ids=["default", "strict_latent"])
+@pytest.mark.parametrize("declared", [None, "INFO"], ids=["no level", "INFO declared"])
+def test_resolving_a_record_keeps_every_field_it_does_not_change(
+    strict: bool, declared: str | None
+) -> None:
+    """``resolve_latent`` makes its copies without ``dataclasses.replace``: every field of a
+    record's text is kept but the class, the note and (strict) the fallback flag."""
+    import dataclasses
+
+    from leakcheck.capture import Captured, LogOrigin, resolve_latent
+
+    item = Captured(
+        "log record", SinkClass.OPERATOR, "app.http DEBUG message", "text", note="first",
+        group="log record#3", fallback=True, uninspected="",
+        origin=LogOrigin("app.http", 10, "DEBUG"),
+    )  # fmt: skip
+    policy = DEFAULT_POLICY.with_latent(strict=strict, log_levels=declared and f"app={declared}")
+    (resolved,) = resolve_latent([item], policy)
+    changed = {"sink_class", "note", "fallback"}
+    for f in dataclasses.fields(Captured):
+        if f.name not in changed:
+            assert getattr(resolved, f.name) == getattr(item, f.name), f.name
+    assert resolved.note != item.note  # (a hint or a latent note: it did make a copy)
+    # (a latent text judged as emitted is a finding of its own, not its record's fallback)
+    assert resolved.fallback is not (strict and declared is not None)
