@@ -188,17 +188,24 @@ def _watched_library(group: str, entry: _Entry) -> str | None:
     return WATCHED_LIBRARIES.get(entry.name)
 
 
+@cache
+def _plan(
+    group: str, entries: tuple[_Entry, ...]
+) -> tuple[tuple[_Entry, tuple[str, str], str | None], ...]:
+    """Each of ``entries`` (``group``'s) with its key in ``_loaded`` and the library it
+    waits for (``_watched_library``): made once, not for every test's sinks."""
+    return tuple((entry, (group, entry[0]), _watched_library(group, entry)) for entry in entries)
+
+
 def load_plugins(group: str = GROUP, named: str | None = None) -> tuple[ModuleType, ...]:
     """The plugin modules of ``group`` that import (each imported once), without the
     bundled sinks whose library nothing has imported yet (``waiting_plugins``); only
     those whose entry point is ``named``, if given."""
-    modules = []
-    for entry in _entries(group):
-        if named is not None and entry.name != named:
+    modules: list[ModuleType] = []
+    for entry, key, library in _plan(group, _entries(group)):
+        if named is not None and entry[0] != named:
             continue
-        key = (group, entry.name)
         if key not in _loaded:
-            library = _watched_library(group, entry)
             if library is not None and library not in sys.modules:
                 continue
             try:
@@ -220,11 +227,9 @@ def waiting_plugins() -> dict[str, str]:
     """``{plugin: library}``: bundled sink plugins not loaded yet, their library being
     imported by nothing so far (installed or not)."""
     return {
-        entry.name: library
-        for entry in _entries(GROUP)
-        if (GROUP, entry.name) not in _loaded
-        and (library := _watched_library(GROUP, entry)) is not None
-        and library not in sys.modules
+        entry[0]: library
+        for entry, key, library in _plan(GROUP, _entries(GROUP))
+        if library is not None and key not in _loaded and library not in sys.modules
     }
 
 
