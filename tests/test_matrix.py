@@ -206,7 +206,7 @@ def test_a_gateway_that_raises_is_a_counted_gateway_raised_failure(
         [
             "*[[]raised[]] the gateway raised instead of returning an error:",
             "*- gateway-raised: the gateway raised RuntimeError instead of returning an error "
-            "envelope",
+            "envelope (raised at *:* in *: *)",
         ]
     )
     grid = out[out.index("stage matrix (") :]
@@ -382,3 +382,32 @@ test_gateway = stage_matrix(Typo())
     assert "test_typo.py:13: in <module>" in out
     assert "TargetError: Typo: no fault transport 'respxx'" in out
     assert "leakcheck/matrix/" not in out and "raise TargetError" not in out
+
+
+def test_a_gateway_raised_failure_says_where_and_what() -> None:
+    """A newcomer's gateway raised ``TypeError`` (its call given the placement's extra
+    input): the failure names the innermost frame and the message's first line, shortened;
+    an exception never raised, or with nothing to say, adds nothing."""
+    from leakcheck.matrix.run import _RAISED_MESSAGE_CHARS, _raised_at
+
+    def forecast(city: str) -> None:
+        raise TypeError("forecast() got an unexpected keyword argument 'options'\nmore")
+
+    try:
+        forecast("Paris")
+    except TypeError as exc:
+        said = _raised_at(exc)
+    line = forecast.__code__.co_firstlineno + 1
+    assert said == (
+        f" (raised at test_matrix.py:{line} in forecast: "
+        "forecast() got an unexpected keyword argument 'options')"
+    )
+    long = ValueError("x" * (_RAISED_MESSAGE_CHARS + 50))
+    assert _raised_at(long) == f" ({'x' * _RAISED_MESSAGE_CHARS}…)"
+    assert _raised_at(RuntimeError()) == ""
+
+    class Unprintable(Exception):
+        def __str__(self) -> str:
+            raise RuntimeError("no")
+
+    assert _raised_at(Unprintable()) == ""  # (its str raises: nothing said, no crash)

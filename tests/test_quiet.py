@@ -529,7 +529,7 @@ def test_matrix_failures_without_a_leak_say_why(pytester: pytest.Pytester) -> No
     assert "(sinks: exception)" in raised[0]
     assert raised[1] == (
         "gateway raised: gateway-raised: the gateway raised RuntimeError instead of "
-        "returning an error envelope"
+        "returning an error envelope (raised at test_inner.py:23 in call: the gateway gave up)"
     ), raised
 
 

@@ -26,6 +26,7 @@ from ..faults import (
 from ..libtrace import library_exceptions
 from ..placements import BASELINE_PLACEMENTS, Placed, render_template, template_kinds
 from ..records import Assertion, CaseResult
+from ..serialize import safe_str
 from ..snapshot_store import snapshot_entry
 from ..stages import STAGES
 from .hygiene import hygiene_violations, request_id_words
@@ -189,7 +190,7 @@ def run_case(
         _fail(
             check, spec, nodeid,
             [Problem(Assertion.RAISED, Violation("gateway-raised", "", "the gateway raised "
-                     f"{type(exc).__name__} instead of returning {what}"))],
+                     f"{type(exc).__name__} instead of returning {what}{_raised_at(exc)}"))],
             contract,
         )  # fmt: skip
         return
@@ -295,6 +296,30 @@ def _snapshot(case: Case, spec: CaseSpec, envelope: Any, exc: BaseException | No
         ports=[port] if isinstance(port, int) else [],
         paths=paths,
     )
+
+
+#: The characters of a raised exception's message that a gateway-raised failure quotes.
+_RAISED_MESSAGE_CHARS = 200
+
+
+def _raised_at(exc: BaseException) -> str:
+    """`` (raised at FILE:LINE in FUNCTION: MESSAGE)``: the innermost frame of ``exc`` and
+    the first line of its message, shortened, for finding the raise (a ``TypeError`` of a
+    call given the placement's extra input was only a type's name). Masked with the rest
+    of the failure: a message holding a secret shows it masked, and is a leak besides."""
+    frame = exc.__traceback__
+    where = ""
+    if frame is not None:
+        while frame.tb_next is not None:
+            frame = frame.tb_next
+        code = frame.tb_frame.f_code
+        where = f"{os.path.basename(code.co_filename)}:{frame.tb_lineno} in {code.co_name}"
+    lines = safe_str(exc).strip().splitlines()
+    message = lines[0] if lines else ""
+    if len(message) > _RAISED_MESSAGE_CHARS:
+        message = message[:_RAISED_MESSAGE_CHARS] + "…"
+    said = ": ".join(part for part in (f"raised at {where}" if where else "", message) if part)
+    return f" ({said})" if said else ""
 
 
 def _fail(
