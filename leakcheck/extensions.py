@@ -55,7 +55,8 @@ CODECS_GROUP = "leakcheck.codecs"
 _skipped: dict[str, str] = {}
 #: the skipped plugins whose library is importable: their failure is worth saying
 _broken: set[str] = set()
-#: the skipped plugins whose library is not installed: the module that was not found
+#: the bundled plugins skipped because their library is not installed: the module not
+#: found (a third party's plugin may name its distribution otherwise: no guess for it)
 _missing: dict[str, str] = {}
 #: Distributions whose name is not their module's (``_missing`` holds module names).
 _DISTRIBUTIONS = {
@@ -215,7 +216,11 @@ def load_plugins(group: str = GROUP, named: str | None = None) -> tuple[ModuleTy
                 _skipped[entry.name] = f"{type(exc).__name__}: {exc}"
                 if not _library_missing(exc):
                     _broken.add(entry.name)
-                elif isinstance(exc, ModuleNotFoundError) and exc.name:
+                elif (
+                    isinstance(exc, ModuleNotFoundError)
+                    and exc.name
+                    and entry.value.startswith(_OWN_PLUGINS)
+                ):
                     _missing[entry.name] = exc.name
         module = _loaded[key]
         if module is not None:
@@ -298,8 +303,8 @@ def skipped_plugins() -> dict[str, str]:
 
 
 def install_hint(plugin: str) -> str:
-    """``pip install X``, for a skipped plugin whose library is not installed (X the
-    distribution of the module it did not find); "" for any other plugin."""
+    """``pip install X``, for a bundled plugin skipped because its library is not
+    installed (X the distribution of the module it did not find); "" for any other."""
     module = _missing.get(plugin)
     if module is None:
         return ""
