@@ -455,10 +455,11 @@ class LoggingSink:
 
     def collect(self) -> Iterator[Captured]:
         for n, (record, note, texts, plain) in enumerate(self._records):
-            where = f"{safe_str(record.name)} {safe_str(record.levelname)}"
+            name, levelname = safe_str(record.name), safe_str(record.levelname)
+            where = f"{name} {levelname}"
             group = f"{self.name}#{n}"
             levelno = record.levelno if type(record.levelno) is int else 0
-            origin = LogOrigin(safe_str(record.name), levelno, safe_str(record.levelname))
+            origin = _log_origin(name, levelno, levelname)
             every = list(texts)
             exc_info = record.exc_info
             if isinstance(exc_info, tuple) and len(exc_info) > 1:
@@ -485,11 +486,28 @@ class LoggingSink:
                     SinkClass.LATENT if t.latent else SinkClass.OPERATOR,
                     f"{where} {t.field}",
                     t.text,
-                    note="; ".join(x for x in (t.latent, note) if x),
-                    group=group,
-                    fallback=bool(t.latent) or t.rendered,
-                    origin=origin,
+                    f"{t.latent}; {note}" if t.latent and note else t.latent or note,
+                    group,
+                    bool(t.latent) or t.rendered,
+                    "",
+                    origin,
                 )
+
+
+#: The origins made so far, by their fields: a test's records come from a few loggers at a
+#: few levels, and a frozen dataclass costs a microsecond to make (bounded: cleared when full).
+_ORIGINS: dict[tuple[str, int, str], LogOrigin] = {}
+_ORIGINS_KEPT = 1024
+
+
+def _log_origin(logger: str, levelno: int, levelname: str) -> LogOrigin:
+    key = (logger, levelno, levelname)
+    origin = _ORIGINS.get(key)
+    if origin is None:
+        if len(_ORIGINS) >= _ORIGINS_KEPT:
+            _ORIGINS.clear()
+        origin = _ORIGINS[key] = LogOrigin(logger, levelno, levelname)
+    return origin
 
 
 @dataclass(frozen=True)
