@@ -32,7 +32,7 @@ import sys
 import threading
 from array import array
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from itertools import compress
 from operator import itemgetter
 from typing import Any
@@ -88,11 +88,13 @@ def _spare_head(needle: bytes, owners: dict[bytes, int], index: int) -> bytes:
     return needle[middle : middle + HEAD_BYTES]
 
 
-def _first_fours(heads: Iterable[bytes]) -> bytes:
+def _first_fours(heads: Collection[bytes]) -> bytes:
     """The first four bytes of each of ``heads`` (HEAD_BYTES each), joined: taken from
     their join by strided slices, in C (a slice a head was a tenth of indexing them)."""
     joined = b"".join(heads)
-    count = len(joined) // HEAD_BYTES
+    count = len(heads)
+    if len(joined) != HEAD_BYTES * count:  # (never, as heads are made: then one by one)
+        return b"".join(head[:4] for head in heads)
     fours = bytearray(4 * count)
     for k in range(4):
         fours[k::4] = joined[k::HEAD_BYTES]

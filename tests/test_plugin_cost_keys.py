@@ -212,3 +212,6 @@ def test_the_first_four_bytes_of_heads_are_read_as_the_lookups_read_them(
     assert all(len(head) == HEAD_BYTES for head in heads)
     expected = array(KEY_CODE, b"".join(head[:4] for head in heads)).tolist()
     assert array(KEY_CODE, _first_fours(heads)).tolist() == expected
+    # a head of another length (none is made so) is read one by one, never misread
+    uneven = [*heads, b"\x01" * (HEAD_BYTES + 1)]
+    assert _first_fours(uneven) == b"".join(head[:4] for head in uneven)
