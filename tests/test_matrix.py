@@ -396,18 +396,33 @@ def test_a_gateway_raised_failure_says_where_and_what() -> None:
     try:
         forecast("Paris")
     except TypeError as exc:
-        said = _raised_at(exc)
+        said = _raised_at(exc, str)
     line = forecast.__code__.co_firstlineno + 1
     assert said == (
         f" (raised at test_matrix.py:{line} in forecast: "
         "forecast() got an unexpected keyword argument 'options')"
     )
     long = ValueError("x" * (_RAISED_MESSAGE_CHARS + 50))
-    assert _raised_at(long) == f" ({'x' * _RAISED_MESSAGE_CHARS}…)"
-    assert _raised_at(RuntimeError()) == ""
+    assert _raised_at(long, str) == f" ({'x' * _RAISED_MESSAGE_CHARS}…)"
+    assert _raised_at(RuntimeError(), str) == ""
 
     class Unprintable(Exception):
         def __str__(self) -> str:
             raise RuntimeError("no")
 
-    assert _raised_at(Unprintable()) == ""  # (its str raises: nothing said, no crash)
+    assert _raised_at(Unprintable(), str) == ""  # (its str raises: nothing said, no crash)
+
+
+def test_a_raised_message_is_masked_whole_before_it_is_shortened() -> None:
+    """A secret where the message is cut: masked first, nothing of it is left; cut first,
+    its first characters would stay, too few for any mask to know them."""
+    from leakcheck.harness import LeakCheck
+    from leakcheck.matrix.run import _RAISED_MESSAGE_CHARS, _raised_at
+
+    check = LeakCheck(seed="raised-cut", sinks=[], announce=False)
+    value = check.register("Zq7Wm2Kx9Vb4Np8Rt3Ly6Hd5", kind="api_key")
+    # (three characters at the cut: fewer bits than a masked head, "Zq7W…", has)
+    exc = RuntimeError("." * (_RAISED_MESSAGE_CHARS - 3) + value + " and more")
+    said = _raised_at(exc, check.mask)
+    assert "«" in said  # (masked, its label cut at the end)
+    assert (value[:3] in said) is False

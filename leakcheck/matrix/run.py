@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import socket
 import ssl
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..capture import ProtectedRecordSink
@@ -190,7 +190,8 @@ def run_case(
         _fail(
             check, spec, nodeid,
             [Problem(Assertion.RAISED, Violation("gateway-raised", "", "the gateway raised "
-                     f"{type(exc).__name__} instead of returning {what}{_raised_at(exc)}"))],
+                     f"{type(exc).__name__} instead of returning {what}"
+                     f"{_raised_at(exc, check.mask)}"))],
             contract,
         )  # fmt: skip
         return
@@ -302,11 +303,11 @@ def _snapshot(case: Case, spec: CaseSpec, envelope: Any, exc: BaseException | No
 _RAISED_MESSAGE_CHARS = 200
 
 
-def _raised_at(exc: BaseException) -> str:
+def _raised_at(exc: BaseException, mask: Callable[[str], str]) -> str:
     """`` (raised at FILE:LINE in FUNCTION: MESSAGE)``: the innermost frame of ``exc`` and
-    the first line of its message, shortened, for finding the raise (a ``TypeError`` of a
-    call given the placement's extra input was only a type's name). Masked with the rest
-    of the failure: a message holding a secret shows it masked, and is a leak besides."""
+    the first line of its message, for finding the raise (a ``TypeError`` of a call given
+    the placement's extra input was only a type's name). The line is masked whole, then
+    shortened: cut first, a secret at the cut would leave a piece too short to mask."""
     frame = exc.__traceback__
     where = ""
     if frame is not None:
@@ -315,7 +316,7 @@ def _raised_at(exc: BaseException) -> str:
         code = frame.tb_frame.f_code
         where = f"{os.path.basename(code.co_filename)}:{frame.tb_lineno} in {code.co_name}"
     lines = safe_str(exc).strip().splitlines()
-    message = lines[0] if lines else ""
+    message = mask(lines[0]) if lines else ""
     if len(message) > _RAISED_MESSAGE_CHARS:
         message = message[:_RAISED_MESSAGE_CHARS] + "…"
     said = ": ".join(part for part in (f"raised at {where}" if where else "", message) if part)
