@@ -58,14 +58,6 @@ _broken: set[str] = set()
 #: the bundled plugins skipped because their library is not installed: the module not
 #: found (a third party's plugin may name its distribution otherwise: no guess for it)
 _missing: dict[str, str] = {}
-#: Distributions whose name is not their module's (``_missing`` holds module names).
-_DISTRIBUTIONS = {
-    "sentry_sdk": "sentry-sdk",
-    "prometheus_client": "prometheus-client",
-    "opentelemetry.sdk": "opentelemetry-sdk",
-    "opentelemetry": "opentelemetry-api",
-    "agents": "openai-agents",
-}
 
 
 #: The library each bundled sink plugin watches. Its plugin is loaded only once something
@@ -304,13 +296,11 @@ def skipped_plugins() -> dict[str, str]:
 
 def install_hint(plugin: str) -> str:
     """``pip install X``, for a bundled plugin skipped because its library is not
-    installed (X the distribution of the module it did not find); "" for any other."""
+    installed (X the package it did not find: a fault transport's library, respx,
+    responses or asyncssh, is named as it imports); "" for any other."""
     module = _missing.get(plugin)
     if module is None:
         return ""
-    for name in (module, module.split(".")[0]):
-        if name in _DISTRIBUTIONS:
-            return f"pip install {_DISTRIBUTIONS[name]}"
     return f"pip install {module.split('.')[0].replace('_', '-')}"
 
 
