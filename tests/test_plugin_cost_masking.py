@@ -131,3 +131,38 @@ def test_a_line_written_while_the_test_runs_is_masked_with_its_own_secrets(
     session masker: the test's own masking is still asked then."""
     pytester.makepyfile(test_live=LIVE_SUITE)
     _assert_shown_masked(pytester, {"failed": 1}, "--log-cli-level=WARNING")
+
+
+LATE_SUITE = """
+import logging
+
+import pytest
+
+log = logging.getLogger("gateway.http")
+
+
+@pytest.fixture
+def late(leakcheck):
+    yield
+    token = leakcheck.secret("api_key")  # after the verdict: the session masker lacks it
+    with open("token.txt", "w") as f:
+        f.write(token)
+    log.warning("sent %s", token)
+
+
+def test_one_secret_then_another(late, leakcheck):
+    leakcheck.secret("bearer")
+"""
+
+
+def test_a_secret_made_after_the_verdict_is_masked_with_the_tests_own(
+    pytester: pytest.Pytester,
+) -> None:
+    """The session masker holds the test's secrets of its verdict, not one a fixture makes
+    in its teardown: the test's own masking is asked for as long as one is missing."""
+    pytester.makepyfile(test_late=LATE_SUITE)
+    result = pytester.runpytest_subprocess(*ARGS, "--log-cli-level=WARNING")
+    token = (pytester.path / "token.txt").read_text(encoding="utf-8")
+    output = result.stdout.str() + result.stderr.str()
+    result.stdout.fnmatch_lines(["*sent «canary:api_key*"])
+    assert (token in output) is False
