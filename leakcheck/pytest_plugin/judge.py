@@ -118,6 +118,9 @@ def judge_report(
             if not told:
                 text += f"\n\nrerun: pytest {item.nodeid!r} --leakcheck-seed={check.seed}"
             reports.fail_report(report, lead=text)
+        hint = encoding_hint(check.secrets, raised) if report.failed else ""
+        if hint:
+            reports.fail_report(report, tail=check.mask(hint))
         record.outcome = report.outcome
         if report.failed:
             record.reason = failure_reason(
@@ -185,6 +188,42 @@ def record_phase_failure(
         reason=reason,
     )
     state.records.append(record.to_json())
+
+
+#: Kinds a newcomer plants where a value must be visible ASCII (a header): ``header_key``
+#: any header, ``bearer`` an ``Authorization: Bearer`` one.
+_ASCII_KINDS = ("header_key", "bearer")
+
+
+def encoding_hint(secrets: Iterable[Secret], raised: BaseException | None) -> str:
+    """Why a canary never left: the exception that reached the test (or one in its chain)
+    is a ``UnicodeEncodeError`` over a canary of a kind with characters beyond ASCII (an
+    ``api_key`` is made for query strings and bodies), which a client refuses in a header
+    before any byte leaves. The test then fails on that exception (it carries the value: a
+    real finding) and on a stage never reached; what to plant instead is the way out. By
+    id, kind and codec only: never the value. "" when it does not apply."""
+    canaries = [s for s in secrets if s.generated and not s.value.isascii()]
+    if not canaries:
+        return ""
+    seen: set[int] = set()
+    error = raised
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if isinstance(error, UnicodeEncodeError) and isinstance(error.object, str):
+            refused = [s for s in canaries if s.value in error.object]
+            if refused:
+                secret = refused[0]
+                return (
+                    f"leakcheck hint: the client could not encode {secret.id} "
+                    f"(UnicodeEncodeError, {error.encoding!r} codec) and sent nothing: "
+                    f"canaries of kind {secret.kind!r} hold characters beyond ASCII, as a "
+                    "query string or a body may, and a header value cannot (a real key "
+                    "there is visible ASCII). Where the key goes in a header, plant "
+                    f'leakcheck.secret("{_ASCII_KINDS[0]}") (for an Authorization header, '
+                    f'"{_ASCII_KINDS[1]}").'
+                )
+        error = error.__cause__ or error.__context__
+    return ""
 
 
 def failure_text(check: LeakCheck, leaks: list[Leak], state: PluginSession) -> str:
