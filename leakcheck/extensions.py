@@ -187,7 +187,7 @@ def _plan(
 ) -> tuple[tuple[_Entry, tuple[str, str], str | None], ...]:
     """Each of ``entries`` (``group``'s) with its key in ``_loaded`` and the library it
     waits for (``_watched_library``): made once, not for every test's sinks."""
-    return tuple((entry, (group, entry[0]), _watched_library(group, entry)) for entry in entries)
+    return tuple((entry, (group, entry.name), _watched_library(group, entry)) for entry in entries)
 
 
 def load_plugins(group: str = GROUP, named: str | None = None) -> tuple[ModuleType, ...]:
@@ -196,7 +196,7 @@ def load_plugins(group: str = GROUP, named: str | None = None) -> tuple[ModuleTy
     those whose entry point is ``named``, if given."""
     modules: list[ModuleType] = []
     for entry, key, library in _plan(group, _entries(group)):
-        if named is not None and entry[0] != named:
+        if named is not None and entry.name != named:
             continue
         if key not in _loaded:
             if library is not None and library not in sys.modules:
@@ -224,7 +224,7 @@ def waiting_plugins() -> dict[str, str]:
     """``{plugin: library}``: bundled sink plugins not loaded yet, their library being
     imported by nothing so far (installed or not)."""
     return {
-        entry[0]: library
+        entry.name: library
         for entry, key, library in _plan(GROUP, _entries(GROUP))
         if library is not None and key not in _loaded and library not in sys.modules
     }

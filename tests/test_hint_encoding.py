@@ -69,6 +69,21 @@ def test_no_hint_where_it_does_not_apply(api_key: Secret) -> None:
     assert encoding_hint([api_key], None) == ""
 
 
+def test_a_caught_refusal_and_an_http_stage_unreached_name_it_as_a_possible_cause(
+    api_key: Secret,
+) -> None:
+    bearer = CanaryFactory(SEED, namespace="unit").secret("bearer")
+    hint = encoding_hint([api_key, bearer], None, unreached_http=True)
+    assert f"{api_key.id} (kind 'api_key')" in hint
+    assert bearer.id not in hint  # visible ASCII: not a cause
+    assert "If the gateway puts one in a header" in hint
+    assert 'leakcheck.secret("header_key")' in hint
+    self_scan(hint, [api_key, bearer], "the hint")
+    # every stage reached, or only ASCII canaries: nothing to say
+    assert encoding_hint([api_key], None, unreached_http=False) == ""
+    assert encoding_hint([bearer], None, unreached_http=True) == ""
+
+
 INNER = """
 import httpx2
 
@@ -82,9 +97,21 @@ def call(url, key):
     return {"ok": False, "status": response.status_code}
 
 
+def careful_call(url, key):
+    try:
+        return call(url, key)
+    except Exception as error:  # a gateway that turns every failure into a result
+        return {"ok": False, "code": type(error).__name__}
+
+
 def test_header(leakcheck, kind):
     fault = leakcheck.force("http_401", via="respx")
     leakcheck.expose(call(fault.url, leakcheck.secret(kind)))
+
+
+def test_header_caught(leakcheck, kind):
+    fault = leakcheck.force("http_401", via="respx")
+    leakcheck.expose(careful_call(fault.url, leakcheck.secret(kind)))
 """
 
 
@@ -98,11 +125,15 @@ def test_a_header_planted_with_a_query_string_kind_says_what_to_plant(
     pytester.makepyfile(test_inner=INNER)
     result = pytester.runpytest("-p", "no:randomly", "-rA", f"--leakcheck-seed={SEED}")
     out = "\n".join(result.outlines + result.errlines)
-    assert inner_outcomes(result) == {"test_header": "FAILED" if hinted else "PASSED"}
-    assert ("leakcheck hint" in out) is hinted
-    assert ('leakcheck.secret("header_key")' in out) is hinted
+    outcome = "FAILED" if hinted else "PASSED"
+    assert inner_outcomes(result) == {"test_header": outcome, "test_header_caught": outcome}
+    assert out.count('leakcheck.secret("header_key")') == (2 if hinted else 0)
+    assert ("the client could not encode api_key#1" in out) is hinted  # the exception's
+    assert ("If the gateway puts one in a header" in out) is hinted  # the caught one's
     if hinted:
-        assert "UnicodeEncodeError" in out
-        assert "stage http_401 via respx was never reached" in out
-    planted = CanaryFactory(SEED, namespace="test_inner.py::test_header").secret(kind)
-    self_scan(out, [planted], "the inner run's output")
+        assert out.count("stage http_401 via respx was never reached") >= 2
+    planted = [
+        CanaryFactory(SEED, namespace=f"test_inner.py::{test}").secret(kind)
+        for test in ("test_header", "test_header_caught")
+    ]
+    self_scan(out, planted, "the inner run's output")

@@ -118,7 +118,10 @@ def judge_report(
             if not told:
                 text += f"\n\nrerun: pytest {item.nodeid!r} --leakcheck-seed={check.seed}"
             reports.fail_report(report, lead=text)
-        hint = encoding_hint(check.secrets, raised) if report.failed else ""
+        hint = ""
+        if report.failed:
+            unreached_http = any(f.stage.transport == "http" for f in check.unreached())
+            hint = encoding_hint(check.secrets, raised, unreached_http=unreached_http)
         if hint:
             reports.fail_report(report, tail=check.mask(hint))
         record.outcome = report.outcome
@@ -195,13 +198,17 @@ def record_phase_failure(
 _ASCII_KINDS = ("header_key", "bearer")
 
 
-def encoding_hint(secrets: Iterable[Secret], raised: BaseException | None) -> str:
+def encoding_hint(
+    secrets: Iterable[Secret], raised: BaseException | None, *, unreached_http: bool = False
+) -> str:
     """Why a canary never left: the exception that reached the test (or one in its chain)
     is a ``UnicodeEncodeError`` over a canary of a kind with characters beyond ASCII (an
     ``api_key`` is made for query strings and bodies), which a client refuses in a header
     before any byte leaves. The test then fails on that exception (it carries the value: a
-    real finding) and on a stage never reached; what to plant instead is the way out. By
-    id, kind and codec only: never the value. "" when it does not apply."""
+    real finding) and on a stage never reached; what to plant instead is the way out. Where
+    no such exception reached the test (the gateway caught it) but an HTTP stage was never
+    reached (``unreached_http``), the same said as a possible cause. By id, kind and codec
+    only: never the value. "" when it does not apply."""
     canaries = [s for s in secrets if s.generated and not s.value.isascii()]
     if not canaries:
         return ""
@@ -223,7 +230,17 @@ def encoding_hint(secrets: Iterable[Secret], raised: BaseException | None) -> st
                     f'"{_ASCII_KINDS[1]}").'
                 )
         error = error.__cause__ or error.__context__
-    return ""
+    if not unreached_http:
+        return ""
+    named = ", ".join(f"{s.id} (kind {s.kind!r})" for s in canaries)
+    return (
+        f"leakcheck hint: {named} hold characters beyond ASCII, as a query string or a "
+        "body may. If the gateway puts one in a header, the client refuses to encode it "
+        "(UnicodeEncodeError) and sends nothing, which leaves the stage unreached; a real "
+        "key there is visible ASCII: plant "
+        f'leakcheck.secret("{_ASCII_KINDS[0]}") (for an Authorization header, '
+        f'"{_ASCII_KINDS[1]}").'
+    )
 
 
 def failure_text(check: LeakCheck, leaks: list[Leak], state: PluginSession) -> str:
