@@ -171,6 +171,13 @@ _CREDENTIAL_RUN = lazy_compile(r"[A-Za-z0-9+/_=~.\-]{20,}")
 _CREDENTIAL_BYTES = lazy_compile(rb"[A-Za-z0-9+/_=~.\-]*")
 _HEX_SEGMENT = lazy_compile(r"[0-9a-f]{24,}|[0-9A-F]{24,}")
 _SYMBOL = lazy_compile(r"[+/_=\-]")
+#: A path of words, as in a URL (``//developer.mozilla.org/en-US/docs/Web/HTTP/Status/401``,
+#: which httpx's status errors end with): words in one case or capitalized, or numbers,
+#: between ``/ . _ -``. No ``+`` or ``=`` (base64's), and every piece a word: a random key
+#: with a slash in it has pieces that mix case and digits.
+_WORD_PATH = lazy_compile(
+    r"[/._\-]*(?:[a-z]+|[A-Z][a-z]+|[A-Z]+|[0-9]+)(?:[/._\-]+(?:[a-z]+|[A-Z][a-z]+|[A-Z]+|[0-9]+))+[/._\-]*"
+)
 
 
 def _looks_random(token: str) -> bool:
@@ -181,6 +188,8 @@ def _looks_random(token: str) -> bool:
     CamelCase changes at its words only); or a hex run of 24 or more characters mixing
     digits and letters. A UUID's groups are shorter: a request id stays readable. Measured
     misses on random keys in README ("Output")."""
+    if "/" in token and _WORD_PATH.fullmatch(token):
+        return False  # a path of words (a URL's): no key is spelled so
     upper = sum(map(str.isupper, token))
     lower = sum(map(str.islower, token))
     if upper >= 2 and lower >= 2:

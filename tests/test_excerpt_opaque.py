@@ -102,12 +102,40 @@ def test_the_miss_rate_on_random_keys(length: int, most_missed: float) -> None:
         "HTTPConnectionPool(host='api.example', port=443)",
         "create_deployment_request_handler_for_region",
         "AKIAIOSFODNN7EXAMPLE",  # an access key id: an id, upper case and digits only
+        # what every httpx / httpx2 status error ends with: a path of words
+        "For more information check: https://developer.mozilla.org/en-US/docs/Web/HTTP/Status/401",
     ],
 )
 def test_the_context_still_says_where_the_hit_is(context: str) -> None:
     (excerpt,) = _excerpts("Authorization: Bearer {canary} " + context)
     assert OPAQUE_LABEL not in excerpt
     assert context[:20] in excerpt
+
+
+def test_a_key_with_slashes_is_never_taken_for_a_path_of_words() -> None:
+    """The words-path rule (a URL's path stays readable) exempts no random base64 key: of
+    10,000 keys of each length from 20 to 60 characters, those holding a "/", none."""
+    from leakcheck.findings import _WORD_PATH
+
+    rng = random.Random("opaque:slashes")
+    for length in (20, 24, 32, 44, 60):
+        keys = [base64.b64encode(rng.randbytes(length)).decode()[:length] for _ in range(10_000)]
+        slashed = [key for key in keys if "/" in key]
+        assert len(slashed) > 2_000
+        assert not any(_WORD_PATH.fullmatch(key) for key in slashed)
+
+
+@pytest.mark.parametrize(
+    "token",
+    [
+        "/files/aB3xK9pQ2mZ7/download",  # a signed path: one piece is no word
+        "https://cdn.example/v1/aB3xK9pQ2mZ7Lp0/report.pdf",
+    ],
+)
+def test_a_path_with_a_random_piece_is_still_opaque(token: str) -> None:
+    (excerpt,) = _excerpts("Authorization: Bearer {canary} url=" + token)
+    assert OPAQUE_LABEL in excerpt
+    assert "aB3xK9pQ2mZ7" not in excerpt
 
 
 def test_the_scan_command_writes_no_neighbour(tmp_path) -> None:
