@@ -10,13 +10,30 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-__all__ = ["Approver", "Boom", "InternalError", "ObservedInput", "Vault", "VaultLockedError"]
+__all__ = [
+    "Approver",
+    "Boom",
+    "InternalError",
+    "MissingCredential",
+    "ObservedInput",
+    "Vault",
+    "VaultLockedError",
+]
 
 Recorder = Callable[[str], None]
 
 
 class VaultLockedError(Exception):
     """Raised by a locked ``Vault``. Its message names the kind, never a value."""
+
+
+class MissingCredential(KeyError):
+    """Raised by ``Vault.get`` for a kind the vault does not hold (a ``KeyError``, as a
+    mapping's): the stage matrix's placements each plant their own kinds, and a target
+    asking for another one gets why, not a bare ``KeyError: 'api_key'``. Kinds only."""
+
+    def __str__(self) -> str:  # (a KeyError's str is the repr of its argument)
+        return str(self.args[0]) if self.args else ""
 
 
 class InternalError(RuntimeError):
@@ -38,6 +55,8 @@ class Vault:
         self.locked = locked
         self._on_locked = on_locked
         self.requests: list[str] = []
+        #: kinds asked for that the vault does not hold (``MissingCredential``)
+        self.missing: list[str] = []
 
     def get(self, kind: str) -> str:
         self.requests.append(kind)
@@ -45,7 +64,14 @@ class Vault:
             if self._on_locked is not None:
                 self._on_locked(f"the gateway asked the locked vault for a {kind} credential")
             raise VaultLockedError(f"vault is locked: cannot read the {kind} credential")
-        return self._credentials[kind]
+        try:
+            return self._credentials[kind]
+        except KeyError:
+            self.missing.append(kind)
+            held = ", ".join(self.kinds()) or "none"
+            raise MissingCredential(
+                f"the vault holds no {kind} credential (it holds: {held})"
+            ) from None
 
     def kinds(self) -> list[str]:
         return sorted(self._credentials)

@@ -137,3 +137,37 @@ def test_a_header_planted_with_a_query_string_kind_says_what_to_plant(
         for test in ("test_header", "test_header_caught")
     ]
     self_scan(out, planted, "the inner run's output")
+
+
+PLACED = """
+def test_placed_only(leakcheck):
+    leakcheck.force("http_401", via="respx", placement="url-userinfo")
+    leakcheck.expose({"ok": False})
+
+
+def test_placed_and_planted(leakcheck):
+    leakcheck.force("http_401", via="respx", placement="url-userinfo")
+    leakcheck.secret("api_key")
+    leakcheck.expose({"ok": False})
+"""
+
+
+def test_canaries_a_placement_planted_are_not_the_tests_to_change(
+    pytester: pytest.Pytester,
+) -> None:
+    """A placement plants its own canaries (a password beyond ASCII in ``url-userinfo``):
+    the test did not choose their kind, so an unreached stage names only what the test
+    planted itself."""
+    pytest.importorskip("respx")
+    pytester.makepyfile(test_inner=PLACED)
+    result = pytester.runpytest("-p", "no:randomly", "-rA", f"--leakcheck-seed={SEED}")
+    out = "\n".join(result.outlines + result.errlines)
+    assert inner_outcomes(result) == {
+        "test_placed_only": "FAILED",
+        "test_placed_and_planted": "FAILED",
+    }
+    assert out.count("stage http_401 via respx was never reached") >= 2
+    assert out.count("leakcheck hint") == 1
+    hint = next(line for line in result.outlines if "leakcheck hint" in line)
+    assert hint.startswith("leakcheck hint: api_key#1 (kind 'api_key') holds characters")
+    assert "password" not in hint

@@ -24,7 +24,13 @@ from ..faults import (
     TlsUpstream,
 )
 from ..libtrace import library_exceptions
-from ..placements import BASELINE_PLACEMENTS, Placed, render_template, template_kinds
+from ..placements import (
+    BASELINE_PLACEMENTS,
+    Placed,
+    placements_for,
+    render_template,
+    template_kinds,
+)
 from ..records import Assertion, CaseResult
 from ..serialize import safe_str
 from ..snapshot_store import snapshot_entry
@@ -185,6 +191,13 @@ def run_case(
         raise  # the harness's own failure (a fault that could not arm): never the gateway's
     except Exception as exc:  # the agent would get this exception: it is caller-visible
         check.exception_reached_caller(exc)
+        missing = missing_credentials(case)
+        if missing:
+            # the target asked for a kind this placement does not plant: the double's
+            # error, not the gateway's (it proved nothing)
+            result.failed = {Assertion.HARNESS}
+            _fail(check, spec, nodeid, [Problem(Assertion.HARNESS, v) for v in missing], contract)
+            return
         result.failed = {Assertion.RAISED}
         what = "an error envelope" if isinstance(contract, EnvelopeV1) else "an error result"
         _fail(
@@ -216,6 +229,7 @@ def run_case(
             for v in check_record(record, stage=case.stage, request_id=request_id or "")
         ]
     problems += [Problem(Assertion.HARNESS, v) for v in unread_credentials(case, target)]
+    problems += [Problem(Assertion.HARNESS, v) for v in missing_credentials(case)]
     result.request_id = request_id
     result.failed = {problem.assertion for problem in problems}
     if problems:
@@ -279,6 +293,31 @@ def unread_credentials(case: Case, target: Target) -> list[Violation]:
             "out (Target.placements)",
         )
     ]
+
+
+def missing_credentials(case: Case) -> list[Violation]:
+    """Each kind the gateway asked the vault for that this case's placement does not plant
+    (``Vault.missing``): the gateway got a ``MissingCredential`` where it expected a
+    credential, so the case exercised nothing; said with the placements that plant one."""
+    violations = []
+    for kind in dict.fromkeys(case.vault.missing):
+        planting = [p.name for p in placements_for(case.operation.transport) if kind in p.kinds]
+        way_out = (
+            f"Placements that plant one: {', '.join(planting)}; keep to them "
+            "(Target.placements) or ask for what this one plants"
+            if planting
+            else "No placement plants one: ask for the kinds placements plant"
+        )
+        held = ", ".join(case.vault.kinds()) or "none"
+        violations.append(
+            Violation(
+                "placement-lacks-credential",
+                "",
+                f"placement {case.placement.name} plants no {kind}, and the gateway asked "
+                f"for one (vault.get({kind!r})); the vault holds: {held}. " + way_out,
+            )
+        )
+    return violations
 
 
 def _snapshot(case: Case, spec: CaseSpec, envelope: Any, exc: BaseException | None) -> Any:

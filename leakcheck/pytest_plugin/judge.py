@@ -119,9 +119,11 @@ def judge_report(
                 text += f"\n\nrerun: pytest {item.nodeid!r} --leakcheck-seed={check.seed}"
             reports.fail_report(report, lead=text)
         hint = ""
-        if report.failed:
+        if report.failed and check.matrix is None:  # (a matrix's placements plant its canaries)
             unreached_http = any(f.stage.transport == "http" for f in check.unreached())
-            hint = encoding_hint(check.secrets, raised, unreached_http=unreached_http)
+            placed = {v for f in check.faults if f.placed for v in f.placed.secrets.values()}
+            planted = [s for s in check.secrets if s.value not in placed]
+            hint = encoding_hint(planted, raised, unreached_http=unreached_http)
         if hint:
             reports.fail_report(report, tail=check.mask(hint))
         record.outcome = report.outcome
@@ -233,8 +235,9 @@ def encoding_hint(
     if not unreached_http:
         return ""
     named = ", ".join(f"{s.id} (kind {s.kind!r})" for s in canaries)
+    hold = "holds" if len(canaries) == 1 else "hold"
     return (
-        f"leakcheck hint: {named} hold characters beyond ASCII, as a query string or a "
+        f"leakcheck hint: {named} {hold} characters beyond ASCII, as a query string or a "
         "body may. If the gateway puts one in a header, the client refuses to encode it "
         "(UnicodeEncodeError) and sends nothing, which leaves the stage unreached; a real "
         "key there is visible ASCII: plant "
