@@ -91,7 +91,9 @@ def test_a_kind_the_placement_does_not_plant_is_a_case_that_proved_nothing(
             "*- placement-lacks-credential: placement authorization-header plants no api_key, "
             "and the gateway asked for one (vault.get('api_key')); the vault holds: bearer, "
             "ssh_password. Placements that plant one: query-api-key, *; keep to them "
-            "(Target.placements) or ask for what this one plants",
+            "(Target.placements) or ask for what this one plants; a gateway with one key, "
+            "whatever it calls it, can take the base credential every placement plants "
+            "(vault.get('bearer'))",
         ]
     )
     assert "gateway-raised" not in out  # the double's error, not the gateway's

@@ -309,6 +309,12 @@ def missing_credentials(case: Case) -> list[Violation]:
             else "No placement plants one: ask for the kinds placements plant"
         )
         held = ", ".join(case.vault.kinds()) or "none"
+        if "bearer" in case.vault.kinds():
+            # (every HTTP placement plants the base credential: a gateway's one key)
+            way_out += (
+                "; a gateway with one key, whatever it calls it, can take the base "
+                "credential every placement plants (vault.get('bearer'))"
+            )
         violations.append(
             Violation(
                 "placement-lacks-credential",
