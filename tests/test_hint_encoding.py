@@ -9,6 +9,8 @@ header wants ``header_key``.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from conftest import inner_outcomes, self_scan
 
@@ -127,7 +129,8 @@ def test_a_header_planted_with_a_query_string_kind_says_what_to_plant(
     out = "\n".join(result.outlines + result.errlines)
     outcome = "FAILED" if hinted else "PASSED"
     assert inner_outcomes(result) == {"test_header": outcome, "test_header_caught": outcome}
-    assert out.count('leakcheck.secret("header_key")') == (2 if hinted else 0)
+    # (under CI=true pytest's short summary repeats whole messages: no counting lines)
+    assert ('leakcheck.secret("header_key")' in out) is hinted
     assert ("the client could not encode api_key#1" in out) is hinted  # the exception's
     assert ("If the gateway puts one in a header" in out) is hinted  # the caught one's
     if hinted:
@@ -167,7 +170,19 @@ def test_canaries_a_placement_planted_are_not_the_tests_to_change(
         "test_placed_and_planted": "FAILED",
     }
     assert out.count("stage http_401 via respx was never reached") >= 2
-    assert out.count("leakcheck hint") == 1
-    hint = next(line for line in result.outlines if "leakcheck hint" in line)
-    assert hint.startswith("leakcheck hint: api_key#1 (kind 'api_key') holds characters")
-    assert "password" not in hint
+    assert "leakcheck hint" not in _section(result, "test_placed_only")
+    hints = [line for line in result.outlines if "leakcheck hint" in line]
+    assert hints
+    for hint in hints:
+        assert hint.startswith("leakcheck hint: api_key#1 (kind 'api_key') holds characters")
+        assert "password" not in hint
+
+
+def _section(result: pytest.RunResult, test: str) -> str:
+    """What pytest printed under ``test``'s failure header, up to the next header."""
+    text = "\n".join(result.outlines)
+    header = re.search(rf"^_+ {re.escape(test)} _+$", text, re.MULTILINE)
+    assert header, f"no failure section for {test}"
+    rest = text[header.end() :]
+    following = re.search(r"^(?:_+ test_\S+ _+|=+ .*)$", rest, re.MULTILINE)
+    return rest[: following.start()] if following else rest
