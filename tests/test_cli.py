@@ -449,6 +449,11 @@ def test_kinds_command(cli) -> None:
     run = cli("kinds")
     assert run.code == 0
     assert run.out.splitlines()[0].split()[:2] == ["bearer", "direct"]
+    # which kinds a header cannot carry (a client refuses to encode them)
+    by_kind = {line.split()[0]: line for line in run.out.splitlines()}
+    assert by_kind["api_key"].endswith("(characters beyond ASCII: not for a header)")
+    assert "beyond ASCII" not in by_kind["header_key"]
+    assert "beyond ASCII" not in by_kind["bearer"]
 
 
 @pytest.mark.parametrize(

@@ -229,6 +229,10 @@ def _build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+#: What ``leakcheck kinds`` says of a kind whose canaries a client refuses in a header.
+_BEYOND_ASCII = " (characters beyond ASCII: not for a header)"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _build_parser(argv)
     args = parser.parse_args(argv)
@@ -241,10 +245,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             code = request_ids_command(args, output)
         elif args.command == "kinds":
-            from ..canaries import KINDS
+            from ..canaries import KINDS, CanaryFactory
 
+            # (a kind's hostile characters are the same in every canary: one sample says)
+            sample = CanaryFactory(seed=0, namespace="kinds", announce=False)
             lines = [
                 f"{kind.name:<16} {kind.secret_class.value:<8} {kind.description}"
+                + ("" if sample.nth(kind.name, 1).value.isascii() else _BEYOND_ASCII)
                 for kind in KINDS.values()
             ]
             write_stdout("\n".join(lines) + "\n")
