@@ -196,7 +196,7 @@ def load_plugins(group: str = GROUP, named: str | None = None) -> tuple[ModuleTy
     those whose entry point is ``named``, if given."""
     modules: list[ModuleType] = []
     for entry, key, library in _plan(group, _entries(group)):
-        if named is not None and entry.name != named:
+        if named is not None and key[1] != named:
             continue
         if key not in _loaded:
             if library is not None and library not in sys.modules:
@@ -224,7 +224,7 @@ def waiting_plugins() -> dict[str, str]:
     """``{plugin: library}``: bundled sink plugins not loaded yet, their library being
     imported by nothing so far (installed or not)."""
     return {
-        entry.name: library
+        key[1]: library
         for entry, key, library in _plan(GROUP, _entries(GROUP))
         if library is not None and key not in _loaded and library not in sys.modules
     }
