@@ -136,7 +136,7 @@ def _unescape_one(match: re.Match[bytes]) -> bytes:
 
 
 def _join_surrogates(data: bytes) -> bytes:
-    """UTF-8 of lone surrogates (``\ud83d\udd11`` unescaped one at a time) made into the
+    """UTF-8 of lone surrogates (``\\ud83d\\udd11`` unescaped one at a time) made into the
     characters the pairs spell."""
     if b"\xed" not in data:
         return data
