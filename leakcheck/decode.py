@@ -14,6 +14,7 @@ import binascii
 import bisect
 import codecs
 import re
+import sys
 from collections import OrderedDict
 from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 
@@ -252,13 +253,19 @@ _LEAD = re.compile(rb"[ \t]*" + _BORDER + rb"[ \t]*|[ \t]{2,}")
 _PATH_COLUMN = re.compile(rb"[ \t]*[\w.-]+:\d+")
 #: common terminal widths: a line this long may be hard-wrapped
 _TERMINAL_WIDTHS = frozenset({80, 100, 120, 132, 160, 200})
+#: A line that holds a token of 16 or more, matched atomically. Python 3.10's ``re`` has no
+#: atomic group: there a lookahead's capture, matched again by reference, is the same (a
+#: lookahead is never backtracked into).
+_LONG_TOKEN_LINE = (
+    rb"(?>[^\n]*?\S{16}[^\n]*)" if sys.version_info >= (3, 11) else rb"(?=([^\n]*?\S{16}[^\n]*))\1"
+)
 #: where a continuation may follow: a line ending in a long token before an indented or
 #: bordered line, or a line as long as a terminal
 #: (Anchored at line starts, the line's part atomic: a search is linear in the text. The
 #: unanchored ``\S{16}[^\n]*\n`` retried every position of a long line, quadratic: a
 #: 20 KB line took 0.25 s, the suite's multi-megabyte JSON reports minutes.)
 _JOINT = re.compile(
-    rb"^(?>[^\n]*?\S{16}[^\n]*)\n(?:[ \t]{2,}|[ \t]*" + _BORDER + rb")"
+    rb"^" + _LONG_TOKEN_LINE + rb"\n(?:[ \t]{2,}|[ \t]*" + _BORDER + rb")"
     rb"|^(?:[^\n]{79}|[^\n]{99}|[^\n]{119}|[^\n]{131}|[^\n]{159}|[^\n]{199})\S\r?\n",
     re.MULTILINE,
 )

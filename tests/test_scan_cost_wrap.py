@@ -4,6 +4,7 @@ line continues without its regular expressions (``_may_continue``), with the sam
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
 
@@ -56,3 +57,26 @@ def test_a_log_line_between_log_lines_is_told_without_continues(
     )
     start = buf.index(b"o%C1")
     assert wrap_extent(buf, start, start + 40, 4096) == (start, start + 40)
+
+
+def _joint_without_atomic_groups() -> re.Pattern[bytes]:
+    """``_JOINT`` as Python 3.10 compiles it (its ``re`` has no atomic group)."""
+    emulated = rb"(?=([^\n]*?\S{16}[^\n]*))\1"
+    assert decode_module._LONG_TOKEN_LINE != emulated  # (3.11+: the atomic group)
+    pattern = decode_module._JOINT.pattern.replace(decode_module._LONG_TOKEN_LINE, emulated, 1)
+    assert pattern != decode_module._JOINT.pattern
+    return re.compile(pattern, re.MULTILINE)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_joint_finds_the_same_lines_without_atomic_groups(seed: int) -> None:
+    """The package declares Python 3.10, whose ``re`` has no ``(?>...)``: ``decode`` did not
+    import there. The lookahead-and-reference form 3.10 gets finds the same places."""
+    rng = random.Random(seed)
+    emulated = _joint_without_atomic_groups()
+    for _ in range(200):
+        buf = b"\n".join(_line(rng) for _ in range(rng.randrange(1, 12)))
+        for start in range(0, len(buf), 37):
+            atomic = decode_module._JOINT.search(buf, start)
+            other = emulated.search(buf, start)
+            assert (atomic and atomic.span()) == (other and other.span()), buf
