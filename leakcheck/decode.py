@@ -256,8 +256,10 @@ _TERMINAL_WIDTHS = frozenset({80, 100, 120, 132, 160, 200})
 #: A line that holds a token of 16 or more, matched atomically. Python 3.10's ``re`` has no
 #: atomic group: there a lookahead's capture, matched again by reference, is the same (a
 #: lookahead is never backtracked into).
+_ATOMIC_LONG_TOKEN_LINE = rb"(?>[^\n]*?\S{16}[^\n]*)"
+_REFERENCED_LONG_TOKEN_LINE = rb"(?=([^\n]*?\S{16}[^\n]*))\1"
 _LONG_TOKEN_LINE = (
-    rb"(?>[^\n]*?\S{16}[^\n]*)" if sys.version_info >= (3, 11) else rb"(?=([^\n]*?\S{16}[^\n]*))\1"
+    _ATOMIC_LONG_TOKEN_LINE if sys.version_info >= (3, 11) else _REFERENCED_LONG_TOKEN_LINE
 )
 #: where a continuation may follow: a line ending in a long token before an indented or
 #: bordered line, or a line as long as a terminal

@@ -61,7 +61,7 @@ def test_a_log_line_between_log_lines_is_told_without_continues(
 
 def _joint_without_atomic_groups() -> re.Pattern[bytes]:
     """``_JOINT`` as Python 3.10 compiles it (its ``re`` has no atomic group)."""
-    emulated = rb"(?=([^\n]*?\S{16}[^\n]*))\1"
+    emulated = decode_module._REFERENCED_LONG_TOKEN_LINE
     assert decode_module._LONG_TOKEN_LINE != emulated  # (3.11+: the atomic group)
     pattern = decode_module._JOINT.pattern.replace(decode_module._LONG_TOKEN_LINE, emulated, 1)
     assert pattern != decode_module._JOINT.pattern
