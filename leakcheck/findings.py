@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from ._lazy import lazy_compile
 from ._values import Value
+from .forms import is_piece
 
 __all__ = ["Finding", "Span", "mask_all", "mask_label", "masked_excerpt"]
 
@@ -72,12 +73,26 @@ def mask_label(kind: str, form: str) -> str:
 MASK_LABEL = re.compile(r"\u00abcanary:[^\u00bb\n]*\u00bb")
 
 
-def widen(buf: bytes, start: int, end: int) -> tuple[int, int]:
+#: A parameter's name and its ``=`` (``key=``, ``X-Amz-Signature=``, ``api_key=``): words
+#: in one case or capitalized, or numbers, between ``_ . -``.
+_PARAMETER_NAME = lazy_compile(
+    rb"(?:[a-z]+|[A-Z][a-z]+|[A-Z]+|[0-9]+)(?:[_.\-](?:[a-z]+|[A-Z][a-z]+|[A-Z]+|[0-9]+))*="
+)
+
+
+def widen(buf: bytes, start: int, end: int, *, whole: bool = False) -> tuple[int, int]:
+    """``[start, end)`` widened over the token characters around it. ``whole``: the span is
+    a whole secret (no piece of one), so what ends right before it is no part of it, and a
+    parameter's name and ``=`` there stay shown (``key=«canary:api_key:pct»``, not
+    ``«canary:api_key:pct»``); before a piece they may be the rest of the secret."""
     low = max(0, start - WIDEN_BYTES)
     before = _TOKEN_RUN.match(buf[low:start][::-1])
+    swallowed = before.end() if before else 0
+    if whole and swallowed and _PARAMETER_NAME.fullmatch(buf, start - swallowed, start):
+        swallowed = 0
     high = min(len(buf), end + WIDEN_BYTES)
     after = _TOKEN_RUN.match(buf, end, high)
-    return start - (before.end() if before else 0), after.end() if after else end
+    return start - swallowed, after.end() if after else end
 
 
 def _widen_utf16(buf: bytes, start: int, end: int, parity: int) -> tuple[int, int]:
@@ -92,9 +107,14 @@ def _widen_utf16(buf: bytes, start: int, end: int, parity: int) -> tuple[int, in
     return start - (before.end() if before else 0), after.end() if after else end
 
 
-def _merge(buf: bytes, spans: Sequence[Span], utf16_parity: int | None = None) -> list[Span]:
+def _merge(
+    buf: bytes, spans: Sequence[Span], utf16_parity: int | None = None, *, names: bool = False
+) -> list[Span]:
     """Widen every span over its token and merge overlaps; the longest match names the mask.
     ``utf16_parity``: the text is UTF-16-LE, its characters at offsets of that parity.
+    ``names``: a parameter's name before a whole secret stays shown (``widen``): for an
+    excerpt, which a person reads; masked texts (``mask_all``: error-text snapshots, our
+    output) keep the token swallowed whole, as their stored copies have it.
 
     A span inside another one that outranks it (longer, or as long with a higher rank) is
     left out before widening: it widens to within the other's widened extent (a token run
@@ -103,7 +123,7 @@ def _merge(buf: bytes, spans: Sequence[Span], utf16_parity: int | None = None) -
     hit: about 20 spans a finding in a log line, widened for nothing."""
     spans = _outranked_dropped(spans)
     if utf16_parity is None:
-        bounds = [widen(buf, s.start, s.end) for s in spans]
+        bounds = [widen(buf, s.start, s.end, whole=names and not is_piece(s.form)) for s in spans]
     else:
         bounds = [_widen_utf16(buf, s.start, s.end, utf16_parity) for s in spans]
     widened = sorted(
@@ -238,7 +258,7 @@ def masked_excerpt(
     masked whole rather than shown in part. ``utf16``: the text around is UTF-16-LE (a
     PowerShell transcript), read as such, twice the context in bytes.
     """
-    merged = _merge(buf, spans, start % 2 if utf16 else None)
+    merged = _merge(buf, spans, start % 2 if utf16 else None, names=True)
     if utf16:  # text between masks starts at a character boundary: an even distance away
         context, floor = 2 * context, start % 2
 

@@ -156,3 +156,49 @@ def test_the_scan_command_writes_no_neighbour(tmp_path) -> None:
         assert "opaque" in written, fmt
         shown = key[-12:] in written
         assert not shown, fmt
+
+
+@pytest.mark.parametrize(
+    "template, shown",
+    [
+        ("GET /v1/notes?q=x&key={pct} HTTP/1.1", "&key=«canary:bearer:pct»"),
+        ("https://bucket.example/o?X-Amz-Signature={canary}&x=1", "X-Amz-Signature=«canary"),
+        ("api_key={canary}", "api_key=«canary"),
+    ],
+)
+def test_a_parameters_name_before_a_whole_secret_stays_shown(template: str, shown: str) -> None:
+    """A whole secret ends nothing before it: the name of the parameter it is the value
+    of is no part of it, and says where the hit is (it was swallowed with the token)."""
+    from urllib.parse import quote
+
+    value, _ = _scanner()
+    (excerpt,) = _excerpts(template.replace("{pct}", quote(value, safe="")))
+    assert shown in excerpt
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "aB3xK9={canary}",  # a name that is no word: perhaps a key's end
+        "token={suffix}",  # before a piece: perhaps the rest of the secret (its own "=")
+    ],
+)
+def test_what_may_be_secret_before_a_hit_is_still_swallowed(line: str) -> None:
+    value, scanner = _scanner()
+    # the shortest tail that is reported (``suffix-N``): the piece starts right after "="
+    (probe,) = scanner.scan(value[-20:].encode(), source="log")
+    assert probe.form.startswith("suffix-")
+    tail = int(probe.form.rpartition("-")[2])
+    excerpts = _excerpts(line.replace("{suffix}", value[-tail:]))
+    assert excerpts
+    for excerpt in excerpts:
+        assert "aB3xK9" not in excerpt
+        assert "=" not in excerpt.partition("«")[0]  # (nothing of the name shown)
+
+
+def test_a_masked_text_keeps_the_token_whole_as_stored_snapshots_have_it() -> None:
+    """``Scanner.mask`` (our output, error-text snapshots) swallows the name with the token
+    as it always has: a stored snapshot does not drift because leakcheck was upgraded."""
+    value, scanner = _scanner()
+    masked = scanner.mask(f"GET /v1?q=x&key={value}&page=2")
+    assert masked == "GET /v1?q=x&«canary:bearer:raw»&page=2"
