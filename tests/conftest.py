@@ -16,6 +16,7 @@ import json
 import logging
 import os
 import random
+import re
 import string
 import sys
 from collections import Counter
@@ -184,6 +185,24 @@ def fault_canaries(seed: str, test: str, stage: str, via: str, placement: str) -
     check = LeakCheck(seed=seed, namespace=f"test_inner.py::{test}", sinks=[])
     make_fault(stage, via=via, placed=check.place(placement), secret=check.secret)
     return check.secrets
+
+
+#: a failure (or setup/teardown error) header of pytest's terminal report
+_FAILURE_HEADER = re.compile(r"^_{3,} (?:ERROR at \w+ of )?(\S+) _{3,}$")
+
+
+def failure_section(result: pytest.RunResult, test: str) -> str:
+    """What an inner run printed under ``test``'s failure header, up to the next header or
+    summary line (``test`` as pytest names it there: ``test_x[param]``)."""
+    lines, inside = [], False
+    for line in result.outlines:
+        header = _FAILURE_HEADER.match(line)
+        if header or line.startswith("====="):
+            inside = bool(header) and header[1] == test
+            continue
+        if inside:
+            lines.append(line)
+    return "\n".join(lines)
 
 
 def inner_outcomes(result: pytest.RunResult) -> dict[str, str]:

@@ -9,10 +9,8 @@ header wants ``header_key``.
 
 from __future__ import annotations
 
-import re
-
 import pytest
-from conftest import inner_outcomes, self_scan
+from conftest import failure_section, inner_outcomes, self_scan
 
 from leakcheck.canaries import CanaryFactory, Secret
 from leakcheck.pytest_plugin.judge import encoding_hint
@@ -170,19 +168,11 @@ def test_canaries_a_placement_planted_are_not_the_tests_to_change(
         "test_placed_and_planted": "FAILED",
     }
     assert out.count("stage http_401 via respx was never reached") >= 2
-    assert "leakcheck hint" not in _section(result, "test_placed_only")
+    placed_only = failure_section(result, "test_placed_only")
+    assert "stage http_401 via respx was never reached" in placed_only
+    assert "leakcheck hint" not in placed_only
     hints = [line for line in result.outlines if "leakcheck hint" in line]
     assert hints
     for hint in hints:
         assert hint.startswith("leakcheck hint: api_key#1 (kind 'api_key') holds characters")
         assert "password" not in hint
-
-
-def _section(result: pytest.RunResult, test: str) -> str:
-    """What pytest printed under ``test``'s failure header, up to the next header."""
-    text = "\n".join(result.outlines)
-    header = re.search(rf"^_+ {re.escape(test)} _+$", text, re.MULTILINE)
-    assert header, f"no failure section for {test}"
-    rest = text[header.end() :]
-    following = re.search(r"^(?:_+ test_\S+ _+|=+ .*)$", rest, re.MULTILINE)
-    return rest[: following.start()] if following else rest

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from conftest import run_with_report
+from conftest import failure_section, run_with_report
 
 from leakcheck.verdict import sink_label
 
@@ -23,7 +23,6 @@ pytest_plugins = ["pytester"]
 
 SEED = "plugin-sinks-1"
 _SUMMARY = re.compile(r"^(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) (\S+::\S+)")
-_HEADER = re.compile(r"^_{3,} (?:ERROR at \w+ of )?(\S+) _{3,}$")
 
 
 @dataclass
@@ -59,15 +58,7 @@ class Inner:
 
     def section(self, test: str) -> str:
         """The failure section of ``test`` in the terminal output."""
-        lines, inside = [], False
-        for line in self.result.outlines:
-            header = _HEADER.match(line)
-            if header or line.startswith("====="):
-                inside = bool(header) and header[1] == test
-                continue
-            if inside:
-                lines.append(line)
-        return "\n".join(lines)
+        return failure_section(self.result, test)
 
     def assert_leak(
         self,
