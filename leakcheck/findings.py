@@ -73,11 +73,12 @@ def mask_label(kind: str, form: str) -> str:
 MASK_LABEL = re.compile(r"\u00abcanary:[^\u00bb\n]*\u00bb")
 
 
+#: A word in one case or capitalized, or a number: what a name or a path is made of, and
+#: a random key is not (its pieces mix case and digits).
+_WORD = r"(?:[a-z]+|[A-Z][a-z]+|[A-Z]+|[0-9]+)"
 #: A parameter's name and its ``=`` (``key=``, ``X-Amz-Signature=``, ``api_key=``): words
-#: in one case or capitalized, or numbers, between ``_ . -``.
-_PARAMETER_NAME = lazy_compile(
-    rb"(?:[a-z]+|[A-Z][a-z]+|[A-Z]+|[0-9]+)(?:[_.\-](?:[a-z]+|[A-Z][a-z]+|[A-Z]+|[0-9]+))*="
-)
+#: between ``_ . -``.
+_PARAMETER_NAME = lazy_compile(rf"{_WORD}(?:[_.\-]{_WORD})*=".encode())
 
 
 def widen(buf: bytes, start: int, end: int, *, whole: bool = False) -> tuple[int, int]:
@@ -195,9 +196,7 @@ _SYMBOL = lazy_compile(r"[+/_=\-]")
 #: which httpx's status errors end with): words in one case or capitalized, or numbers,
 #: between ``/ . _ -``. No ``+`` or ``=`` (base64's), and every piece a word: a random key
 #: with a slash in it has pieces that mix case and digits.
-_WORD_PATH = lazy_compile(
-    r"[/._\-]*(?:[a-z]+|[A-Z][a-z]+|[A-Z]+|[0-9]+)(?:[/._\-]+(?:[a-z]+|[A-Z][a-z]+|[A-Z]+|[0-9]+))+[/._\-]*"
-)
+_WORD_PATH = lazy_compile(rf"[/._\-]*{_WORD}(?:[/._\-]+{_WORD})+[/._\-]*")
 
 
 def _looks_random(token: str) -> bool:

@@ -195,9 +195,9 @@ def record_phase_failure(
     state.records.append(record.to_json())
 
 
-#: Kinds a newcomer plants where a value must be visible ASCII (a header): ``header_key``
-#: any header, ``bearer`` an ``Authorization: Bearer`` one.
-_ASCII_KINDS = ("header_key", "bearer")
+#: What to plant where a value must be visible ASCII (a header): ``header_key`` in any
+#: header, ``bearer`` in an ``Authorization: Bearer`` one.
+_PLANT_INSTEAD = 'plant leakcheck.secret("header_key") (for an Authorization header, "bearer").'
 
 
 def encoding_hint(
@@ -227,9 +227,7 @@ def encoding_hint(
                     f"(UnicodeEncodeError, {error.encoding!r} codec) and sent nothing: "
                     f"canaries of kind {secret.kind!r} hold characters beyond ASCII, as a "
                     "query string or a body may, and a header value cannot (a real key "
-                    "there is visible ASCII). Where the key goes in a header, plant "
-                    f'leakcheck.secret("{_ASCII_KINDS[0]}") (for an Authorization header, '
-                    f'"{_ASCII_KINDS[1]}").'
+                    "there is visible ASCII). Where the key goes in a header, " + _PLANT_INSTEAD
                 )
         error = error.__cause__ or error.__context__
     if not unreached_http:
@@ -240,9 +238,7 @@ def encoding_hint(
         f"leakcheck hint: {named} {hold} characters beyond ASCII, as a query string or a "
         "body may. If the gateway puts one in a header, the client refuses to encode it "
         "(UnicodeEncodeError) and sends nothing, which leaves the stage unreached; a real "
-        "key there is visible ASCII: plant "
-        f'leakcheck.secret("{_ASCII_KINDS[0]}") (for an Authorization header, '
-        f'"{_ASCII_KINDS[1]}").'
+        "key there is visible ASCII: " + _PLANT_INSTEAD
     )
 
 
