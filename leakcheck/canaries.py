@@ -20,6 +20,7 @@ from enum import Enum
 
 from ._lazy import lazy_compile
 from ._values import Value, field
+from .errors import LeakcheckUsageError, NotASecretError
 
 TYPE_CHECKING = False  # not typing's: its import was a twentieth of a scan's start-up
 if TYPE_CHECKING:  # generation only: a scan of user secrets never imports random
@@ -32,6 +33,7 @@ __all__ = [
     "Kind",
     "Secret",
     "SecretClass",
+    "UnknownKindError",
     "WeakSecretError",
     "canary_lookalikes",
     "estimate_bits",
@@ -63,8 +65,12 @@ class SecretClass(str, Enum):
     PROSE = "prose"
 
 
-class WeakSecretError(ValueError):
+class WeakSecretError(LeakcheckUsageError, ValueError):
     """A secret too short or too guessable for reliable detection. Never carries the value."""
+
+
+class UnknownKindError(LeakcheckUsageError, ValueError):
+    """A canary kind leakcheck does not make (the message lists those it does)."""
 
 
 class Secret(Value, frozen=True):
@@ -118,7 +124,7 @@ class Secret(Value, frozen=True):
         names the secret's id and kind, never its value or a fragment of it.
         """
         if not isinstance(value, str):
-            raise TypeError(f"secret {id!r}: expected str, got {type(value).__name__}")
+            raise NotASecretError(f"secret {id!r}: expected str, got {type(value).__name__}")
         if secret_class is None:
             secret_class = KINDS[kind].secret_class if kind in KINDS else SecretClass.DIRECT
         label = f"secret {id!r} (kind {kind}, {len(value)} chars)"
@@ -130,6 +136,7 @@ class Secret(Value, frozen=True):
             mask_bits, bits = early
         total = sum(bits)
         if len(value.strip()) < 12:
+            _announce_refused(value, kind, id, secret_class)
             raise WeakSecretError(
                 _without_pieces_of(
                     value,
@@ -138,6 +145,7 @@ class Secret(Value, frozen=True):
                 )
             )
         if total < min_bits:
+            _announce_refused(value, kind, id, secret_class)
             raise WeakSecretError(
                 _without_pieces_of(
                     value,
@@ -952,6 +960,22 @@ def announce(secret: Secret) -> None:
         watcher(secret)
 
 
+#: A refused value shorter than this is not masked: it would hide ordinary words ("1234")
+#: wherever pytest prints them, and it is no secret leakcheck could tell from text anyway.
+REFUSED_MASKED_FROM = 6
+
+
+def _announce_refused(value: str, kind: str, id: str, secret_class: SecretClass | str) -> None:
+    """Tell the watchers of a value refused as too weak, for masking only: the caller's
+    frame and ours hold it while the error travels, and pytest prints a failing frame's
+    arguments (``value = '...'``), so the pytest plugin masks it like any secret. It
+    carries no bits: no piece of it is masked (a weak value's pieces are ordinary text),
+    and no scan searches for it."""
+    if _WATCHERS and len(value.strip()) >= REFUSED_MASKED_FROM:
+        nothing = (0.0,) * len(value)
+        announce(Secret(value, kind, id, SecretClass(secret_class), nothing, False))
+
+
 class CanaryFactory:
     """Generates unique hostile canaries, reproducibly from ``seed``.
 
@@ -980,7 +1004,7 @@ class CanaryFactory:
             spec = KINDS[kind]
         except KeyError:
             known = ", ".join(sorted(KINDS))
-            raise ValueError(f"unknown secret kind {kind!r}; known kinds: {known}") from None
+            raise UnknownKindError(f"unknown secret kind {kind!r}; known kinds: {known}") from None
         n = self._counts.get(kind, 0) + 1
         self._counts[kind] = n
         return self.nth(kind, n, spec)

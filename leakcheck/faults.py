@@ -25,6 +25,7 @@ from importlib import resources
 from typing import Any, Protocol, runtime_checkable
 
 from .doubles import Approver, Boom, ObservedInput, Vault
+from .errors import LeakcheckUsageError
 from .extensions import load_plugins
 from .placements import Placed
 from .stages import Stage, get_stage
@@ -61,7 +62,7 @@ class StageNotReached(HarnessError):
     """A forced stage never fired: the test would have passed without testing anything."""
 
 
-class UnknownTransportError(ValueError):
+class UnknownTransportError(LeakcheckUsageError, ValueError):
     """No fault plugin for this transport (or it cannot force this stage)."""
 
 

@@ -30,6 +30,7 @@ from .capture import (
 )
 from .detect import Scanner
 from .engine import available_backends
+from .errors import NotASecretError
 from .extensions import masking_forms, waiting_plugins
 from .faults import Fault, StageNotReached, make_fault
 from .placements import Placed, Placement, place
@@ -146,6 +147,13 @@ class LeakCheck:
 
     def register_secret(self, secret: Secret) -> Secret:
         """Search for (and mask) a ``Secret`` made elsewhere: a session-wide one."""
+        if not isinstance(secret, Secret):
+            # (a str here reached the verdict and the masker as a secret: INTERNALERROR)
+            raise NotASecretError(
+                f"register_secret takes a leakcheck Secret (Secret.from_user(...), a "
+                f"CanaryFactory's), not {type(secret).__name__}; for a value, "
+                f"register(value, kind=...)"
+            )
         self._session_secrets += 1
         if self.canaries.announce:
             announce(secret)

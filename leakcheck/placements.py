@@ -18,6 +18,7 @@ from importlib import resources
 from typing import Any, Literal
 
 from .canaries import KINDS
+from .errors import LeakcheckUsageError
 from .stages import STAGES
 
 __all__ = [
@@ -44,7 +45,7 @@ Pairs = tuple[tuple[str, str], ...]
 BASELINE_PLACEMENTS: dict[str, str] = {"http": "authorization-header", "ssh": "ssh-password"}
 
 
-class UnknownPlacementError(ValueError):
+class UnknownPlacementError(LeakcheckUsageError, ValueError):
     """A placement name that is not in the corpus (the message lists the known ones)."""
 
 

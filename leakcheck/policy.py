@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 
 from .canaries import SecretClass
+from .errors import LeakcheckUsageError
 
 __all__ = [
     "SinkClass",
@@ -69,7 +70,7 @@ def level_name(level: int) -> str:
     return _LEVEL_NAMES.get(level) or logging.getLevelName(level)
 
 
-class PolicyError(ValueError):
+class PolicyError(LeakcheckUsageError, ValueError):
     """A policy written wrong in an ini file or a marker."""
 
 

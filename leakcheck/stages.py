@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from .errors import LeakcheckUsageError
+
 __all__ = [
     "GATEWAY",
     "HTTP",
@@ -34,7 +36,7 @@ HTTP: Transport = "http"
 SSH: Transport = "ssh"
 
 
-class UnknownStageError(ValueError):
+class UnknownStageError(LeakcheckUsageError, ValueError):
     """A stage name that is not in the vocabulary (the message lists the known ones)."""
 
 

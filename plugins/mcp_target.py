@@ -95,6 +95,7 @@ from leakcheck.canaries import KINDS
 from leakcheck.capture import Captured
 from leakcheck.contract import DEFAULT as DEFAULT_EXPECTATIONS
 from leakcheck.contract import Expectations, Violation
+from leakcheck.errors import LeakcheckUsageError
 from leakcheck.faults import ChildProcessUpstream, TlsUpstream
 from leakcheck.matrix import SEAMS, UNREACHABLE_URL, Case, Operation, Target, TargetError
 from leakcheck.netwatch import merge_environment
@@ -131,7 +132,7 @@ _PLACEHOLDER = "leakcheck-placeholder"
 _OPERATION_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
 
 
-class McpTemplateError(ValueError):
+class McpTemplateError(LeakcheckUsageError, ValueError):
     """A template names a field that does not exist (the message lists the known ones)."""
 
 

@@ -15,6 +15,7 @@ from ..contract import (
 )
 from ..contract import ContractCheck, EnvelopeV1, Expectations
 from ..doubles import Approver, Boom, ObservedInput, Vault
+from ..errors import LeakcheckUsageError
 from ..faults import Fault
 from ..placements import AuthTemplate, Placed, Placement, template_kinds
 from ..stages import Stage
@@ -37,7 +38,7 @@ UNREACHABLE_URL = "https://api.upstream.invalid"
 DEFAULT_UPSTREAM = "https://api.upstream.test"
 
 
-class TargetError(ValueError):
+class TargetError(LeakcheckUsageError, ValueError):
     """A ``Target`` or ``Operation`` that cannot work as declared: a user's mistake, said
     in one message (no traceback), never a verdict on the gateway."""
 

@@ -225,6 +225,8 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pluggy.Result[pytest.TestReport], None]:
     state = item.config.stash[SESSION]
+    if call.excinfo is not None:
+        reports.shown_at_the_caller(item.config, call)
     if CHECK not in item.stash:  # (the fixture was not asked for: no verdict to give)
         outcome = yield
         reports.mask_report(outcome.get_result(), state.mask)

@@ -6,10 +6,14 @@ controller, the JSON report) passes through here.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import types
+from pathlib import Path
 from typing import Any, cast
 
 import pytest
 
+from ..errors import LeakcheckUsageError
 from ..serialize import safe_str
 
 __all__ = [
@@ -19,6 +23,7 @@ __all__ = [
     "mask_report",
     "mask_test_ids",
     "mask_warning",
+    "shown_at_the_caller",
 ]
 
 
@@ -31,6 +36,48 @@ def fail_report(report: pytest.TestReport, lead: str = "", tail: str = "") -> No
     report.longrepr = "\n\n".join(part for part in (lead, original, tail) if part)
     if hasattr(report, "wasxfail"):
         del report.wasxfail
+
+
+def shown_at_the_caller(config: pytest.Config, call: pytest.CallInfo[Any]) -> None:
+    """A leakcheck usage error (``LeakcheckUsageError``: an unknown stage, a misspelt
+    option, a weak secret) is shown at the line that called leakcheck: its message says
+    what to change, our frames' source says nothing more, and pytest prints each frame's
+    arguments (a refused secret's value among them). ``--full-trace`` keeps them."""
+    excinfo = call.excinfo
+    if excinfo is None or not excinfo.errisinstance(LeakcheckUsageError):
+        return
+    if config.getoption("fulltrace", False):
+        return
+    frames: list[types.TracebackType] = []
+    raw: types.TracebackType | None = excinfo.tb
+    while raw is not None:
+        frames.append(raw)
+        raw = raw.tb_next
+    kept = [tb for tb in frames if not _ours(tb.tb_frame.f_code.co_filename)]
+    if not kept or len(kept) == len(frames):  # (a mistake inside leakcheck alone: as it is)
+        return
+    # a chain of the caller's frames alone: pytest cuts a traceback at the test's frame
+    # by the raw chain from there, so the frames must be gone from the chain itself
+    trimmed: types.TracebackType | None = None
+    for tb in reversed(kept):
+        trimmed = types.TracebackType(trimmed, tb.tb_frame, tb.tb_lasti, tb.tb_lineno)
+    assert trimmed is not None  # (kept is not empty)
+    call.excinfo = pytest.ExceptionInfo.from_exc_info((excinfo.type, excinfo.value, trimmed))
+
+
+def _ours(path: str) -> bool:
+    return path.startswith(_our_roots())
+
+
+@functools.cache
+def _our_roots() -> tuple[str, ...]:
+    """The directories of leakcheck's modules, each ending in a separator: the package
+    and its ``plugins`` (a directory of its own in a source checkout)."""
+    import leakcheck.plugins
+
+    roots = [Path(leakcheck.__file__ or "").parent, *map(Path, leakcheck.plugins.__path__)]
+    # (as the code objects name them, and resolved: a checkout reached through a link)
+    return tuple({f"{spelt}/": None for root in roots for spelt in (root, root.resolve())})
 
 
 def mask_test_ids(items: list[pytest.Item], mask: Any) -> None:
