@@ -419,7 +419,7 @@ class Scanner:
         inner = self._first_pass(joined)
         if depth > 1:
             inner += self._decoded(joined, depth - 1)
-        return _in_runs(runs, inner)
+        return _in_runs(runs, inner, buf)
 
     def _decoded_many(self, texts: list[bytes], depth: int) -> list[list[_Hit]]:
         """``_decoded`` of each of ``texts``, with one decoding pass and one engine pass
@@ -430,7 +430,10 @@ class Scanner:
         if depth > 1:
             for inner, deeper in zip(inner_of, self._decoded_many(joined, depth - 1), strict=True):
                 inner += deeper
-        return [_in_runs(runs, inner) for runs, inner in zip(runs_of, inner_of, strict=True)]
+        return [
+            _in_runs(runs, inner, text)
+            for runs, inner, text in zip(runs_of, inner_of, texts, strict=True)
+        ]
 
     def _first_pass_many(self, texts: list[bytes]) -> list[list[_Hit]]:
         """``_first_pass`` of each of ``texts``, in one engine pass over all of them
@@ -742,10 +745,11 @@ class Scanner:
         return mask_all(buf, [h.span() for h in every])
 
 
-def _in_runs(runs: Sequence[Run], inner: list[_Hit]) -> list[_Hit]:
+def _in_runs(runs: Sequence[Run], inner: list[_Hit], source: bytes) -> list[_Hit]:
     """The hits ``inner`` of the decoded ``runs`` joined by JOIN_SEPARATOR, each as a hit
-    on its run's span in the text the runs were decoded from (once per span, secret and
-    form; a hit past its run's end left out)."""
+    on its run's span in ``source``, the text the runs were decoded from (once per span,
+    secret and form; a hit past its run's end left out, and one that decoding did not
+    make: ``_made_by_decoding``)."""
     starts, position = [], 0
     for _name, _start, _end, decoded in runs:
         starts.append(position)
@@ -759,8 +763,38 @@ def _in_runs(runs: Sequence[Run], inner: list[_Hit]) -> list[_Hit]:
         key = (start, end, hit.secret.id, hit.form)
         if key not in seen:
             seen.add(key)
-            hits.append(_Hit(start, end, hit.needle, f"{name}>{hit.chain}"))
+            if hit.chain or _made_by_decoding(name, hit.needle.pattern, decoded, source[start:end]):
+                hits.append(_Hit(start, end, hit.needle, f"{name}>{hit.chain}"))
     return hits
+
+
+#: Decoders that leave every byte alone but the escapes they decode, each starting with
+#: one of these bytes (``pct`` also reads "+" as a space).
+_ESCAPES_START_WITH: dict[str, bytes] = {"qp": b"=", "pct": b"%+", "esc": b"\\", "html": b"&"}
+
+
+def _made_by_decoding(decoder: str, needle: bytes, decoded: bytes, raw: bytes) -> bool:
+    """Whether the run ``raw`` decoded into ``decoded`` holds an occurrence of ``needle``
+    that ``raw`` does not hold as it is. Where it holds none, the decoded hit would only
+    repeat the first pass's own hits there, and mask the whole run for them: a quoted-
+    printable run is a whole line (any two ``=XX`` make one: ``column=39, offset=38`` in
+    a repr), and a masked tail in it hid the line, pytest's assertion explanation with it.
+    Told by counting, for the decoders that leave every byte but their escapes alone and
+    a needle holding none of the bytes an escape starts with: each raw occurrence is then
+    in ``decoded`` too, so as many there means no other."""
+    marks = _ESCAPES_START_WITH.get(decoder)
+    if marks is None or any(mark in needle for mark in marks):
+        return True
+    return _occurrences(decoded, needle) > _occurrences(raw, needle)
+
+
+def _occurrences(data: bytes, needle: bytes) -> int:
+    """How many times ``needle`` occurs in ``data``, overlapping ones counted."""
+    count, at = 0, data.find(needle)
+    while at >= 0:
+        count += 1
+        at = data.find(needle, at + 1)
+    return count
 
 
 _BASE64_CHAR = rb"[A-Za-z0-9+/=_-]"
