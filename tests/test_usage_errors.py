@@ -157,3 +157,12 @@ def test_an_unknown_kind_lists_the_known_ones() -> None:
     with pytest.raises(canaries.UnknownKindError) as raised:
         canaries.CanaryFactory(1).secret("github_token")
     assert all(kind in str(raised.value) for kind in KINDS)
+
+
+def test_a_strategy_for_an_unknown_kind_lists_the_known_ones() -> None:
+    from leakcheck.strategies import secret_kinds
+
+    with pytest.raises(canaries.UnknownKindError) as raised:
+        secret_kinds(["bearer", "github_token"])
+    assert "github_token" in str(raised.value)
+    assert all(kind in str(raised.value) for kind in KINDS)
