@@ -7,6 +7,7 @@ CLI sit on top of it.
 The main objects, importable from here:
 
 * secrets: ``CanaryFactory``, ``Secret``, ``SecretClass``, ``KINDS``, ``WeakSecretError``;
+* every mistake in calling leakcheck: ``LeakcheckUsageError``;
 * search: ``Scanner``, ``Finding``;
 * a test's harness (also without pytest): ``LeakCheck``, ``LeakError``, ``Captured``,
   ``Policy``;
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from .capture import Captured
     from .contract import Expectations
     from .detect import Scanner
+    from .errors import LeakcheckUsageError
     from .findings import Finding
     from .forms import FORMS, Needle, needles_for  # noqa: F401 - kept importable from here
     from .harness import LeakCheck, LeakError
@@ -43,6 +45,7 @@ __all__ = [
     "Finding",
     "LeakCheck",
     "LeakError",
+    "LeakcheckUsageError",
     "Operation",
     "Policy",
     "Scanner",
@@ -62,6 +65,7 @@ _LAZY = {
     "SecretClass": "canaries",
     "WeakSecretError": "canaries",
     "Scanner": "detect",
+    "LeakcheckUsageError": "errors",
     "Finding": "findings",
     "FORMS": "forms",
     "Needle": "forms",

@@ -166,3 +166,10 @@ def test_a_strategy_for_an_unknown_kind_lists_the_known_ones() -> None:
         secret_kinds(["bearer", "github_token"])
     assert "github_token" in str(raised.value)
     assert all(kind in str(raised.value) for kind in KINDS)
+
+
+def test_the_base_is_importable_from_the_package() -> None:
+    import leakcheck
+
+    assert leakcheck.LeakcheckUsageError is LeakcheckUsageError
+    assert "LeakcheckUsageError" in leakcheck.__all__
