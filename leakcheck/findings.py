@@ -79,21 +79,33 @@ _WORD = r"(?:[a-z]+|[A-Z][a-z]+|[A-Z]+|[0-9]+)"
 #: A parameter's name and its ``=`` (``key=``, ``X-Amz-Signature=``, ``api_key=``): words
 #: between ``_ . -``.
 _PARAMETER_NAME = lazy_compile(rf"{_WORD}(?:[_.\-]{_WORD})*=".encode())
+#: A path of words right after a whole secret (a host's ``/v1/uploads``): a version's
+#: ``v1`` is a word here.
+_PATH_WORD = rf"(?:[a-z]+[0-9]*|{_WORD})"
+_PATH_AFTER = lazy_compile(rf"(?:/{_PATH_WORD}(?:[_.\-]{_PATH_WORD})*)+/?".encode())
 
 
 def widen(buf: bytes, start: int, end: int, *, whole: bool = False) -> tuple[int, int]:
     """``[start, end)`` widened over the token characters around it. ``whole``: the span is
-    a whole secret (no piece of one), so what ends right before it is no part of it, and a
-    parameter's name and ``=`` there stay shown (``key=«canary:api_key:pct»``, not
-    ``«canary:api_key:pct»``); before a piece they may be the rest of the secret."""
+    a whole secret (no piece of one), so what ends right before it and what starts right
+    after it are no part of it: a parameter's name and ``=`` or a URL's ``//`` before it,
+    a path of words after it, stay shown (``key=«canary:api_key:pct»``,
+    ``https://«canary:hostname:raw»/v1/uploads?``); around a piece they may be the rest of
+    the secret."""
     low = max(0, start - WIDEN_BYTES)
     before = _TOKEN_RUN.match(buf[low:start][::-1])
     swallowed = before.end() if before else 0
-    if whole and swallowed and _PARAMETER_NAME.fullmatch(buf, start - swallowed, start):
-        swallowed = 0
+    if whole and swallowed:
+        if buf[start - swallowed : start] == b"//" or _PARAMETER_NAME.fullmatch(
+            buf, start - swallowed, start
+        ):
+            swallowed = 0
     high = min(len(buf), end + WIDEN_BYTES)
     after = _TOKEN_RUN.match(buf, end, high)
-    return start - swallowed, after.end() if after else end
+    stop = after.end() if after else end
+    if whole and stop > end and _PATH_AFTER.fullmatch(buf, end, stop):
+        stop = end
+    return start - swallowed, stop
 
 
 def _widen_utf16(buf: bytes, start: int, end: int, parity: int) -> tuple[int, int]:

@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 import pytest
 
-from leakcheck import CanaryFactory, Scanner
+from leakcheck import CanaryFactory, Scanner, Secret
 from leakcheck.findings import OPAQUE_LABEL
 
 
@@ -202,3 +202,47 @@ def test_a_masked_text_keeps_the_token_whole_as_stored_snapshots_have_it() -> No
     value, scanner = _scanner()
     masked = scanner.mask(f"GET /v1?q=x&key={value}&page=2")
     assert masked == "GET /v1?q=x&«canary:bearer:raw»&page=2"
+
+
+def _host_and_signature() -> tuple[Secret, Secret, Scanner]:
+    factory = CanaryFactory(1, namespace="opaque", announce=False)
+    host, signature = factory.secret("hostname"), factory.secret("signature")
+    return host, signature, Scanner([host, signature])
+
+
+def test_a_url_around_a_whole_host_stays_shown() -> None:
+    """httpx2's INFO line for a redirect to a signed URL read ``GET https:«canary:hostname:
+    raw»?X-Amz-...``: the host's ``//`` and the path after it were swallowed with it. Around a
+    whole secret neither is any part of it."""
+    host, signature, scanner = _host_and_signature()
+    line = (
+        f"HTTP Request: GET https://{host.value}/v1/signed/upload?X-Amz-Expires=300"
+        f"&X-Amz-Signature={signature.value} 403"
+    )
+    excerpts = [f.excerpt for f in scanner.scan(line.encode(), source="log")]
+    assert any("GET https://«canary:hostname:raw»/v1/signed/upload?X-Amz" in e for e in excerpts)
+
+
+@pytest.mark.parametrize(
+    "line, hidden",
+    [
+        ("GET https://{host}/aB3xK9qZp7/upload", "aB3xK9qZp7"),  # a random piece: a key's?
+        ("GET //{prefix} now", "//"),  # before a piece: perhaps the rest of the secret
+    ],
+)
+def test_what_may_be_secret_around_a_url_host_is_still_swallowed(line: str, hidden: str) -> None:
+    host, _, scanner = _host_and_signature()
+    (probe,) = [f for f in scanner.scan(host.value[:-4].encode()) if f.form.startswith("prefix")]
+    prefix = host.value[: int(probe.form.rpartition("-")[2])]
+    shown = line.replace("{host}", host.value).replace("{prefix}", prefix)
+    excerpts = [f.excerpt for f in scanner.scan(shown.encode(), source="log")]
+    assert excerpts
+    for excerpt in excerpts:
+        assert hidden + "«" not in excerpt and "»" + hidden not in excerpt, excerpt
+        assert hidden not in excerpt.replace("https://«", ""), excerpt
+
+
+def test_a_masked_url_keeps_its_host_token_whole_as_stored_snapshots_have_it() -> None:
+    host, _, scanner = _host_and_signature()
+    masked = scanner.mask(f"GET https://{host.value}/v1/uploads?x=1")
+    assert masked == "GET https:«canary:hostname:raw»?x=1"

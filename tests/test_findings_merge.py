@@ -73,4 +73,6 @@ def test_excerpt_masks_the_whole_token_with_its_windows_left_out() -> None:
     host = Span(12, 32, "hostname", "raw", rank=1)
     windows = [Span(s, s + 6, "hostname", f"window-{s}") for s in range(12, 27, 3)]
     text = masked_excerpt(buf, 12, 32, [*windows, host])
-    assert text == "GET https:\u00abcanary:hostname:raw\u00bb 401"  # "/" is a token byte
+    # a whole host keeps its URL's "//" and the path of words after it; its windows,
+    # pieces, would have swallowed both had they been widened
+    assert text == "GET https://\u00abcanary:hostname:raw\u00bb/v1 401"
