@@ -20,7 +20,7 @@ from enum import Enum
 
 from ._lazy import lazy_compile
 from ._values import Value, field
-from .errors import LeakcheckUsageError, NotASecretError
+from .errors import LeakcheckUsageError, NotASecretError, did_you_mean
 
 TYPE_CHECKING = False  # not typing's: its import was a twentieth of a scan's start-up
 if TYPE_CHECKING:  # generation only: a scan of user secrets never imports random
@@ -1004,7 +1004,10 @@ class CanaryFactory:
             spec = KINDS[kind]
         except KeyError:
             known = ", ".join(sorted(KINDS))
-            raise UnknownKindError(f"unknown secret kind {kind!r}; known kinds: {known}") from None
+            guess = did_you_mean(kind, KINDS)
+            raise UnknownKindError(
+                f"unknown secret kind {kind!r}{guess}; known kinds: {known}"
+            ) from None
         n = self._counts.get(kind, 0) + 1
         self._counts[kind] = n
         return self.nth(kind, n, spec)

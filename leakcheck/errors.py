@@ -9,7 +9,9 @@ arguments, and a frame of ours may hold the value it refused.
 
 from __future__ import annotations
 
-__all__ = ["LeakcheckUsageError", "NotASecretError"]
+from collections.abc import Iterable
+
+__all__ = ["LeakcheckUsageError", "NotASecretError", "UnknownOptionError", "did_you_mean"]
 
 
 class LeakcheckUsageError(Exception):
@@ -20,3 +22,19 @@ class LeakcheckUsageError(Exception):
 class NotASecretError(LeakcheckUsageError, TypeError):
     """A value of the wrong type where a secret was expected (its type is named, never
     its value)."""
+
+
+class UnknownOptionError(LeakcheckUsageError, TypeError, ValueError):
+    """An option a fault transport does not take (a ``TypeError``, as for an unexpected
+    keyword argument, and a ``ValueError``, as the HTTP transports raised before)."""
+
+
+def did_you_mean(name: object, known: Iterable[str]) -> str:
+    """`` (did you mean 'http_401'?)`` for the one of ``known`` closest to a misspelt
+    ``name``, or nothing when none is close."""
+    if not isinstance(name, str):
+        return ""
+    import difflib  # (on the error path only)
+
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.75)
+    return f" (did you mean {close[0]!r}?)" if close else ""

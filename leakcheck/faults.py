@@ -25,7 +25,7 @@ from importlib import resources
 from typing import Any, Protocol, runtime_checkable
 
 from .doubles import Approver, Boom, ObservedInput, Vault
-from .errors import LeakcheckUsageError
+from .errors import LeakcheckUsageError, did_you_mean
 from .extensions import load_plugins
 from .placements import Placed
 from .stages import Stage, get_stage
@@ -335,5 +335,6 @@ def make_fault(
         if install_hint(via):
             hint += f"; {install_hint(via)} to use it"
         known = ", ".join(sorted(fault_factories())) or "none installed"
-        raise UnknownTransportError(f"no fault transport {via!r}{hint}; known: {known}")
+        guess = did_you_mean(via, fault_factories())
+        raise UnknownTransportError(f"no fault transport {via!r}{guess}{hint}; known: {known}")
     return factory(resolved, placed=placed, secret=secret, **options)

@@ -16,6 +16,7 @@ from functools import cache
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from .errors import UnknownOptionError, did_you_mean
 from .faults import Fault, Reply, SecretFactory, UnknownTransportError, reply_for
 from .placements import Placed
 from .stages import HTTP, HTTP_ANSWERED, HTTP_RAISED, TLS_STAGES, Stage
@@ -107,8 +108,9 @@ def check_options(transport: str, stage: Stage, options: dict[str, Any]) -> None
     through the factory's signature."""
     if options:
         names = ", ".join(sorted(options))
-        raise ValueError(
-            f"{transport} fault: unknown option(s) {names}; it takes url= (the upstream "
+        guess = did_you_mean(names, ("url", "method")) if len(options) == 1 else ""
+        raise UnknownOptionError(
+            f"{transport} fault: unknown option(s) {names}{guess}; it takes url= (the upstream "
             "base URL it answers for) and method= (answer one HTTP method only)"
         )
     if stage.gateway_side:

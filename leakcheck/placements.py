@@ -18,7 +18,7 @@ from importlib import resources
 from typing import Any, Literal
 
 from .canaries import KINDS
-from .errors import LeakcheckUsageError
+from .errors import LeakcheckUsageError, did_you_mean
 from .stages import STAGES
 
 __all__ = [
@@ -196,7 +196,7 @@ def get_placement(name: str | Placement) -> Placement:
     except KeyError:
         known = ", ".join(PLACEMENTS)
         raise UnknownPlacementError(
-            f"unknown placement {name!r}; known placements: {known}"
+            f"unknown placement {name!r}{did_you_mean(name, PLACEMENTS)}; known placements: {known}"
         ) from None
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from .errors import LeakcheckUsageError
+from .errors import LeakcheckUsageError, did_you_mean
 
 __all__ = [
     "GATEWAY",
@@ -127,7 +127,8 @@ def get_stage(name: str | Stage) -> Stage:
         return STAGES[name]
     except KeyError:
         known = ", ".join(STAGES)
-        raise UnknownStageError(f"unknown stage {name!r}; known stages: {known}") from None
+        guess = did_you_mean(name, STAGES)
+        raise UnknownStageError(f"unknown stage {name!r}{guess}; known stages: {known}") from None
 
 
 def stages_for(transport: Transport) -> list[Stage]:

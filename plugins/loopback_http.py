@@ -94,6 +94,7 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from typing import Any, Literal
 
+from leakcheck.errors import UnknownOptionError, did_you_mean
 from leakcheck.faults import Fault, HarnessError, Reply, UnknownTransportError, reply_for
 from leakcheck.netwatch import ChildEvents, ChildProof, Watcher, failing_dns, watch
 from leakcheck.placements import Placed
@@ -147,7 +148,7 @@ _SETTLE_TIMEOUT = 0.5
 _EVIDENCE_CAP = 20
 
 
-class LoopbackOptionError(UnknownTransportError):
+class LoopbackOptionError(UnknownOptionError, UnknownTransportError):
     """An option the loopback transport does not take for this stage."""
 
 
@@ -188,9 +189,11 @@ class LoopbackFault(Fault):
         super().__init__(stage, placed=placed)
         name = self.stage.name
         if unknown:
+            known = ("scheme", "timeout", "truncation", "disconnect")
+            guess = did_you_mean(next(iter(unknown)), known) if len(unknown) == 1 else ""
             raise LoopbackOptionError(
-                f"loopback: unknown option(s) {', '.join(sorted(unknown))}; known: scheme, "
-                "timeout, truncation, disconnect"
+                f"loopback: unknown option(s) {', '.join(sorted(unknown))}{guess}; known: "
+                + ", ".join(known)
             )
         if name not in SUPPORTED:
             raise UnknownTransportError(

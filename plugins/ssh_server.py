@@ -61,6 +61,7 @@ from typing import Any
 import asyncssh
 from asyncssh.logging import SSHLogger
 
+from leakcheck.errors import UnknownOptionError, did_you_mean
 from leakcheck.faults import Fault, HarnessError, SecretFactory, UnknownTransportError
 from leakcheck.netwatch import Watcher, watch
 from leakcheck.placements import Placed
@@ -234,7 +235,10 @@ class SSHFault(Fault):
     ) -> None:
         if unknown:
             names = ", ".join(sorted(unknown))
-            raise TypeError(f"ssh fault: unknown option(s) {names}; the only option is timeout")
+            guess = did_you_mean(names, ("timeout",)) if len(unknown) == 1 else ""
+            raise UnknownOptionError(
+                f"ssh fault: unknown option(s) {names}{guess}; the only option is timeout"
+            )
         super().__init__(stage, placed=placed)
         if self.stage.transport != SSH:
             ssh_stages = ", ".join(s.name for s in stages_for(SSH) if s.transport == SSH)

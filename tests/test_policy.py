@@ -328,7 +328,10 @@ BAD_MARKERS = [
     ('allow="context caller"', "allow rule 'context caller': expected"),
     ("allow=5", "takes {secret class"),
     ('allow={"context": 5}', "allow: expected {'SECRET_CLASS'"),
-    ('alow={"context": ["caller"]}', "unknown option(s) alow; known: allow, decode, forbid"),
+    (
+        'alow={"context": ["caller"]}',
+        "unknown option(s) alow (did you mean 'allow'?); known: allow, decode, forbid",
+    ),
     ('"context"', "takes keyword arguments only"),
     ('skip_sinks={"log record": ""}', "every opt-out states its reason"),
     ('skip_sinks=["log record"]', "takes {sink name: reason}"),

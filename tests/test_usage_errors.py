@@ -16,12 +16,17 @@ from conftest import failure_section, inner_outcomes
 
 from leakcheck import canaries
 from leakcheck.canaries import KINDS, Secret, SecretClass, WeakSecretError
-from leakcheck.errors import LeakcheckUsageError, NotASecretError
-from leakcheck.faults import UnknownTransportError
+from leakcheck.errors import (
+    LeakcheckUsageError,
+    NotASecretError,
+    UnknownOptionError,
+    did_you_mean,
+)
+from leakcheck.faults import UnknownTransportError, make_fault
 from leakcheck.matrix import TargetError
-from leakcheck.placements import UnknownPlacementError
+from leakcheck.placements import UnknownPlacementError, place
 from leakcheck.policy import PolicyError
-from leakcheck.stages import UnknownStageError
+from leakcheck.stages import UnknownStageError, get_stage
 
 pytest_plugins = ["pytester"]
 
@@ -173,3 +178,36 @@ def test_the_base_is_importable_from_the_package() -> None:
 
     assert leakcheck.LeakcheckUsageError is LeakcheckUsageError
     assert "LeakcheckUsageError" in leakcheck.__all__
+
+
+@pytest.mark.parametrize(
+    ("mistake", "suggested"),
+    [
+        (lambda: get_stage("http_4o1"), "'http_401'"),
+        (lambda: canaries.CanaryFactory(1).secret("beare"), "'bearer'"),
+        (lambda: place("query-apikey", canaries.CanaryFactory(1).secret), "'query-api-key'"),
+        (lambda: make_fault("http_401", via="respz", secret=lambda kind: kind), "'respx'"),
+    ],
+    ids=["stage", "kind", "placement", "transport"],
+)
+def test_a_near_miss_names_what_was_meant(mistake: object, suggested: str) -> None:
+    with pytest.raises(LeakcheckUsageError) as raised:
+        mistake()  # type: ignore[operator]
+    assert f"(did you mean {suggested}?)" in str(raised.value)
+
+
+def test_a_far_miss_suggests_nothing() -> None:
+    with pytest.raises(UnknownStageError) as raised:
+        get_stage("teapot")
+    assert "did you mean" not in str(raised.value)
+    assert did_you_mean(5, ["five"]) == ""
+
+
+def test_an_option_misspelt_is_named_for_every_transport() -> None:
+    loopback = pytest.importorskip("leakcheck.plugins.loopback_http")
+    with pytest.raises(UnknownOptionError) as raised:
+        make_fault("http_401", via="loopback", secret=lambda kind: kind, timout=0.2)
+    assert isinstance(raised.value, loopback.LoopbackOptionError)
+    assert "(did you mean 'timeout'?)" in str(raised.value)
+    # (the HTTP transports raised a ValueError, the SSH one a TypeError: it is both)
+    assert issubclass(UnknownOptionError, ValueError) and issubclass(UnknownOptionError, TypeError)

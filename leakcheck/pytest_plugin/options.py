@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from ..errors import did_you_mean
 from ..extensions import skipped_plugins, waiting_plugins
 from ..policy import Policy, PolicyError, parse_log_levels
 
@@ -124,8 +125,9 @@ class LeakcheckOptions:
             kwargs.update(marker.kwargs)
         unknown = set(kwargs) - MARKER_KEYS
         if unknown:
+            guess = did_you_mean(next(iter(unknown)), MARKER_KEYS) if len(unknown) == 1 else ""
             raise pytest.UsageError(
-                f"@pytest.mark.leakcheck: unknown option(s) {', '.join(sorted(unknown))}; "
+                f"@pytest.mark.leakcheck: unknown option(s) {', '.join(sorted(unknown))}{guess}; "
                 f"known: {', '.join(sorted(MARKER_KEYS))}"
             )
         skip = kwargs.get("skip_sinks", {})
