@@ -999,6 +999,11 @@ class CanaryFactory:
     def __call__(self, kind: str) -> Secret:
         return self.secret(kind)
 
+    @property
+    def made(self) -> int:
+        """How many canaries ``secret`` has made so far."""
+        return sum(self._counts.values())
+
     def secret(self, kind: str) -> Secret:
         try:
             spec = KINDS[kind]

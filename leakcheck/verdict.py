@@ -541,8 +541,9 @@ def _also_in(head: Leak, others: list[Leak]) -> str:
     return "also in: " + ", ".join(shown) + (f", +{more} more" if more else "")
 
 
-def leaks_header(leaks: list[Leak], seed: int | str) -> str:
-    """The first line of a leak report: forbidden hits, secrets, root causes, the seed."""
+def leaks_header(leaks: list[Leak], seed: int | str | None) -> str:
+    """The first line of a leak report: forbidden hits, secrets, root causes, the seed
+    (None: no canary of this seed is among the secrets, and it would replay nothing)."""
     forbidden = [leak for leak in leaks if not leak.allowed]
     causes = sum(1 for _ in root_causes(forbidden))
     secrets = len({leak.finding.secret_id for leak in forbidden})
@@ -550,7 +551,8 @@ def leaks_header(leaks: list[Leak], seed: int | str) -> str:
     grouped = (
         f", {causes} root cause{'s' if causes != 1 else ''}" if causes < len(forbidden) else ""
     )
-    return f"leakcheck: {hits} of {secrets} secret(s){grouped} (canary seed {seed})"
+    replay = "" if seed is None else f" (canary seed {seed})"
+    return f"leakcheck: {hits} of {secrets} secret(s){grouped}{replay}"
 
 
 def format_leaks(leaks: list[Leak], *, header: str = "") -> str:

@@ -46,3 +46,14 @@ def test_a_careless_gateway_fails_with_the_form_masked() -> None:
     message = str(raised.value)
     assert "form masked-tail-6" in message
     assert not any(secret.value[-6:] in message for secret in SEEN)
+
+
+def test_a_check_of_secrets_made_elsewhere_prints_no_seed_of_its_own() -> None:
+    """Its own seed replays none of them (the example's seed does: Hypothesis shrinks it)."""
+    SEEN.clear()
+    with pytest.raises(LeakError) as raised:
+        _property(careless_error)()
+    assert "canary seed" not in str(raised.value).partition("\n")[0]
+    with LeakCheck() as check:
+        check.expose(careless_error(check.secret("bearer")))
+    assert f"(canary seed {check.seed})" in check.report().partition("\n")[0]
