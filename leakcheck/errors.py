@@ -36,5 +36,5 @@ def did_you_mean(name: object, known: Iterable[str]) -> str:
         return ""
     import difflib  # (on the error path only)
 
-    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.75)
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.8)
     return f" (did you mean {close[0]!r}?)" if close else ""
