@@ -769,8 +769,14 @@ def _in_runs(runs: Sequence[Run], inner: list[_Hit], source: bytes) -> list[_Hit
 
 
 #: Decoders that leave every byte alone but the escapes they decode, each starting with
-#: one of these bytes (``pct`` also reads "+" as a space).
-_ESCAPES_START_WITH: dict[str, bytes] = {"qp": b"=", "pct": b"%+", "esc": b"\\", "html": b"&"}
+#: one of these bytes (``pct`` also reads "+" as a space; ``esc`` also joins the UTF-8 of a
+#: surrogate pair, lead byte 0xED, into the character it spells).
+_ESCAPES_START_WITH: dict[str, bytes] = {
+    "qp": b"=",
+    "pct": b"%+",
+    "esc": b"\\\xed",
+    "html": b"&",
+}
 
 
 def _made_by_decoding(decoder: str, needle: bytes, decoded: bytes, raw: bytes) -> bool:
