@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 import types
 from pathlib import Path
 from typing import Any, cast
@@ -77,7 +78,9 @@ def _our_roots() -> tuple[str, ...]:
 
     roots = [Path(leakcheck.__file__ or "").parent, *map(Path, leakcheck.plugins.__path__)]
     # (as the code objects name them, and resolved: a checkout reached through a link)
-    return tuple({f"{spelt}/": None for root in roots for spelt in (root, root.resolve())})
+    return tuple(
+        {os.path.join(spelt, ""): None for root in roots for spelt in (root, root.resolve())}
+    )
 
 
 def mask_test_ids(items: list[pytest.Item], mask: Any) -> None:
