@@ -761,10 +761,13 @@ def _in_runs(runs: Sequence[Run], inner: list[_Hit], source: bytes) -> list[_Hit
         if hit.end > starts[i] + len(decoded):
             continue
         key = (start, end, hit.secret.id, hit.form)
-        if key not in seen:
+        if key in seen:
+            continue
+        # (a form names many needles, the masking windows all one: a needle the run held
+        # as it is must not stand for another of the form that decoding made)
+        if hit.chain or _made_by_decoding(name, hit.needle.pattern, decoded, source[start:end]):
             seen.add(key)
-            if hit.chain or _made_by_decoding(name, hit.needle.pattern, decoded, source[start:end]):
-                hits.append(_Hit(start, end, hit.needle, f"{name}>{hit.chain}"))
+            hits.append(_Hit(start, end, hit.needle, f"{name}>{hit.chain}"))
     return hits
 
 
