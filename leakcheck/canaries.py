@@ -15,7 +15,7 @@ import math
 import re
 import string
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from enum import Enum
 
 from ._lazy import lazy_compile
@@ -976,6 +976,27 @@ def _announce_refused(value: str, kind: str, id: str, secret_class: SecretClass 
         announce(Secret(value, kind, id, SecretClass(secret_class), nothing, False))
 
 
+#: The shape of every kind's name: lower-case words joined by "_".
+_KIND_NAME = re.compile(r"[a-z]+(?:_[a-z]+)*")
+
+
+def unknown_kind(given: Iterable[object]) -> UnknownKindError:
+    """The error for kinds leakcheck does not make. Each is named only if it has a kind
+    name's shape: anything else given as a kind is more likely a value (``secret(token)``
+    where ``register(token)`` was meant), and is described by its type and length."""
+    named, values = [], False
+    for kind in given:
+        if isinstance(kind, str) and len(kind) <= 32 and _KIND_NAME.fullmatch(kind):
+            named.append(f"{kind!r}{did_you_mean(kind, KINDS)}")
+        else:
+            values = True
+            size = f" of {len(kind)} characters" if isinstance(kind, str) else ""
+            named.append(f"a {type(kind).__name__}{size}, not a kind's name")
+    hint = " (to search for a value of your own: register(value, kind=...))" if values else ""
+    known = ", ".join(sorted(KINDS))
+    return UnknownKindError(f"unknown secret kind {'; '.join(named)}{hint}; known kinds: {known}")
+
+
 class CanaryFactory:
     """Generates unique hostile canaries, reproducibly from ``seed``.
 
@@ -1005,14 +1026,9 @@ class CanaryFactory:
         return sum(self._counts.values())
 
     def secret(self, kind: str) -> Secret:
-        try:
-            spec = KINDS[kind]
-        except KeyError:
-            known = ", ".join(sorted(KINDS))
-            guess = did_you_mean(kind, KINDS)
-            raise UnknownKindError(
-                f"unknown secret kind {kind!r}{guess}; known kinds: {known}"
-            ) from None
+        spec = KINDS.get(kind) if isinstance(kind, str) else None
+        if spec is None:
+            raise unknown_kind([kind])
         n = self._counts.get(kind, 0) + 1
         self._counts[kind] = n
         return self.nth(kind, n, spec)

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 
 from hypothesis import strategies as st
 
-from .canaries import KINDS, CanaryFactory, Secret, UnknownKindError, announce
+from .canaries import KINDS, CanaryFactory, Secret, announce, unknown_kind
 from .forms import FORMS, FormFn
 
 __all__ = [
@@ -34,8 +34,7 @@ def secret_kinds(kinds: Iterable[str] | None = None) -> st.SearchStrategy[str]:
     names = sorted(KINDS) if kinds is None else list(kinds)
     unknown = [k for k in names if k not in KINDS]
     if unknown:
-        known = ", ".join(sorted(KINDS))
-        raise UnknownKindError(f"unknown secret kinds: {', '.join(unknown)}; known kinds: {known}")
+        raise unknown_kind(unknown)
     return st.sampled_from(names)
 
 

@@ -211,3 +211,23 @@ def test_an_option_misspelt_is_named_for_every_transport() -> None:
     assert "(did you mean 'timeout'?)" in str(raised.value)
     # (the HTTP transports raised a ValueError, the SSH one a TypeError: it is both)
     assert issubclass(UnknownOptionError, ValueError) and issubclass(UnknownOptionError, TypeError)
+
+
+@pytest.mark.parametrize(
+    "given",
+    ["sk_live_9fQ2xLm7Tb4Kc1Vn6Wd3Yf5Hj0PeRz", GUESSABLE, "hunter_two_" * 4],
+    ids=["token", "password", "long-words"],
+)
+def test_a_value_given_as_a_kind_is_described_never_shown(given: str) -> None:
+    """``secret(token)`` where ``register(token)`` was meant: the error named the token."""
+    for mistake in (
+        lambda: canaries.CanaryFactory(1).secret(given),
+        lambda: __import__("leakcheck.strategies").strategies.secret_kinds(["bearer", given]),
+    ):
+        with pytest.raises(canaries.UnknownKindError) as raised:
+            mistake()
+        message = str(raised.value)
+        assert given not in message
+        assert given[:8] not in message
+        assert f"a str of {len(given)} characters, not a kind's name" in message
+        assert "register(value, kind=...)" in message
