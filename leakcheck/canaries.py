@@ -33,6 +33,7 @@ __all__ = [
     "Kind",
     "Secret",
     "SecretClass",
+    "KindNameError",
     "UnknownKindError",
     "WeakSecretError",
     "canary_lookalikes",
@@ -71,6 +72,12 @@ class WeakSecretError(LeakcheckUsageError, ValueError):
 
 class UnknownKindError(LeakcheckUsageError, ValueError):
     """A canary kind leakcheck does not make (the message lists those it does)."""
+
+
+class KindNameError(UnknownKindError):
+    """A kind given to a secret of one's own that has no name's shape: more likely the
+    secret itself, passed where its kind goes (``register(name, token)``). Described by
+    its type and length, never quoted."""
 
 
 class Secret(Value, frozen=True):
@@ -980,6 +987,65 @@ def _announce_refused(value: str, kind: str, id: str, secret_class: SecretClass 
 _KIND_NAME = re.compile(r"[a-z]+(?:_[a-z]+)*")
 
 
+#: The shape of a kind given to a secret of one's own (``register(value, kind=...)``):
+#: words of letters with a few digits ("oauth2_token", "s3 key"), joined by "_", "-", "."
+#: or a space. A kind is printed wherever the secret is reported (its id, the mask label
+#: ``«canary:KIND:form»``, the JSON report), so a value without that shape is refused
+#: rather than printed: most often the secret itself, given as the kind by position.
+_USER_KIND = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[ _.\-][A-Za-z0-9]+)*")
+_USER_KIND_SEPARATORS = re.compile(r"[ _.\-]")
+USER_KIND_MAX_CHARS = 40
+#: Digits in a kind's name, at most (a random token of 16 letters and digits has 2.6 on
+#: average, one of hex or base32 many more) ...
+USER_KIND_MAX_DIGITS = 3
+#: ... capitals in a word of it that is not all capitals ("OpenAI": 3; a random
+#: mixed-case run of 16 characters has 6 or 7) ...
+USER_KIND_MAX_CAPITALS = 3
+#: ... and characters in one of its words ("authentication": 14).
+USER_KIND_MAX_WORD = 20
+
+
+def _a(noun: str) -> str:
+    return f"{'an' if noun[:1] in tuple('aeiou') else 'a'} {noun}"
+
+
+def is_kind_name(kind: object) -> bool:
+    """Whether ``kind`` has the shape of a name for a secret of one's own. (A name of
+    lower-case letters alone cannot be told from a password of lower-case letters: such
+    a value given as a kind is taken as its name.)"""
+    if not isinstance(kind, str) or len(kind) > USER_KIND_MAX_CHARS:
+        return False
+    if not _USER_KIND.fullmatch(kind) or sum(map(str.isdigit, kind)) > USER_KIND_MAX_DIGITS:
+        return False
+    for word in _USER_KIND_SEPARATORS.split(kind):
+        if len(word) > USER_KIND_MAX_WORD:
+            return False
+        if not word.isupper() and sum(map(str.isupper, word)) > USER_KIND_MAX_CAPITALS:
+            return False
+    return True
+
+
+def check_kind_name(kind: object, caller: str) -> None:
+    """Refuse a ``kind`` for a secret of one's own that has no name's shape
+    (``is_kind_name``), telling the watchers of it (masked in all that pytest prints, as
+    a refused secret is: the caller's line and frame hold it) and describing it by type
+    and length only."""
+    if is_kind_name(kind):
+        return
+    if isinstance(kind, str):
+        _announce_refused(kind, "secret", "kind", SecretClass.DIRECT)
+        given = f"a str of {len(kind)} characters"
+    else:
+        given = _a(type(kind).__name__)
+    raise KindNameError(
+        f"{caller}: kind must be a name for the secret, such as 'bearer' or 'github_token' "
+        f"(words of letters and at most {USER_KIND_MAX_DIGITS} digits joined by '_', '-', "
+        f"'.' or a space, {USER_KIND_MAX_CHARS} characters at most); it was given {given}, "
+        "which looks like a value, not a name: was the secret passed as its kind? The "
+        "value comes first: register(value, kind=...)"
+    )
+
+
 def unknown_kind(given: Iterable[object]) -> UnknownKindError:
     """The error for kinds leakcheck does not make. Each is named only if it has a kind
     name's shape: anything else given as a kind is more likely a value (``secret(token)``
@@ -991,7 +1057,7 @@ def unknown_kind(given: Iterable[object]) -> UnknownKindError:
         else:
             values = True
             size = f" of {len(kind)} characters" if isinstance(kind, str) else ""
-            named.append(f"a {type(kind).__name__}{size}, not a kind's name")
+            named.append(f"{_a(type(kind).__name__)}{size}, not a kind's name")
     hint = " (to search for a value of your own: register(value, kind=...))" if values else ""
     known = ", ".join(sorted(KINDS))
     return UnknownKindError(f"unknown secret kind {'; '.join(named)}{hint}; known kinds: {known}")

@@ -16,7 +16,7 @@ import weakref
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
-from .canaries import CanaryFactory, Secret, announce
+from .canaries import CanaryFactory, Secret, announce, check_kind_name
 from .capture import (
     Captured,
     ExceptionSink,
@@ -137,7 +137,10 @@ class LeakCheck:
         return self._add(self.canaries.secret(kind)).value
 
     def register(self, value: str, kind: str = "secret", *, id: str | None = None) -> str:
-        """Search for a user-supplied secret too (rejected, without echo, if too weak)."""
+        """Search for a user-supplied secret too (rejected, without echo, if too weak).
+        ``kind`` is a name ("github_token"), printed wherever the secret is reported: one
+        without a name's shape is refused, unprinted (``canaries.check_kind_name``)."""
+        check_kind_name(kind, "register")
         # numbered among the test's own secrets: the session's do not shift the ids
         secret_id = id or f"{kind}#user{len(self._secrets) - self._session_secrets + 1}"
         self._add(Secret.from_user(value, kind=kind, id=secret_id))

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .. import canaries
-from ..canaries import CANARY_GENERATION, Secret
+from ..canaries import CANARY_GENERATION, Secret, check_kind_name
 from ..extensions import broken_plugins, not_set_up_reasons, skipped_plugins
 from ..forms import WINDOW_CHARS
 from ..policy import DEFAULT_POLICY, PolicyError
@@ -518,8 +518,9 @@ def register_session_secret(
     waiting = config.stash.setdefault(EARLY_SESSION_SECRETS, [])
     state = config.stash.get(SESSION, None)
     known = len(state.session_secrets) if state is not None else len(waiting)
-    secret_id = id or f"{kind}#session{known + 1}"
     try:
+        check_kind_name(kind, "register_session_secret")
+        secret_id = id or f"{kind}#session{known + 1}"
         secret = Secret.from_user(value, kind=kind, id=secret_id)
     except ValueError as exc:
         raise pytest.UsageError(f"leakcheck session secret: {exc}") from None
