@@ -11,7 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-__all__ = ["LeakcheckUsageError", "NotASecretError", "UnknownOptionError", "did_you_mean"]
+__all__ = [
+    "ExposeNameError",
+    "LeakcheckUsageError",
+    "NotASecretError",
+    "UnknownOptionError",
+    "did_you_mean",
+]
 
 
 class LeakcheckUsageError(Exception):
@@ -22,6 +28,12 @@ class LeakcheckUsageError(Exception):
 class NotASecretError(LeakcheckUsageError, TypeError):
     """A value of the wrong type where a secret was expected (its type is named, never
     its value)."""
+
+
+class ExposeNameError(LeakcheckUsageError, TypeError, ValueError):
+    """A name given to ``expose`` that is no label: not a ``str``, or one holding a secret
+    of the test (the object passed where its name goes: ``expose("tool response",
+    result)`` left ``result`` unjudged and the test green)."""
 
 
 class UnknownOptionError(LeakcheckUsageError, TypeError, ValueError):

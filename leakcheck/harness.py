@@ -30,7 +30,7 @@ from .capture import (
 )
 from .detect import Scanner
 from .engine import available_backends
-from .errors import NotASecretError
+from .errors import ExposeNameError, NotASecretError
 from .extensions import masking_forms, waiting_plugins
 from .faults import Fault, StageNotReached, make_fault
 from .placements import Placed, Placement, place
@@ -50,6 +50,34 @@ SMALL_INPUT_BACKEND = "ahocorasick" if "ahocorasick" in available_backends() els
 
 #: Numbers each check, once for the process (an ``id()`` is reused once a check is gone).
 _SERIALS = itertools.count(1)
+
+
+def _check_expose_name(name: object, secrets: Iterable[Secret]) -> None:
+    """Refuse a ``name`` for ``expose`` that is not a ``str``, or that holds a secret known
+    so far, as it is or as JSON or ``repr`` spell it: ``expose("tool response", result)``
+    judged the label and never the result, and the test passed. Described by its type and
+    length and the secret's id, never quoted."""
+    if not isinstance(name, str):
+        given = type(name).__name__
+    else:
+        import json
+
+        held = [
+            secret.id
+            for secret in secrets
+            if secret.value in name
+            or json.dumps(secret.value)[1:-1] in name
+            or repr(secret.value)[1:-1] in name
+        ]
+        if not held:
+            return
+        given = f"str of {len(name)} characters holding {', '.join(held)}"
+    article = "an" if given[:1] in tuple("aeiou") else "a"
+    raise ExposeNameError(
+        f"expose(obj, name): name labels where obj goes ('tool response', 'error "
+        f"envelope'); it was given {article} {given}: was the object passed as the name? "
+        "The object comes first: expose(obj, name=...)"
+    )
 
 
 class LeakError(AssertionError):
@@ -251,7 +279,11 @@ class LeakCheck:
     # --- what the agent sees -----------------------------------------------------------------
 
     def expose(self, obj: T, name: str = "tool response") -> T:
-        """Mark ``obj`` as caller-visible (the tool response an agent receives)."""
+        """Mark ``obj`` as caller-visible (the tool response an agent receives). ``name``
+        labels it in reports; a name that is no label (``_check_expose_name``) is refused:
+        most often the object itself, passed second."""
+        if name != "tool response":
+            _check_expose_name(name, self._secrets)
         self._exposed.add(obj, name)
         return obj
 
