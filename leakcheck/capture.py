@@ -188,6 +188,11 @@ class ExposedSink(_Passive):
     def add(self, obj: Any, label: str) -> None:
         self._objects.append((safe_str(label), obj))
 
+    @property
+    def exposed(self) -> int:
+        """How many objects were exposed."""
+        return len(self._objects)
+
     def collect(self) -> Iterator[Captured]:
         for n, (label, obj) in enumerate(self._objects):
             group = f"{self.name}#{n}"
@@ -289,6 +294,11 @@ class ExceptionSink(_Passive):
         if all(exc is not seen for seen in self._exceptions):
             self._exceptions.append(exc)
 
+    @property
+    def caught(self) -> int:
+        """How many exceptions reached the test."""
+        return len(self._exceptions)
+
     def collect(self) -> Iterator[Captured]:
         for n, exc in enumerate(self._exceptions):
             yield from caller_exception_texts(
@@ -332,6 +342,11 @@ class TextSink(_Passive):
 
     def add(self, path: str, text: str) -> None:
         self._texts.append((path, text))
+
+    @property
+    def texts(self) -> list[tuple[str, str]]:
+        """The texts handed over, with their paths."""
+        return self._texts
 
     def collect(self) -> Iterator[Captured]:
         for path, text in self._texts:

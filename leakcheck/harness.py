@@ -287,6 +287,15 @@ class LeakCheck:
         self._exposed.add(obj, name)
         return obj
 
+    def caller_output_judged(self) -> bool:
+        """Whether anything caller-visible is here to judge: an object exposed, an
+        exception that reached the test, text on stdout."""
+        return bool(
+            self._exposed.exposed
+            or self._exceptions.caught
+            or any(text for _, text in self.stdout.texts)
+        )
+
     def exception_reached_caller(self, exc: BaseException) -> None:
         self._exceptions.add(exc)
 

@@ -114,6 +114,10 @@ class TestRecord:
     matrix: CaseResult | None = None
     outcome: str = ""
     reason: str = ""
+    #: the test made or registered secrets and nothing caller-visible was judged: nothing
+    #: exposed, no exception reached it, nothing on stdout (its tool response, a local,
+    #: was never searched); written only when true
+    nothing_exposed: bool = False
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -130,6 +134,8 @@ class TestRecord:
             data["outcome"] = self.outcome
         if self.reason:
             data["reason"] = self.reason
+        if self.nothing_exposed:
+            data["nothing_exposed"] = True
         return data
 
     @classmethod
@@ -145,4 +151,5 @@ class TestRecord:
             matrix=CaseResult.from_json(matrix) if isinstance(matrix, dict) else None,
             outcome=str(data.get("outcome", "")),
             reason=str(data.get("reason", "")),
+            nothing_exposed=bool(data.get("nothing_exposed", False)),
         )

@@ -15,6 +15,7 @@ first asks for the fixture, the session masker when the first secret arrives.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Generator, Iterator
 from typing import TYPE_CHECKING, Any
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from . import options, reports, snapshots
+from .caught import caught_by_raises
 from .options import LeakcheckOptions, options_for
 from .session import CHECK, SESSION, PluginSession, register_session_secret
 
@@ -176,7 +178,8 @@ def leakcheck() -> Iterator[LeakCheck]:
     try:
         if state.enabled:
             check.start()
-        yield check
+        with caught_by_raises(check) if state.enabled else contextlib.nullcontext():
+            yield check
     finally:
         # the session masker takes the secrets over before the check stops being asked
         state.masker.add(check.secrets, check.built_masker())

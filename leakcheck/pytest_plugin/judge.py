@@ -10,7 +10,7 @@ from collections.abc import Iterable
 import pytest
 
 from ..canaries import Secret
-from ..capture import ProtectedRecordSink, resolve_latent
+from ..capture import ExposedSink, ProtectedRecordSink, resolve_latent
 from ..faults import HarnessError
 from ..harness import LeakCheck
 from ..masking import SessionMasker
@@ -103,6 +103,11 @@ def judge_report(
             # what could not be inspected (a generator, an opaque object, over budget)
             not_inspected=[part.to_dict() for part in getattr(leaks, "not_inspected", [])],
             matrix=check.matrix,
+            # (its tool response, a local of the test, was never searched: said in the
+            # summary, never a silent pass; a test that opts the tool response out with a
+            # reason has said so already)
+            nothing_exposed=not check.caller_output_judged()
+            and ExposedSink.name not in check.skip_sinks,
         )
         state.set_up.update(
             sink.name for sink in check.sinks if not getattr(sink, "inactive_reason", "")

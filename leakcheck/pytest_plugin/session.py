@@ -419,6 +419,17 @@ class PluginSession:
             terminalreporter.write_line(
                 f"opted out: {opt['test']}: sink {opt['sink']!r} ({opt['reason']})"
             )
+        unexposed = [r["test"] for r in self.records if r.get("nothing_exposed")]
+        if unexposed:
+            shown = unexposed if self.verbose else unexposed[:_UNEXPOSED_SHOWN]
+            more = len(unexposed) - len(shown)
+            terminalreporter.write_line(
+                f"nothing caller-visible judged in {len(unexposed)} test(s): each made "
+                "secrets, exposed nothing and no exception reached it, so what the gateway "
+                "returned was never searched (leakcheck.expose(result)): "
+                + ", ".join(shown)
+                + (f" and {more} more (-v lists them)" if more else "")
+            )
         for what, tests in sorted(self._summary_inactive().items()):
             terminalreporter.write_line(f"sink inactive in {len(tests)} test(s): {what}")
         uninspected = [
@@ -504,6 +515,10 @@ _CAPTURE_NOTES = {
     "tee-sys": "--capture=tee-sys: stdout and stderr are scanned, but also echoed to the "
     "terminal unmasked",
 }
+
+
+#: Tests named in the summary line for those that judged nothing caller-visible (-v: all).
+_UNEXPOSED_SHOWN = 3
 
 
 def register_session_secret(
