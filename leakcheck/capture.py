@@ -314,11 +314,14 @@ def caller_exception_texts(
     frames and notes) and its ``args`` (its ``repr``, ``{exc!r}``, a serializer); its
     attributes (``.request``, ``.response``, ``__context__.url``) only sit on the object:
     latent, fallbacks of the group (reported for a secret no emitted text of it shows),
-    failing only under ``strict_latent``."""
+    failing only under ``strict_latent``. So do the ``args`` and notes of the exceptions
+    chained to it: of those, a caller sees what the traceback prints, and nothing at all
+    of a context that ``raise ... from None`` suppressed (the careful wrapper's way: its
+    ``__context__.args`` failed the test as if the caller had been handed them)."""
     kind = type_name(exc)
     for field, text in exception_texts(exc):
         path = f"{prefix}{kind}.{field}"
-        if field == "traceback" or field.endswith("args") or "__notes__[" in field:
+        if field == "traceback" or field == "args" or field.startswith("__notes__["):
             yield Captured(sink, sink_class, path, text, group=group)
         else:
             note = (
