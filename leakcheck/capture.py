@@ -849,6 +849,13 @@ class WarningsSink:
         self._mask = mask
         self._context: Any = None
         self._log: list[warnings.WarningMessage] = []
+        #: warnings a test caught itself (``pytest.warns``): judged, not handed on
+        self._caught: list[warnings.WarningMessage] = []
+
+    def add_caught(self, w: warnings.WarningMessage) -> None:
+        """A warning the test caught before the sink saw it (``pytest.warns``): emitted
+        all the same, to stderr or a log, where the test does not catch it."""
+        self._caught.append(w)
 
     def start(self) -> None:
         if self._context is not None:
@@ -888,7 +895,7 @@ class WarningsSink:
         warnings.showwarning(message, category, w.filename, w.lineno, w.file, w.line)
 
     def collect(self) -> Iterator[Captured]:
-        for w in self._log:
+        for w in (*self._log, *self._caught):
             category = w.category
             name = category.__name__ if isinstance(category, type) else type_name(category)
             yield Captured(

@@ -1,11 +1,16 @@
-"""Exceptions a test catches with ``pytest.raises`` are exceptions that reached the caller.
+"""What a test catches with ``pytest.raises`` or ``pytest.warns`` was emitted all the same.
 
 A gateway test very often reads ``with pytest.raises(GatewayError): gateway.call(...)``:
 the error is what an agent would be handed, and pytest catches it before it reaches the
 test's end, where the plugin judges an exception the test let through. Such an error held
-the token and the test passed. While a check runs, each exception ``pytest.raises`` (or
-``pytest.RaisesGroup``) catches is handed to it as one that reached the caller: both fill
-their ``ExceptionInfo`` through ``ExceptionInfo.fill_unfilled`` (pytest 8 and 9).
+the token and the test passed. So did a warning a test expects with ``pytest.warns``: in
+production it is printed on stderr, but pytest's recorder takes it before the warning sink.
+
+While a check runs, each exception ``pytest.raises`` (or ``pytest.RaisesGroup``) catches is
+handed to it as one that reached the caller (both fill their ``ExceptionInfo`` through
+``ExceptionInfo.fill_unfilled``, in pytest 8 and 9), and each warning a ``pytest.warns``
+block recorded and keeps (one it re-emits reaches the sink as any other) to its warning
+sink.
 """
 
 from __future__ import annotations
@@ -17,28 +22,48 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ..harness import LeakCheck
 
-__all__ = ["caught_by_raises"]
+__all__ = ["caught_by_pytest"]
 
 
 @contextlib.contextmanager
-def caught_by_raises(check: LeakCheck) -> Iterator[bool]:
-    """Hand ``check`` every exception ``pytest.raises`` catches until exit (restored then,
-    whatever happens). Yields whether it could: False when this pytest fills its
-    ``ExceptionInfo`` some other way (then nothing is patched, and a test that judged
-    nothing caller-visible is still said in the summary)."""
+def caught_by_pytest(check: LeakCheck) -> Iterator[tuple[bool, bool]]:
+    """Hand ``check`` every exception ``pytest.raises`` and every warning ``pytest.warns``
+    catches until exit (each patch restored then, whatever happens). Yields whether each
+    could be patched: not where this pytest does it some other way (then a test that
+    judged nothing caller-visible is still said in the summary)."""
     from _pytest._code.code import ExceptionInfo
+    from _pytest.recwarn import WarningsChecker, WarningsRecorder
 
-    original = vars(ExceptionInfo).get("fill_unfilled")
-    if original is None:
-        yield False
-        return
+    with contextlib.ExitStack() as restore:
+        fill = vars(ExceptionInfo).get("fill_unfilled")
+        if fill is not None:
 
-    def fill_unfilled(self: Any, exc_info: Any) -> None:
-        original(self, exc_info)
-        check.exception_reached_caller(exc_info[1])
+            def fill_unfilled(self: Any, exc_info: Any) -> None:
+                fill(self, exc_info)
+                check.exception_reached_caller(exc_info[1])
 
-    ExceptionInfo.fill_unfilled = fill_unfilled  # type: ignore[method-assign]
+            ExceptionInfo.fill_unfilled = fill_unfilled  # type: ignore[method-assign]
+            restore.callback(setattr, ExceptionInfo, "fill_unfilled", fill)
+        leave = vars(WarningsRecorder).get("__exit__")
+        if leave is not None:
+
+            def __exit__(self: Any, *exc: Any) -> Any:
+                left = leave(self, *exc)
+                # a checker re-emits what it did not match: the sink sees those itself
+                matches = getattr(self, "matches", None)
+                keeps = isinstance(self, WarningsChecker) and callable(matches)
+                for w in list(getattr(self, "_list", ())):
+                    if not keeps or _matches(matches, w):
+                        check.warnings.add_caught(w)
+                return left
+
+            WarningsRecorder.__exit__ = __exit__  # type: ignore[method-assign]
+            restore.callback(setattr, WarningsRecorder, "__exit__", leave)
+        yield fill is not None, leave is not None
+
+
+def _matches(matches: Any, w: Any) -> bool:
     try:
-        yield True
-    finally:
-        ExceptionInfo.fill_unfilled = original  # type: ignore[method-assign]
+        return bool(matches(w))
+    except Exception:  # noqa: BLE001 - judged when in doubt: a duplicate costs nothing
+        return True
