@@ -19,6 +19,9 @@ import contextlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from _pytest._code.code import ExceptionInfo
+from _pytest.recwarn import WarningsChecker, WarningsRecorder
+
 if TYPE_CHECKING:
     from ..harness import LeakCheck
 
@@ -31,35 +34,34 @@ def caught_by_pytest(check: LeakCheck) -> Iterator[tuple[bool, bool]]:
     catches until exit (each patch restored then, whatever happens). Yields whether each
     could be patched: not where this pytest does it some other way (then a test that
     judged nothing caller-visible is still said in the summary)."""
-    from _pytest._code.code import ExceptionInfo
-    from _pytest.recwarn import WarningsChecker, WarningsRecorder
+    fill = vars(ExceptionInfo).get("fill_unfilled")
+    leave = vars(WarningsRecorder).get("__exit__")
 
-    with contextlib.ExitStack() as restore:
-        fill = vars(ExceptionInfo).get("fill_unfilled")
-        if fill is not None:
+    def fill_unfilled(self: Any, exc_info: Any) -> None:
+        fill(self, exc_info)  # type: ignore[misc]  # (set only where it exists)
+        check.exception_reached_caller(exc_info[1])
 
-            def fill_unfilled(self: Any, exc_info: Any) -> None:
-                fill(self, exc_info)
-                check.exception_reached_caller(exc_info[1])
+    def __exit__(self: Any, *exc: Any) -> Any:
+        left = leave(self, *exc)  # type: ignore[misc]
+        # a checker re-emits what it did not match: the sink sees those itself
+        matches = getattr(self, "matches", None)
+        keeps = isinstance(self, WarningsChecker) and callable(matches)
+        for w in list(getattr(self, "_list", ())):
+            if not keeps or _matches(matches, w):
+                check.warnings.add_caught(w)
+        return left
 
-            ExceptionInfo.fill_unfilled = fill_unfilled  # type: ignore[method-assign]
-            restore.callback(setattr, ExceptionInfo, "fill_unfilled", fill)
-        leave = vars(WarningsRecorder).get("__exit__")
-        if leave is not None:
-
-            def __exit__(self: Any, *exc: Any) -> Any:
-                left = leave(self, *exc)
-                # a checker re-emits what it did not match: the sink sees those itself
-                matches = getattr(self, "matches", None)
-                keeps = isinstance(self, WarningsChecker) and callable(matches)
-                for w in list(getattr(self, "_list", ())):
-                    if not keeps or _matches(matches, w):
-                        check.warnings.add_caught(w)
-                return left
-
-            WarningsRecorder.__exit__ = __exit__  # type: ignore[method-assign]
-            restore.callback(setattr, WarningsRecorder, "__exit__", leave)
+    if fill is not None:
+        ExceptionInfo.fill_unfilled = fill_unfilled  # type: ignore[method-assign]
+    if leave is not None:
+        WarningsRecorder.__exit__ = __exit__  # type: ignore[method-assign]
+    try:
         yield fill is not None, leave is not None
+    finally:
+        if fill is not None:
+            ExceptionInfo.fill_unfilled = fill  # type: ignore[method-assign]
+        if leave is not None:
+            WarningsRecorder.__exit__ = leave  # type: ignore[method-assign]
 
 
 def _matches(matches: Any, w: Any) -> bool:
