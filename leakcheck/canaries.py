@@ -134,7 +134,9 @@ class Secret(Value, frozen=True):
             raise NotASecretError(f"secret {id!r}: expected str, got {type(value).__name__}")
         if secret_class is None:
             secret_class = KINDS[kind].secret_class if kind in KINDS else SecretClass.DIRECT
-        label = f"secret {id!r} (kind {kind}, {len(value)} chars)"
+        # (a kind without a name's shape may be a value: described, never quoted)
+        shown = kind if is_kind_name(kind) else f"of {len(str(kind))} characters"
+        label = f"secret {id!r} (kind {shown}, {len(value)} chars)"
         early = _early_bits(value, min_bits) if len(value.strip()) >= 12 else None
         mask_bits: tuple[float, ...] = ()
         if early is None:

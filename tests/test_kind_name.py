@@ -181,3 +181,15 @@ def test_the_refused_kind_reaches_the_watchers_and_the_error_is_an_unknown_kind(
     assert TOKEN not in str(refused.value)
     assert "it was given an int" in str(not_a_str.value)
     assert told == [TOKEN], "the token given as a kind is masked; a value given first is not"
+
+
+def test_a_refusal_by_from_user_describes_a_kind_that_is_no_name() -> None:
+    from leakcheck.canaries import Secret, WeakSecretError
+
+    with pytest.raises(WeakSecretError) as refused:
+        Secret.from_user("github_token", kind=TOKEN, id="staging")
+    assert TOKEN not in str(refused.value) and TOKEN[4:20] not in str(refused.value)
+    assert f"(kind of {len(TOKEN)} characters, 12 chars)" in str(refused.value)
+    with pytest.raises(WeakSecretError) as named:
+        Secret.from_user("github_token", kind="GitHub PAT", id="staging")
+    assert "(kind GitHub PAT, 12 chars)" in str(named.value)
