@@ -20,7 +20,7 @@ from enum import Enum
 
 from ._lazy import lazy_compile
 from ._values import Value, field
-from .errors import LeakcheckUsageError, NotASecretError, did_you_mean
+from .errors import LeakcheckUsageError, NotASecretError, did_you_mean, with_article
 
 TYPE_CHECKING = False  # not typing's: its import was a twentieth of a scan's start-up
 if TYPE_CHECKING:  # generation only: a scan of user secrets never imports random
@@ -985,10 +985,6 @@ def _announce_refused(value: str, kind: str, id: str, secret_class: SecretClass 
         announce(Secret(value, kind, id, SecretClass(secret_class), nothing, False))
 
 
-#: The shape of every kind's name: lower-case words joined by "_".
-_KIND_NAME = re.compile(r"[a-z]+(?:_[a-z]+)*")
-
-
 #: The shape of a kind given to a secret of one's own (``register(value, kind=...)``):
 #: words of letters with a few digits ("oauth2_token", "s3 key"), joined by "_", "-", "."
 #: or a space. A kind is printed wherever the secret is reported (its id, the mask label
@@ -1007,10 +1003,6 @@ USER_KIND_MAX_CAPITALS = 3
 USER_KIND_MAX_WORD = 20
 
 
-def _a(noun: str) -> str:
-    return f"{'an' if noun[:1] in tuple('aeiou') else 'a'} {noun}"
-
-
 def is_kind_name(kind: object) -> bool:
     """Whether ``kind`` has the shape of a name for a secret of one's own. (A name of
     lower-case letters alone cannot be told from a password of lower-case letters: such
@@ -1027,39 +1019,41 @@ def is_kind_name(kind: object) -> bool:
     return True
 
 
-def check_kind_name(kind: object, caller: str) -> None:
+def check_kind_name(kind: object, call: str) -> None:
     """Refuse a ``kind`` for a secret of one's own that has no name's shape
     (``is_kind_name``), telling the watchers of it (masked in all that pytest prints, as
     a refused secret is: the caller's line and frame hold it) and describing it by type
-    and length only."""
+    and length only. ``call``: how the function is called right (``register(value,
+    kind=...)``), its name first."""
     if is_kind_name(kind):
         return
     if isinstance(kind, str):
         _announce_refused(kind, "secret", "kind", SecretClass.DIRECT)
         given = f"a str of {len(kind)} characters"
     else:
-        given = _a(type(kind).__name__)
+        given = with_article(type(kind).__name__)
     raise KindNameError(
-        f"{caller}: kind must be a name for the secret, such as 'bearer' or 'github_token' "
-        f"(words of letters and at most {USER_KIND_MAX_DIGITS} digits joined by '_', '-', "
-        f"'.' or a space, {USER_KIND_MAX_CHARS} characters at most); it was given {given}, "
-        "which looks like a value, not a name: was the secret passed as its kind? The "
-        "value comes first: register(value, kind=...)"
+        f"{call.partition('(')[0]}: kind must be a name for the secret, such as 'bearer' or "
+        f"'github_token' (words of letters and at most {USER_KIND_MAX_DIGITS} digits joined "
+        f"by '_', '-', '.' or a space, {USER_KIND_MAX_CHARS} characters at most); it was "
+        f"given {given}, which looks like a value, not a name: was the secret passed as its "
+        f"kind? The value comes first: {call}"
     )
 
 
 def unknown_kind(given: Iterable[object]) -> UnknownKindError:
-    """The error for kinds leakcheck does not make. Each is named only if it has a kind
-    name's shape: anything else given as a kind is more likely a value (``secret(token)``
-    where ``register(token)`` was meant), and is described by its type and length."""
+    """The error for kinds leakcheck does not make. Each is named only if it has a name's
+    shape (``is_kind_name``, as a kind ``register`` takes): anything else given as a kind
+    is more likely a value (``secret(token)`` where ``register(token)`` was meant), and is
+    described by its type and length."""
     named, values = [], False
     for kind in given:
-        if isinstance(kind, str) and len(kind) <= 32 and _KIND_NAME.fullmatch(kind):
+        if is_kind_name(kind):
             named.append(f"{kind!r}{did_you_mean(kind, KINDS)}")
         else:
             values = True
             size = f" of {len(kind)} characters" if isinstance(kind, str) else ""
-            named.append(f"{_a(type(kind).__name__)}{size}, not a kind's name")
+            named.append(f"{with_article(type(kind).__name__)}{size}, not a kind's name")
     hint = " (to search for a value of your own: register(value, kind=...))" if values else ""
     known = ", ".join(sorted(KINDS))
     return UnknownKindError(f"unknown secret kind {'; '.join(named)}{hint}; known kinds: {known}")

@@ -17,6 +17,7 @@ __all__ = [
     "NotASecretError",
     "UnknownOptionError",
     "did_you_mean",
+    "with_article",
 ]
 
 
@@ -50,3 +51,8 @@ def did_you_mean(name: object, known: Iterable[str]) -> str:
 
     close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.8)
     return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def with_article(noun: str) -> str:
+    """``noun`` after "a" or "an" (a type's name in a message: "an int", "a dict")."""
+    return f"{'an' if noun[:1] in tuple('aeiou') else 'a'} {noun}"

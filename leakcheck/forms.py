@@ -549,6 +549,13 @@ class _JsonAsciiTable(dict):
 _ESCAPED_SPELLINGS: tuple[dict[int, str], ...] = (*_REPR_TABLES.values(), _JsonAsciiTable())
 
 
+def text_spellings(text: str) -> set[str]:
+    """``text`` as it is, as JSON writes it between the quotes (``ensure_ascii`` on and
+    off) and as ``repr`` does (either quote): where a short label is looked at for a value
+    (``LeakCheck.expose``'s name), not a scan."""
+    return {text, json_spelling(text), *(text.translate(table) for table in _ESCAPED_SPELLINGS)}
+
+
 def _bytes_repr_table(quote_char: str) -> dict[int, str]:
     """The same for ``bytes``, by byte (applied to the latin-1 decoding)."""
     table = {}

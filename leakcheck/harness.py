@@ -30,9 +30,10 @@ from .capture import (
 )
 from .detect import Scanner
 from .engine import available_backends
-from .errors import ExposeNameError, NotASecretError
+from .errors import ExposeNameError, NotASecretError, with_article
 from .extensions import masking_forms, waiting_plugins
 from .faults import Fault, StageNotReached, make_fault
+from .forms import text_spellings
 from .placements import Placed, Placement, place
 from .policy import DEFAULT_POLICY, Policy, SinkClass
 from .records import CaseResult
@@ -54,29 +55,24 @@ _SERIALS = itertools.count(1)
 
 def _check_expose_name(name: object, secrets: Iterable[Secret]) -> None:
     """Refuse a ``name`` for ``expose`` that is not a ``str``, or that holds a secret known
-    so far, as it is or as JSON or ``repr`` spell it: ``expose("tool response", result)``
-    judged the label and never the result, and the test passed. Described by its type and
-    length and the secret's id, never quoted."""
+    so far, as it is or as JSON or ``repr`` spell it (``forms.text_spellings``):
+    ``expose("tool response", result)`` judged the label and never the result, and the
+    test passed. Described by its type and length and the secret's id, never quoted."""
     if not isinstance(name, str):
         given = type(name).__name__
     else:
-        import json
-
         held = [
             secret.id
             for secret in secrets
-            if secret.value in name
-            or json.dumps(secret.value)[1:-1] in name
-            or repr(secret.value)[1:-1] in name
+            if any(spelled in name for spelled in text_spellings(secret.value))
         ]
         if not held:
             return
         given = f"str of {len(name)} characters holding {', '.join(held)}"
-    article = "an" if given[:1] in tuple("aeiou") else "a"
     raise ExposeNameError(
         f"expose(obj, name): name labels where obj goes ('tool response', 'error "
-        f"envelope'); it was given {article} {given}: was the object passed as the name? "
-        "The object comes first: expose(obj, name=...)"
+        f"envelope'); it was given {with_article(given)}: was the object passed as the "
+        "name? The object comes first: expose(obj, name=...)"
     )
 
 
@@ -168,7 +164,7 @@ class LeakCheck:
         """Search for a user-supplied secret too (rejected, without echo, if too weak).
         ``kind`` is a name ("github_token"), printed wherever the secret is reported: one
         without a name's shape is refused, unprinted (``canaries.check_kind_name``)."""
-        check_kind_name(kind, "register")
+        check_kind_name(kind, "register(value, kind=...)")
         # numbered among the test's own secrets: the session's do not shift the ids
         secret_id = id or f"{kind}#user{len(self._secrets) - self._session_secrets + 1}"
         self._add(Secret.from_user(value, kind=kind, id=secret_id))

@@ -48,14 +48,26 @@ def test_swapped_arguments_fail_at_the_callers_line(pytester: pytest.Pytester) -
     assert "«canary:bearer:raw»" in reply  # the -l local, masked
 
 
-@pytest.mark.parametrize("spelling", ["raw", "json", "repr"])
+#: A value of one's own that every spelling writes differently: both quotes, a backslash,
+#: a character beyond ASCII, and DEL (``repr`` escapes it, JSON without ``ensure_ascii``
+#: keeps it as it is: no other spelling stands for that one).
+OWN = "Zq8rT2xLm4\x7fVn7Ks9'Pw3\"Yb6\\Hd1\u00e9Jf5Gc0Ae"
+
+
+@pytest.mark.parametrize("spelling", ["raw", "json", "json-unicode", "repr"])
 def test_a_name_holding_a_secret_in_any_spelling_is_refused(spelling: str) -> None:
     import json
 
     with LeakCheck(seed=3) as check:
-        value = check.secret("api_key")
-        spelled = {"raw": value, "json": json.dumps(value)[1:-1], "repr": repr(value)[1:-1]}
-        assert spelled[spelling] != value or spelling == "raw"
+        value = check.register(OWN, kind="api_key")
+        spelled = {
+            "raw": value,
+            "json": json.dumps(value)[1:-1],
+            "json-unicode": json.dumps(value, ensure_ascii=False)[1:-1],
+            "repr": repr(value)[1:-1],
+        }
+        others = [text for name, text in spelled.items() if name != spelling]
+        assert not any(text in spelled[spelling] for text in others), "not a spelling of its own"
         with pytest.raises(ExposeNameError) as refused:
             check.expose("tool response", f"error: {spelled[spelling]}")
         assert isinstance(refused.value, LeakcheckUsageError)

@@ -114,6 +114,7 @@ def pytest_configure(config):
     text = result.stdout.str() + result.stderr.str()
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "register_session_secret: kind must be a name" in text
+    assert "The value comes first: register_session_secret(config, value, kind=...)" in text
     assert TOKEN not in text and TOKEN[4:20] not in text
 
 
@@ -193,3 +194,14 @@ def test_a_refusal_by_from_user_describes_a_kind_that_is_no_name() -> None:
     with pytest.raises(WeakSecretError) as named:
         Secret.from_user("github_token", kind="GitHub PAT", id="staging")
     assert "(kind GitHub PAT, 12 chars)" in str(named.value)
+
+
+def test_an_unknown_kind_with_a_names_shape_is_named_with_a_guess() -> None:
+    # (the same shape ``register`` prints as a kind: a name is safe to quote back)
+    with pytest.raises(UnknownKindError) as unknown:
+        CanaryFactory(seed=1, announce=False)("Bearer")
+    assert "unknown secret kind 'Bearer' (did you mean 'bearer'?)" in str(unknown.value)
+    with pytest.raises(UnknownKindError) as value:
+        CanaryFactory(seed=1, announce=False)(TOKEN)
+    assert TOKEN not in str(value.value)
+    assert f"a str of {len(TOKEN)} characters, not a kind's name" in str(value.value)

@@ -534,7 +534,7 @@ def register_session_secret(
     state = config.stash.get(SESSION, None)
     known = len(state.session_secrets) if state is not None else len(waiting)
     try:
-        check_kind_name(kind, "register_session_secret")
+        check_kind_name(kind, "register_session_secret(config, value, kind=...)")
         secret_id = id or f"{kind}#session{known + 1}"
         secret = Secret.from_user(value, kind=kind, id=secret_id)
     except ValueError as exc:
