@@ -999,8 +999,10 @@ USER_KIND_MAX_DIGITS = 3
 #: ... capitals in a word of it that is not all capitals ("OpenAI": 3; a random
 #: mixed-case run of 16 characters has 6 or 7) ...
 USER_KIND_MAX_CAPITALS = 3
-#: ... and characters in one of its words ("authentication": 14).
+#: ... and characters in one of its words ("authentication": 14), in one holding a digit
+#: ("oauth2": 6; an AWS access key id, all capitals and one digit, has 20).
 USER_KIND_MAX_WORD = 20
+USER_KIND_MAX_WORD_WITH_DIGITS = 8
 
 
 def is_kind_name(kind: object) -> bool:
@@ -1013,6 +1015,8 @@ def is_kind_name(kind: object) -> bool:
         return False
     for word in _USER_KIND_SEPARATORS.split(kind):
         if len(word) > USER_KIND_MAX_WORD:
+            return False
+        if len(word) > USER_KIND_MAX_WORD_WITH_DIGITS and not word.isalpha():
             return False
         if not word.isupper() and sum(map(str.isupper, word)) > USER_KIND_MAX_CAPITALS:
             return False

@@ -145,6 +145,7 @@ def test_a_name_is_a_kind(name: str) -> None:
         "Tr0ub4dor&3",  # a character no name has
         "aBcDeFgHiJkLmNoP",  # mixed case beyond a word's capitals
         "lowercaseletterswithoutanybreak",  # a word longer than any name's
+        "AKIAIOSFODNN7EXAMPLE",  # all capitals, one digit: a long word holding a digit
         "a" * 41,
         "",
         "_leading",
