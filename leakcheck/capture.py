@@ -840,8 +840,12 @@ def _formatted(kind: Any, value: Any, tb: Any) -> str:
 
 class WarningsSink:
     """Warnings raised during the test, recorded under the filters in force (an ``error``
-    filter still raises) and handed on, masked, to whoever recorded before us (pytest's
-    warnings summary) when the sink stops."""
+    filter still raises) and handed on, masked, to whoever recorded before us as they are
+    raised: pytest's warnings summary, a ``recwarn`` or a ``catch_warnings`` a fixture
+    entered before ours, ``logging.captureWarnings``. Held back until the test ended, a
+    fixture's recorder saw no warning while the test ran (``assert len(recwarn) == 1``
+    failed under the plugin alone) and a warning routed to logging became a log line after
+    the test instead of during it."""
 
     name = "warning"
 
@@ -851,34 +855,83 @@ class WarningsSink:
         self._log: list[warnings.WarningMessage] = []
         #: warnings a test caught itself (``pytest.warns``): judged, not handed on
         self._caught: list[warnings.WarningMessage] = []
+        #: recorders the test entered and has not left (``recwarn`` leaves after the
+        #: verdict): what they hold at the verdict is judged
+        self._open: list[Any] = []
+        #: where a warning went before we recorded (``showwarning``, ``_showwarnmsg_impl``)
+        self._outer: tuple[Any, Any] | None = None
+        #: what was handed on as it was raised: id of ours -> the one handed on
+        self._handed: dict[int, warnings.WarningMessage | None] = {}
 
     def add_caught(self, w: warnings.WarningMessage) -> None:
         """A warning the test caught before the sink saw it (``pytest.warns``): emitted
         all the same, to stderr or a log, where the test does not catch it."""
         self._caught.append(w)
 
+    def recorder_entered(self, recorder: Any) -> None:
+        self._open.append(recorder)
+
+    def recorder_left(self, recorder: Any) -> None:
+        self._open = [r for r in self._open if r is not recorder]
+
     def start(self) -> None:
         if self._context is not None:
             return
+        outer = (getattr(warnings, "showwarning", None), getattr(warnings, "_showwarnmsg_impl", None))
         self._context = warnings.catch_warnings(record=True)
         self._log = self._context.__enter__()
+        # handed on as raised where this Python records through ``_showwarnmsg_impl``
+        # (a context-aware one records elsewhere: handed on at the end, as before)
+        if outer[1] is not None and getattr(warnings, "_showwarnmsg_impl", None) == self._log.append:
+            self._outer = outer
+            warnings._showwarnmsg_impl = self._record  # type: ignore[attr-defined]
 
     def stop(self) -> None:
         if self._context is None:
             return
         context, self._context = self._context, None
         context.__exit__(None, None, None)
+        self._outer = None
         for w in self._log:
             try:
-                self._hand_on(w)
+                if id(w) in self._handed:
+                    self._mask_handed(w, self._handed[id(w)])
+                else:
+                    self._hand_on(w)
             except Exception:  # noqa: BLE001 - a warning we cannot pass on is still captured
                 continue
 
-    def _hand_on(self, w: warnings.WarningMessage) -> None:
-        """Pass ``w`` on to whoever recorded before us; as a fresh warning of its text,
-        masked, when it shows a secret or when its own ``__str__`` would not print that
-        text (raises, or says something else): the next recorder (pytest's summary) calls
-        it."""
+    def _record(self, w: warnings.WarningMessage) -> None:
+        self._log.append(w)
+        outer = self._outer
+        if outer is None:  # (stopped in another thread meanwhile: handed on at stop)
+            return
+        self._handed[id(w)] = None
+        show, impl = outer
+        message, category = self._masked(w)
+        # as ``warnings._showwarnmsg`` routes it: a ``showwarning`` of its own first
+        if show is not getattr(warnings, "_showwarning_orig", show):
+            show(message, category, w.filename, w.lineno, w.file, w.line)
+            return
+        handed = warnings.WarningMessage(
+            message, category, w.filename, w.lineno, w.file, w.line, w.source
+        )
+        self._handed[id(w)] = handed
+        impl(handed)
+
+    def _mask_handed(self, w: warnings.WarningMessage, handed: Any) -> None:
+        """A secret registered after its warning was raised: the copy handed on to a
+        recorder is masked in place (one handed to a ``showwarning`` is gone)."""
+        if handed is None:
+            return
+        message, category = self._masked(w)
+        if message is not w.message:
+            handed.message, handed.category = message, category
+
+    def _masked(self, w: warnings.WarningMessage) -> tuple[Any, Any]:
+        """``w``'s message and category as handed on: itself, or a fresh warning of its
+        text, masked, when it shows a secret or when its own ``__str__`` would not print
+        that text (raises, or says something else)."""
         text = _warning_text(w.message)
         masked = self._mask(text)
         category = w.category if isinstance(w.category, type) else UserWarning
@@ -892,10 +945,16 @@ class WarningsSink:
                 message = UserWarning(masked)
             if not issubclass(type(message), category):
                 category = UserWarning
+        return message, category
+
+    def _hand_on(self, w: warnings.WarningMessage) -> None:
+        """Pass ``w`` on (``_masked``) to whoever recorded before us, after the test."""
+        message, category = self._masked(w)
         warnings.showwarning(message, category, w.filename, w.lineno, w.file, w.line)
 
     def collect(self) -> Iterator[Captured]:
-        for w in (*self._log, *self._caught):
+        still_open = [w for recorder in self._open for w in list(getattr(recorder, "_list", ()))]
+        for w in (*self._log, *self._caught, *still_open):
             category = w.category
             name = category.__name__ if isinstance(category, type) else type_name(category)
             yield Captured(

@@ -95,6 +95,7 @@ def test_the_patches_are_restored_and_hand_over_only_while_they_run() -> None:
     import warnings
 
     fill, leave = vars(ExceptionInfo)["fill_unfilled"], vars(WarningsRecorder)["__exit__"]
+    enter = vars(WarningsRecorder)["__enter__"]
     check = LeakCheck(seed=1)
     with caught_by_pytest(check) as patched:
         assert patched == (True, True)
@@ -104,6 +105,7 @@ def test_the_patches_are_restored_and_hand_over_only_while_they_run() -> None:
             warnings.warn("inside", UserWarning, stacklevel=1)
     assert vars(ExceptionInfo)["fill_unfilled"] is fill
     assert vars(WarningsRecorder)["__exit__"] is leave
+    assert vars(WarningsRecorder)["__enter__"] is enter
     with pytest.raises(KeyError):
         raise KeyError("after")
     with pytest.warns(UserWarning):
@@ -114,10 +116,12 @@ def test_the_patches_are_restored_and_hand_over_only_while_they_run() -> None:
 
 def test_the_patches_are_restored_when_the_test_raises() -> None:
     fill, leave = vars(ExceptionInfo)["fill_unfilled"], vars(WarningsRecorder)["__exit__"]
+    enter = vars(WarningsRecorder)["__enter__"]
     with pytest.raises(RuntimeError), caught_by_pytest(LeakCheck(seed=1)):
         raise RuntimeError("the test failed")
     assert vars(ExceptionInfo)["fill_unfilled"] is fill
     assert vars(WarningsRecorder)["__exit__"] is leave
+    assert vars(WarningsRecorder)["__enter__"] is enter
 
 
 def test_a_pytest_without_the_method_is_left_alone(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -126,3 +130,149 @@ def test_a_pytest_without_the_method_is_left_alone(monkeypatch: pytest.MonkeyPat
         assert patched == (False, True)
         assert "fill_unfilled" not in vars(ExceptionInfo)
     assert "fill_unfilled" not in vars(ExceptionInfo)
+
+
+# --- recorders: ``recwarn`` and a fixture's own, before or after the fixture ---------------
+
+RECORDERS = """
+import logging, warnings
+import pytest
+
+def test_recwarn_after(leakcheck, recwarn):
+    token = leakcheck.secret("bearer")
+    warnings.warn(f"retrying with {token}")
+    leakcheck.expose({"ok": True})
+    assert len(recwarn) == 1
+
+def test_recwarn_before(recwarn, leakcheck):
+    token = leakcheck.secret("bearer")
+    warnings.warn(f"retrying with {token}")
+    leakcheck.expose({"ok": True})
+    assert len(recwarn) == 1, "the recorder saw nothing while the test ran"
+
+def test_recwarn_before_clean(recwarn, leakcheck):
+    leakcheck.secret("bearer")
+    warnings.warn("retrying")
+    leakcheck.expose({"ok": True})
+    assert [str(w.message) for w in recwarn] == ["retrying"]
+
+def test_recwarn_after_clean(leakcheck, recwarn):
+    leakcheck.secret("bearer")
+    warnings.warn("retrying")
+    leakcheck.expose({"ok": True})
+    assert [str(w.message) for w in recwarn] == ["retrying"]
+
+@pytest.fixture
+def recorded():
+    with warnings.catch_warnings(record=True) as log:
+        warnings.simplefilter("always")
+        yield log
+
+def test_own_recorder_before(recorded, leakcheck):
+    leakcheck.secret("bearer")
+    warnings.warn("retrying", RuntimeWarning)
+    leakcheck.expose({"ok": True})
+    assert [w.category for w in recorded] == [RuntimeWarning]
+
+@pytest.fixture
+def warnings_logged():
+    logging.captureWarnings(True)
+    yield
+    logging.captureWarnings(False)
+
+def test_captured_warnings_log_as_raised(warnings_logged, leakcheck, caplog):
+    leakcheck.secret("bearer")
+    warnings.warn("retrying", RuntimeWarning)
+    leakcheck.expose({"ok": True})
+    assert [r.name for r in caplog.records] == ["py.warnings"]
+"""
+
+
+def test_a_recorder_sees_warnings_as_raised_and_recwarn_is_judged(
+    pytester: pytest.Pytester,
+) -> None:
+    """Found trying the fixture as a newcomer: a warning held by ``recwarn`` (asked for
+    after the fixture) passed with the token in it, and ``recwarn`` asked for before the
+    fixture saw no warning at all while the test ran (``assert len(recwarn) == 1`` failed
+    under the plugin alone); a warning ``logging.captureWarnings`` routes to a log became
+    a log line after the test."""
+    pytester.makepyfile(test_inner=RECORDERS)
+    result = pytester.runpytest("-p", "no:randomly", "-rA", "-W", "always")
+    assert inner_outcomes(result) == {
+        "test_recwarn_after": "FAILED",
+        "test_recwarn_before": "FAILED",
+        "test_recwarn_before_clean": "PASSED",
+        "test_recwarn_after_clean": "PASSED",
+        "test_own_recorder_before": "PASSED",
+        "test_captured_warnings_log_as_raised": "PASSED",
+    }
+    for test in ("test_recwarn_after", "test_recwarn_before"):
+        failure = failure_section(result, test)
+        assert "[LEAK] operator: warning UserWarning" in failure, failure
+        assert "leakcheck: 1 forbidden hit of 1 secret(s)" in failure, failure
+        # the test's own assertion held: only leakcheck failed it
+        assert "the recorder saw nothing" not in failure, failure
+
+
+def _warn(text: str) -> None:
+    import warnings
+
+    warnings.warn(text, UserWarning, stacklevel=1)
+
+
+def test_a_warning_goes_on_masked_as_raised_and_again_at_the_end() -> None:
+    """Handed on masked as it is raised; a secret the mask learns later (registered after
+    the warning) is masked in the recorder's copy when the sink stops."""
+    import warnings
+
+    from leakcheck.capture import WarningsSink
+
+    known = ["tok-AAAA"]
+
+    def mask(text: str) -> str:
+        for secret in known:
+            text = text.replace(secret, "«masked»")
+        return text
+
+    sink = WarningsSink(mask)
+    with warnings.catch_warnings(record=True) as outer:
+        warnings.simplefilter("always")
+        sink.start()
+        _warn("first tok-AAAA")
+        _warn("second tok-BBBB")
+        assert [str(w.message) for w in outer] == ["first «masked»", "second tok-BBBB"]
+        known.append("tok-BBBB")
+        sink.stop()
+    assert [str(w.message) for w in outer] == ["first «masked»", "second «masked»"]
+    # the sink judges the warnings as raised
+    assert [text for *_, text in ((c.sink, c.path, c.text) for c in sink.collect())] == [
+        "first tok-AAAA",
+        "second tok-BBBB",
+    ]
+
+
+def test_where_warnings_record_elsewhere_they_go_on_at_the_end(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A Python whose ``catch_warnings`` records other than through ``_showwarnmsg_impl``
+    (context-aware warnings): each warning is still handed on once, when the sink stops."""
+    import warnings
+
+    from leakcheck.capture import WarningsSink
+
+    class Elsewhere(warnings.catch_warnings):
+        def __enter__(self):  # type: ignore[no-untyped-def]
+            log = super().__enter__()
+            warnings._showwarnmsg_impl = lambda msg: log.append(msg)  # type: ignore[attr-defined]
+            return log
+
+    sink = WarningsSink(lambda text: text.replace("tok-AAAA", "«masked»"))
+    with warnings.catch_warnings(record=True) as outer:
+        warnings.simplefilter("always")
+        monkeypatch.setattr(warnings, "catch_warnings", Elsewhere)
+        sink.start()
+        _warn("first tok-AAAA")
+        assert outer == []
+        sink.stop()
+        monkeypatch.undo()
+    assert [str(w.message) for w in outer] == ["first «masked»"]

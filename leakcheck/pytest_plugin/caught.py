@@ -10,7 +10,8 @@ While a check runs, each exception ``pytest.raises`` (or ``pytest.RaisesGroup``)
 handed to it as one that reached the caller (both fill their ``ExceptionInfo`` through
 ``ExceptionInfo.fill_unfilled``, in pytest 8 and 9), and each warning a ``pytest.warns``
 block recorded and keeps (one it re-emits reaches the sink as any other) to its warning
-sink.
+sink, and what a recorder the test entered and has not left holds at the verdict
+(``recwarn``, which leaves after it).
 """
 
 from __future__ import annotations
@@ -35,13 +36,21 @@ def caught_by_pytest(check: LeakCheck) -> Iterator[tuple[bool, bool]]:
     could be patched: not where this pytest does it some other way (then a test that
     judged nothing caller-visible is still said in the summary)."""
     fill = vars(ExceptionInfo).get("fill_unfilled")
+    enter = vars(WarningsRecorder).get("__enter__")
     leave = vars(WarningsRecorder).get("__exit__")
 
     def fill_unfilled(self: Any, exc_info: Any) -> None:
         fill(self, exc_info)  # type: ignore[misc]  # (set only where it exists)
         check.exception_reached_caller(exc_info[1])
 
+    def __enter__(self: Any) -> Any:
+        entered = enter(self)  # type: ignore[misc]
+        # ``recwarn`` leaves after the verdict: what it holds then is judged
+        check.warnings.recorder_entered(self)
+        return entered
+
     def __exit__(self: Any, *exc: Any) -> Any:
+        check.warnings.recorder_left(self)
         left = leave(self, *exc)  # type: ignore[misc]
         # a checker re-emits what it did not match: the sink sees those itself
         matches = getattr(self, "matches", None)
@@ -55,6 +64,8 @@ def caught_by_pytest(check: LeakCheck) -> Iterator[tuple[bool, bool]]:
         ExceptionInfo.fill_unfilled = fill_unfilled  # type: ignore[method-assign]
     if leave is not None:
         WarningsRecorder.__exit__ = __exit__  # type: ignore[method-assign]
+        if enter is not None:
+            WarningsRecorder.__enter__ = __enter__  # type: ignore[method-assign]
     try:
         yield fill is not None, leave is not None
     finally:
@@ -62,6 +73,8 @@ def caught_by_pytest(check: LeakCheck) -> Iterator[tuple[bool, bool]]:
             ExceptionInfo.fill_unfilled = fill  # type: ignore[method-assign]
         if leave is not None:
             WarningsRecorder.__exit__ = leave  # type: ignore[method-assign]
+            if enter is not None:
+                WarningsRecorder.__enter__ = enter  # type: ignore[method-assign]
 
 
 def _matches(matches: Any, w: Any) -> bool:
