@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from . import options, reports, snapshots
-from .caught import caught_by_pytest
+from .caught import caught_by_test
 from .options import LeakcheckOptions, options_for
 from .session import CHECK, SESSION, PluginSession, register_session_secret
 
@@ -178,7 +178,7 @@ def leakcheck() -> Iterator[LeakCheck]:
     try:
         if state.enabled:
             check.start()
-        with caught_by_pytest(check) if state.enabled else contextlib.nullcontext():
+        with caught_by_test(check) if state.enabled else contextlib.nullcontext():
             yield check
     finally:
         # the session masker takes the secrets over before the check stops being asked

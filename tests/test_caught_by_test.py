@@ -15,7 +15,7 @@ from _pytest.recwarn import WarningsRecorder
 from conftest import failure_section, inner_outcomes
 
 from leakcheck import LeakCheck
-from leakcheck.pytest_plugin.caught import caught_by_pytest
+from leakcheck.pytest_plugin.caught import caught_by_test
 
 pytest_plugins = ["pytester"]
 
@@ -97,7 +97,7 @@ def test_the_patches_are_restored_and_hand_over_only_while_they_run() -> None:
     fill, leave = vars(ExceptionInfo)["fill_unfilled"], vars(WarningsRecorder)["__exit__"]
     enter = vars(WarningsRecorder)["__enter__"]
     check = LeakCheck(seed=1)
-    with caught_by_pytest(check) as patched:
+    with caught_by_test(check) as patched:
         assert patched == (True, True)
         with pytest.raises(ValueError):
             raise ValueError("inside")
@@ -117,7 +117,7 @@ def test_the_patches_are_restored_and_hand_over_only_while_they_run() -> None:
 def test_the_patches_are_restored_when_the_test_raises() -> None:
     fill, leave = vars(ExceptionInfo)["fill_unfilled"], vars(WarningsRecorder)["__exit__"]
     enter = vars(WarningsRecorder)["__enter__"]
-    with pytest.raises(RuntimeError), caught_by_pytest(LeakCheck(seed=1)):
+    with pytest.raises(RuntimeError), caught_by_test(LeakCheck(seed=1)):
         raise RuntimeError("the test failed")
     assert vars(ExceptionInfo)["fill_unfilled"] is fill
     assert vars(WarningsRecorder)["__exit__"] is leave
@@ -126,7 +126,7 @@ def test_the_patches_are_restored_when_the_test_raises() -> None:
 
 def test_a_pytest_without_the_method_is_left_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delattr(ExceptionInfo, "fill_unfilled")
-    with caught_by_pytest(LeakCheck(seed=1)) as patched:
+    with caught_by_test(LeakCheck(seed=1)) as patched:
         assert patched == (False, True)
         assert "fill_unfilled" not in vars(ExceptionInfo)
     assert "fill_unfilled" not in vars(ExceptionInfo)
@@ -276,3 +276,86 @@ def test_where_warnings_record_elsewhere_they_go_on_at_the_end(
         sink.stop()
         monkeypatch.undo()
     assert [str(w.message) for w in outer] == ["first «masked»"]
+
+
+# --- unittest's own: assertRaises, assertRaisesRegex, assertWarns -----------------------------
+
+UNITTEST = """
+import unittest, warnings
+import pytest
+
+class GatewayError(Exception):
+    pass
+
+def careless(token):
+    raise GatewayError(f"upstream 401 with key {token}")
+
+def careful(token):
+    raise GatewayError("upstream refused the credential (AUTH_FAILED)")
+
+class GatewayTests(unittest.TestCase):
+    @pytest.fixture(autouse=True)
+    def _leakcheck(self, leakcheck):
+        self.lc = leakcheck
+
+    def test_careless(self):
+        with self.assertRaises(GatewayError):
+            careless(self.lc.secret("bearer"))
+
+    def test_careless_regex_call_form(self):
+        self.assertRaisesRegex(GatewayError, "401", careless, self.lc.secret("bearer"))
+
+    def test_careful(self):
+        with self.assertRaisesRegex(GatewayError, "AUTH_FAILED"):
+            careful(self.lc.secret("bearer"))
+
+    def test_careless_warns_unmatched(self):
+        token = self.lc.secret("bearer")
+        with self.assertWarns(UserWarning):
+            warnings.warn("something else", UserWarning)
+            warnings.warn(f"token {token} expires", DeprecationWarning)
+        self.lc.expose({"ok": True})
+
+    def test_careful_warns(self):
+        self.lc.secret("bearer")
+        with self.assertWarns(DeprecationWarning):
+            warnings.warn("the credential expires in 2 days", DeprecationWarning)
+        self.lc.expose({"ok": True})
+"""
+
+
+def test_what_a_test_case_catches_is_judged(pytester: pytest.Pytester) -> None:
+    """Found trying the fixture in a ``unittest.TestCase`` (an autouse fixture handing it
+    to the case): ``with self.assertRaises(GatewayError)`` caught the error holding the
+    token and the test passed, as ``pytest.raises`` did before; ``assertWarns`` swallowed
+    a warning holding it (even one it did not match)."""
+    pytester.makepyfile(test_inner=UNITTEST)
+    result = pytester.runpytest("-p", "no:randomly", "-rA")
+    assert inner_outcomes(result) == {
+        "test_careless": "FAILED",
+        "test_careless_regex_call_form": "FAILED",
+        "test_careful": "PASSED",
+        "test_careless_warns_unmatched": "FAILED",
+        "test_careful_warns": "PASSED",
+    }
+    failure = failure_section(result, "GatewayTests.test_careless")
+    assert "[LEAK] caller: exception that reached the test GatewayError" in failure, failure
+    warned = failure_section(result, "GatewayTests.test_careless_warns_unmatched")
+    assert "[LEAK] operator: warning DeprecationWarning" in warned, warned
+    assert "nothing caller-visible judged" not in result.stdout.str()
+
+
+def test_unittest_patches_are_restored() -> None:
+    import unittest.case
+
+    raises_exit = vars(unittest.case._AssertRaisesContext)["__exit__"]
+    warns_exit = vars(unittest.case._AssertWarnsContext)["__exit__"]
+    check = LeakCheck(seed=1)
+    with caught_by_test(check):
+        with unittest.TestCase().assertRaises(ValueError):
+            raise ValueError("inside")
+    with unittest.TestCase().assertRaises(KeyError):
+        raise KeyError("after")
+    assert vars(unittest.case._AssertRaisesContext)["__exit__"] is raises_exit
+    assert vars(unittest.case._AssertWarnsContext)["__exit__"] is warns_exit
+    assert [type(e) for e in check._exceptions._exceptions] == [ValueError]
