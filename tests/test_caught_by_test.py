@@ -19,9 +19,8 @@ from leakcheck.pytest_plugin.caught import caught_by_test
 
 pytest_plugins = ["pytester"]
 
-INNER = """
-import pytest
-
+#: the two gateways of the inner tests: the token in the error, or not
+GATEWAY = """
 class GatewayError(Exception):
     pass
 
@@ -30,6 +29,10 @@ def careless(token):
 
 def careful(token):
     raise GatewayError("upstream refused the credential (AUTH_FAILED)")
+"""
+
+INNER = GATEWAY + """
+import pytest
 
 def test_careless(leakcheck):
     with pytest.raises(GatewayError):
@@ -280,18 +283,9 @@ def test_where_warnings_record_elsewhere_they_go_on_at_the_end(
 
 # --- unittest's own: assertRaises, assertRaisesRegex, assertWarns -----------------------------
 
-UNITTEST = """
+UNITTEST = GATEWAY + """
 import unittest, warnings
 import pytest
-
-class GatewayError(Exception):
-    pass
-
-def careless(token):
-    raise GatewayError(f"upstream 401 with key {token}")
-
-def careful(token):
-    raise GatewayError("upstream refused the credential (AUTH_FAILED)")
 
 class GatewayTests(unittest.TestCase):
     @pytest.fixture(autouse=True)
