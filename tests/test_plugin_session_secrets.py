@@ -62,6 +62,19 @@ def test_an_unset_env_secret_is_said_in_the_header(pytester: pytest.Pytester) ->
     )
 
 
+@pytest.mark.parametrize("quiet", ["-q", "--no-header"])
+def test_an_unset_env_secret_is_said_in_the_summary_without_a_header(
+    pytester: pytest.Pytester, quiet: str
+) -> None:
+    """``pytest -q``, the way CI runs, prints no header: a secret that is not masked
+    because its variable is unset was said nowhere (found running a suite with -q)."""
+    pytester.makeini("[pytest]\nleakcheck_secret_env = LEAKCHECK_NOT_SET_ANYWHERE\n")
+    pytester.makepyfile(test_x="def test_x(): pass")
+    result = pytester.runpytest("-p", "no:randomly", "-p", "no:cacheprovider", quiet)
+    said = [line for line in result.outlines if "LEAKCHECK_NOT_SET_ANYWHERE" in line]
+    assert said == ["leakcheck_secret_env: $LEAKCHECK_NOT_SET_ANYWHERE is not set"], said
+
+
 def test_a_conftest_registers_a_session_secret(pytester: pytest.Pytester) -> None:
     pytester.makeconftest(
         f"""

@@ -599,6 +599,10 @@ def test_capture_modes_that_let_output_through_are_named(
 ) -> None:
     inner = run_inner(pytester, SHOUTS, capture)
     assert any(line.startswith("leakcheck: ") and note in line for line in inner.result.outlines)
+    # without a header (-q, the way CI runs) the summary says it
+    quiet = run_inner(pytester, SHOUTS, capture, "-q")
+    said = [line for line in quiet.result.outlines if note in line]
+    assert len(said) == 1 and not said[0].startswith("leakcheck: "), said
     inactive = inner.record("test_prints")["inactive_sinks"]
     if capture == "-s":
         # never silently clean: the summary says what was not looked at

@@ -389,18 +389,21 @@ class PluginSession:
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         state = "on" if self.enabled else "OFF (--no-leakcheck)"
         header = [f"leakcheck: {state}, canary seed {self.seed}"]
-        if self.enabled and self.capture_note:
-            header.append(f"leakcheck: {self.capture_note}")
         if self.session_secrets:
             header.append(f"leakcheck: {len(self.session_secrets)} session secret(s) masked")
-        for name in self.missing_env:
-            header.append(f"leakcheck: leakcheck_secret_env: ${name} is not set")
         header.append(f"leakcheck: {_MASKING_LIMIT}")
+        return header + [f"leakcheck: {note}" for note in self.unseen_notes()]
+
+    def unseen_notes(self) -> list[str]:
+        """What the session does not see or mask: said in the header, and again in the
+        summary when pytest printed no header (``-q``, ``--no-header``, the way CI runs)."""
+        notes = [self.capture_note] if self.enabled and self.capture_note else []
+        notes += [f"leakcheck_secret_env: ${name} is not set" for name in self.missing_env]
         if self.enabled and self.no_log_capture:
-            header.append(f"leakcheck: {_NO_LOG_CAPTURE}")
+            notes.append(_NO_LOG_CAPTURE)
         if self.trace_unmasked:
-            header.append(f"leakcheck: {_TRACE_UNMASKED}")
-        return header
+            notes.append(_TRACE_UNMASKED)
+        return notes
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
@@ -408,13 +411,17 @@ class PluginSession:
         # a plugin whose library imports and that still fails is said in every session;
         # one whose library is not installed only under -v (nothing is wrong with it)
         plugins = skipped_plugins() if self.verbose else broken_plugins()
-        if not self.records and not self.opt_outs and not plugins:
+        header_shown = terminalreporter.verbosity >= 0 and not terminalreporter.no_header
+        unseen = [] if header_shown else self.unseen_notes()
+        if not self.records and not self.opt_outs and not plugins and not unseen:
             return
         terminalreporter.section("leakcheck")
         terminalreporter.write_line(
             f"{len(self.records)} test(s) checked, {len(leaky)} with forbidden hits; "
             f"canary seed {self.seed}"
         )
+        for note in unseen:
+            terminalreporter.write_line(note)
         for opt in self.opt_outs:
             terminalreporter.write_line(
                 f"opted out: {opt['test']}: sink {opt['sink']!r} ({opt['reason']})"
@@ -510,8 +517,8 @@ _UNCAPTURED = {
 _CAPTURE_NOTES = {
     "no": "-s/--capture=no: stdout and stderr are neither scanned nor masked, and a test's "
     "output reaches the terminal as it is",
-    "sys": "--capture=sys: writes to file descriptors 1 and 2 (subprocesses, C code) are "
-    "not scanned",
+    "sys": "--capture=sys: writes to file descriptors 1 and 2 (subprocesses, C code, "
+    "os.write) are neither scanned nor masked, and reach the terminal as they are",
     "tee-sys": "--capture=tee-sys: stdout and stderr are scanned, but also echoed to the "
     "terminal unmasked",
 }
