@@ -877,13 +877,14 @@ class WarningsSink:
     def start(self) -> None:
         if self._context is not None:
             return
-        outer = (getattr(warnings, "showwarning", None), getattr(warnings, "_showwarnmsg_impl", None))
+        show, impl = warnings.showwarning, getattr(warnings, "_showwarnmsg_impl", None)
         self._context = warnings.catch_warnings(record=True)
         self._log = self._context.__enter__()
         # handed on as raised where this Python records through ``_showwarnmsg_impl``
         # (a context-aware one records elsewhere: handed on at the end, as before)
-        if outer[1] is not None and getattr(warnings, "_showwarnmsg_impl", None) == self._log.append:
-            self._outer = outer
+        recording = getattr(warnings, "_showwarnmsg_impl", None)
+        if impl is not None and recording == self._log.append:
+            self._outer = (show, impl)
             warnings._showwarnmsg_impl = self._record  # type: ignore[attr-defined]
 
     def stop(self) -> None:

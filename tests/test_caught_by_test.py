@@ -31,7 +31,9 @@ def careful(token):
     raise GatewayError("upstream refused the credential (AUTH_FAILED)")
 """
 
-INNER = GATEWAY + """
+INNER = (
+    GATEWAY
+    + """
 import pytest
 
 def test_careless(leakcheck):
@@ -67,6 +69,7 @@ def test_careful_warning(leakcheck):
         warnings.warn("the credential expires in 2 days", DeprecationWarning)
     leakcheck.expose({"ok": True})
 """
+)
 
 
 def test_an_error_caught_by_raises_is_judged(pytester: pytest.Pytester) -> None:
@@ -283,7 +286,9 @@ def test_where_warnings_record_elsewhere_they_go_on_at_the_end(
 
 # --- unittest's own: assertRaises, assertRaisesRegex, assertWarns -----------------------------
 
-UNITTEST = GATEWAY + """
+UNITTEST = (
+    GATEWAY
+    + """
 import unittest, warnings
 import pytest
 
@@ -316,6 +321,7 @@ class GatewayTests(unittest.TestCase):
             warnings.warn("the credential expires in 2 days", DeprecationWarning)
         self.lc.expose({"ok": True})
 """
+)
 
 
 def test_what_a_test_case_catches_is_judged(pytester: pytest.Pytester) -> None:
