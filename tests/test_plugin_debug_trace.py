@@ -119,6 +119,7 @@ def test_a_tracer_it_cannot_mask_is_said_in_the_header(
         config=config, trace_unmasked=False, enabled=True, seed="1", capture_note="",
         session_secrets=[], missing_env=[], no_log_capture=False,
     )  # fmt: skip
+    session.unseen_notes = lambda: PluginSession.unseen_notes(session)  # type: ignore[arg-type]
     PluginSession.mask_debug_trace(session)  # type: ignore[arg-type]
     header = PluginSession.pytest_report_header(session, config)  # type: ignore[arg-type]
     said = any(_TRACE_UNMASKED in line for line in header)
