@@ -158,6 +158,8 @@ def _head_material(needles: list[bytes]) -> list[bytes]:
 _CACHED_SCANNERS = 32
 #: Batches whose heads ``proves_absent`` keeps at hand (a test's own, the session's).
 _RECENT_BATCHES = 64
+#: Texts whose keys held ``_held_at_every_key`` keeps (a test's texts, by sink class).
+_HELD_KEPT = 8
 #: Texts from this many bytes up to the next are kept with their layers' keys (a 16 KiB
 #: text of random hex cost 6.4 MiB kept with its decoded layer; a 6 KB traceback, 60 KiB).
 _KEPT_FROM, _KEPT_UP_TO = 1024, 16 * 1024
@@ -203,6 +205,8 @@ class SessionMasker:
         #: each batch's secrets, by index (a tuple, not an object holding one: what every
         #: test leaves for the garbage collector's full collections to walk, twice a test)
         self._batches: list[tuple[Secret, ...]] = []
+        #: who added each batch, by index (a test's id; "" for the session's)
+        self._added_by: list[str] = []
         self._values: set[str] = set()
         #: each secret added, by the batch that indexed it (``proves_absent``)
         self._batch_of: dict[Secret, int] = {}
@@ -227,6 +231,10 @@ class SessionMasker:
         self._seen: OrderedDict[int, None] = OrderedDict()
         self._seen_lock = threading.Lock()
         self._decoders = all_decoders()
+        #: ``_held`` at every key, of the texts looked up since the last ``add``: a test's
+        #: verdict looks its texts up for its own secrets and for earlier tests' ones
+        self._held_everywhere: OrderedDict[bytes, tuple[Sequence[bytes], set[int]]]
+        self._held_everywhere = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._values)
@@ -235,10 +243,12 @@ class SessionMasker:
         """Whether every one of ``secrets`` is masked here (its value added)."""
         return all(secret.value in self._values for secret in secrets)
 
-    def add(self, secrets: Iterable[Secret], scanner: Scanner | None = None) -> None:
+    def add(
+        self, secrets: Iterable[Secret], scanner: Scanner | None = None, *, by: str = ""
+    ) -> None:
         """Mask ``secrets`` from now on (a value already known is kept once). ``scanner``,
         a masking scanner over them that exists already (a test's own), saves making their
-        needles again."""
+        needles again. ``by``: who adds them (a test's id), for ``earlier_secrets_in``."""
         fresh = tuple({s.value: s for s in secrets if s.value not in self._values}.values())
         if not fresh:
             return
@@ -258,6 +268,8 @@ class SessionMasker:
         with self._lock:
             index = len(self._batches)
             self._batches.append(fresh)
+            self._added_by.append(by)
+            self._held_everywhere.clear()  # (held at the keys known before)
             self._values.update(secret.value for secret in fresh)
             self._batch_of.update(dict.fromkeys(fresh, index))
             heads = self._index(long_needles, index)
@@ -319,11 +331,21 @@ class SessionMasker:
     def _candidates(self, buf: bytes) -> tuple[int, ...]:
         """The batches owning a head that ``buf`` holds (in it or decoded)."""
         with self._lock:
-            keys = self._keys
-            layers, held = self._held(buf, keys)
+            layers, held = self._held_at_every_key(buf)
             found = set(self._always)
             found |= self._owners_in(layers, held)
         return tuple(sorted(found))
+
+    def _held_at_every_key(self, text: bytes) -> tuple[Sequence[bytes], set[int]]:
+        """``_held(text, self._keys)``, kept until the next ``add`` for the last few texts
+        (under the lock)."""
+        kept = self._held_everywhere
+        found = kept.get(text)
+        if found is None:
+            found = kept[text] = self._held(text, self._keys)
+            if len(kept) > _HELD_KEPT:
+                kept.popitem(last=False)
+        return found
 
     def proves_absent(self, secrets: Iterable[Secret], texts: Iterable[bytes]) -> bool:
         """Whether no text of ``texts`` holds any needle of ``secrets`` (of the masking
@@ -348,16 +370,51 @@ class SessionMasker:
                     return False
                 self._recent.move_to_end(batch)
                 own.append(keys)
-        # (a text is looked up only at its batches' keys: a few hundred, not the session's
-        # hundreds of thousands)
         keys = own[0] if len(own) == 1 else frozenset().union(*own)
         for text in texts:
-            layers, held = self._held(text, keys)
-            if held:
-                with self._lock:
-                    if not batches.isdisjoint(self._owners_in(layers, held)):
-                        return False
+            # (at every key, kept: the plugin looks the same texts up for earlier tests'
+            # secrets, ``earlier_secrets_in``; a text's 4-byte pieces cost the same to look
+            # up in the session's keys as in a few hundred)
+            with self._lock:
+                layers, held_anywhere = self._held_at_every_key(text)
+                held = held_anywhere & keys
+                if held and not batches.isdisjoint(self._owners_in(layers, held)):
+                    return False
         return True
+
+    def batch_count(self) -> int:
+        """How many batches were added so far (a test's verdict asks about those added
+        before it began: ``earlier_secrets_in``)."""
+        return len(self._batches)
+
+    def earlier_secrets_in(
+        self, texts: Iterable[bytes], *, before: int, leaving_out: Iterable[Secret]
+    ) -> tuple[Scanner, dict[str, str]] | None:
+        """The secrets of the first ``before`` batches (an earlier test's, the session's),
+        less the values of ``leaving_out``, whose batches own a head one of ``texts`` holds
+        (in it or decoded): a masking scanner over those batches (it detects too) and who
+        added each of them, by id; None when there are none, nearly always: a text is
+        looked up in C at the session's keys, as ``mask`` looks it up."""
+        found: set[int] = set()
+        for text in texts:
+            found.update(self._candidates(text))
+        found = {index for index in found if index < before}
+        if not found:
+            return None
+        own = {secret.value for secret in leaving_out}
+        with self._lock:
+            indexes = tuple(
+                i for i in sorted(found) if any(s.value not in own for s in self._batches[i])
+            )
+            added_by = {
+                s.id: self._added_by[i]
+                for i in indexes
+                for s in self._batches[i]
+                if s.value not in own
+            }
+        if not indexes:
+            return None
+        return self._scanner(indexes), added_by
 
     def _held(self, text: bytes, keys: frozenset[int] | KeySet) -> tuple[Sequence[bytes], set[int]]:
         """``_layers(text)`` and the keys of ``keys`` (heads' first four bytes) among their

@@ -41,6 +41,7 @@ __all__ = [
     "STREAM_FROM",
     "clean_verdict",
     "proven_clean",
+    "lookup_texts",
 ]
 
 #: A captured text this long (characters or bytes) or longer is searched on its own, in
@@ -344,21 +345,31 @@ def proven_clean(
     items = list(captured)
     if sum(len(item.text) for item in items) >= PROOF_UP_TO:
         return False
-    by_class: dict[SinkClass, list[Captured]] = {}
-    for item in items:
-        by_class.setdefault(item.sink_class, []).append(item)
-    for sink_class, members in by_class.items():
+    for sink_class, texts in lookup_texts(items).items():
         wanted = secrets
         if forbidden_only:
             wanted = [s for s in secrets if not policy.allows(s.secret_class, sink_class)]
-        texts = [_encoded(item.text) for item in members]
-        short = [text for text in texts if len(text) < APART_FROM]
-        looked_up = [text for text in texts if len(text) >= APART_FROM]
-        if short:
-            looked_up.append(JOIN_SEPARATOR.join(short))
-        if wanted and not index.proves_absent(wanted, looked_up):
+        if wanted and not index.proves_absent(wanted, texts):
             return False
     return True
+
+
+def lookup_texts(items: Iterable[Captured]) -> dict[SinkClass, list[bytes]]:
+    """The texts of ``items`` as an index looks them up, by sink class: each long one
+    alone, the short ones joined (``JOIN_SEPARATOR``: no needle spans it)."""
+    by_class: dict[SinkClass, list[Captured]] = {}
+    for item in items:
+        by_class.setdefault(item.sink_class, []).append(item)
+    return {sink_class: _joined(members) for sink_class, members in by_class.items()}
+
+
+def _joined(items: list[Captured]) -> list[bytes]:
+    texts = [_encoded(item.text) for item in items]
+    short = [text for text in texts if len(text) < APART_FROM]
+    looked_up = [text for text in texts if len(text) >= APART_FROM]
+    if short:
+        looked_up.append(JOIN_SEPARATOR.join(short))
+    return looked_up
 
 
 def _allowed_only(

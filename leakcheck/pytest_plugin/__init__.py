@@ -25,7 +25,7 @@ import pytest
 from . import options, reports, snapshots
 from .caught import caught_by_test
 from .options import LeakcheckOptions, options_for
-from .session import CHECK, SESSION, PluginSession, register_session_secret
+from .session import CHECK, EARLIER_BATCHES, SESSION, PluginSession, register_session_secret
 
 if TYPE_CHECKING:  # pragma: no cover
     import pluggy  # what a hookwrapper's yield returns
@@ -174,6 +174,7 @@ def leakcheck() -> Iterator[LeakCheck]:
         # never silently clean: what pytest does not capture, no sink sees
         check.stdout.inactive_reason = check.stderr.inactive_reason = state.uncaptured
     node.stash[CHECK] = check
+    node.stash[EARLIER_BATCHES] = state.masker.batch_count()
     state.running[node.nodeid] = check
     try:
         if state.enabled:

@@ -4,14 +4,16 @@ never fired, a secret its own id shows, snapshot drift; the report record writte
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterable
 
 import pytest
 
 from ..canaries import Secret
-from ..capture import ExposedSink, ProtectedRecordSink, resolve_latent
+from ..capture import Captured, ExposedSink, ProtectedRecordSink, resolve_latent
 from ..faults import HarnessError
+from ..findings import Finding
 from ..harness import LeakCheck
 from ..masking import SessionMasker
 from ..records import Assertion, SecretRef, TestRecord
@@ -22,11 +24,12 @@ from ..verdict import (
     format_leaks,
     judge,
     leaks_header,
+    lookup_texts,
     proven_clean,
     root_causes,
 )
 from . import reports, snapshots
-from .session import CHECK, PluginSession
+from .session import CHECK, EARLIER_BATCHES, PluginSession
 
 __all__ = ["CHECK", "failure_text", "judge_report", "own_verdict"]
 
@@ -75,7 +78,12 @@ def judge_report(
         elif raised is not None and not isinstance(raised, (pytest.skip.Exception, HarnessError)):
             check.exception_reached_caller(raised)
         hand_over_output(item, check)
-        leaks = findings(check, details=bool(state.report_path), masker=state.masker)
+        leaks = findings(
+            check,
+            details=bool(state.report_path),
+            masker=state.masker,
+            earlier=item.stash.get(EARLIER_BATCHES, 0),
+        )
         forbidden = [leak for leak in leaks if not leak.allowed]
         # error-text snapshot of a baseline matrix case: compared now, so that a drift is
         # in the record's outcome and the grid
@@ -144,7 +152,9 @@ def judge_report(
         state.records.append(record.to_json())
 
 
-def findings(check: LeakCheck, *, details: bool, masker: SessionMasker | None = None) -> Verdict:
+def findings(
+    check: LeakCheck, *, details: bool, masker: SessionMasker | None = None, earlier: int = 0
+) -> Verdict:
     """``check.findings()``, with the findings of a group in which every secret is allowed
     (the host name in an operator's DEBUG line) left unwritten unless ``details`` (a JSON
     report shows them) or a forbidden hit makes the failure message list them beside it:
@@ -153,22 +163,87 @@ def findings(check: LeakCheck, *, details: bool, masker: SessionMasker | None = 
     ``masker``, the session's: it takes the check's secrets over here, and where its index
     shows that the texts hold none of them, the verdict is clean with no scanner built for
     the test (nor for masking its reports: ``LeakCheck.absence_proof``). Most tests leak
-    nothing, and their scanner was most of the plugin's cost (issue 13)."""
+    nothing, and their scanner was most of the plugin's cost (issue 13).
+
+    ``earlier``: how many of the masker's batches were there when the test began. Their
+    secrets (an earlier test's) are looked for too, and each forbidden hit of one is a leak
+    of this test: something of that test outlived it and emitted the secret while this one
+    ran (found with a refresh thread that logged an earlier test's token: masked in the
+    report, and every test passed)."""
     items = resolve_latent(check.captured(), check.policy)
+    outlived: list[Leak] = []
     if masker is not None:
         # (a batch per class of secret: a host name allowed in an operator's DEBUG line
         # does not keep the index from showing the direct secrets absent there)
         for secret_class in dict.fromkeys(secret.secret_class for secret in check.secrets):
-            masker.add([s for s in check.secrets if s.secret_class is secret_class])
+            masker.add(
+                [s for s in check.secrets if s.secret_class is secret_class],
+                by=check.canaries.namespace,
+            )
         check.absence_proof = lambda known, text: masker.proves_absent(known, (text,))
+        outlived = _earlier_secrets(masker, check, items, earlier)
         if check.built_masker() is None and proven_clean(
             masker, check.secrets, items, check.policy, forbidden_only=not details
         ):
-            return clean_verdict(items)
+            verdict = clean_verdict(items)
+            verdict += outlived
+            return verdict
     leaks = judge(check.scanner, items, check.policy, allowed_details=details)
     if leaks.left_out and any(not leak.allowed for leak in leaks):
         leaks = judge(check.scanner, items, check.policy)
+    leaks += outlived
     return leaks
+
+
+#: Said under a leak of another test's secret.
+OUTLIVED = (
+    "a secret of {who}, emitted while this test ran: something of that test outlived it, "
+    "a thread, a client or an object kept at module or session scope"
+)
+
+
+def _earlier_secrets(
+    masker: SessionMasker, check: LeakCheck, items: list[Captured], earlier: int
+) -> list[Leak]:
+    """The forbidden hits in ``items`` of the secrets of the masker's first ``earlier``
+    batches that are not this test's (none, nearly always: told from the index)."""
+    if not earlier:
+        return []
+    # (looked up as the absence proof looks them up: the masker keeps what it found)
+    texts = [text for group in lookup_texts(items).values() for text in group]
+    found = masker.earlier_secrets_in(texts, before=earlier, leaving_out=check.secrets)
+    if found is None:
+        return []
+    scanner, added_by = found
+    return [
+        _outlived(leak, added_by[leak.finding.secret_id])
+        for leak in judge(scanner, items, check.policy)
+        if not leak.allowed and leak.finding.secret_id in added_by
+    ]
+
+
+def _outlived(leak: Leak, test: str) -> Leak:
+    """``leak`` of an earlier test's secret, its id naming that test (``bearer#1`` is a
+    canary of this test too: their findings must not make one root cause)."""
+    finding = leak.finding
+    secret_id = f"{finding.secret_id}@{test}" if test else finding.secret_id
+    who = f"the earlier test {test}" if test else "an earlier test"
+    return dataclasses.replace(
+        leak,
+        finding=Finding(
+            secret_id=secret_id,
+            kind=finding.kind,
+            secret_class=finding.secret_class,
+            form=finding.form,
+            source=finding.source,
+            line=finding.line,
+            column=finding.column,
+            offset=finding.offset,
+            length=finding.length,
+            excerpt=finding.excerpt,
+        ),
+        note=OUTLIVED.format(who=who),
+    )
 
 
 def record_phase_failure(

@@ -27,12 +27,22 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..harness import LeakCheck
     from ..masking import SessionMasker
 
-__all__ = ["CHECK", "EARLY_SESSION_SECRETS", "SESSION", "PluginSession", "register_session_secret"]
+__all__ = [
+    "CHECK",
+    "EARLIER_BATCHES",
+    "EARLY_SESSION_SECRETS",
+    "SESSION",
+    "PluginSession",
+    "register_session_secret",
+]
 
 SESSION = pytest.StashKey["PluginSession"]()
 #: a test's harness, while it runs (here, not in ``judge``: a session whose tests never
 #: ask for the fixture never imports the harness, its sinks and faults)
 CHECK = pytest.StashKey["LeakCheck"]()
+#: how many batches of secrets the session masker held when a test began: its verdict
+#: also looks for those (an earlier test's secret its output shows: it outlived that test)
+EARLIER_BATCHES = pytest.StashKey[int]()
 #: Texts masked are kept for the reports that repeat them: the last this many, each of
 #: at least that many characters (a shorter one costs less to mask than to keep) and at
 #: most that many (a large one is kept by nobody else).

@@ -1,0 +1,102 @@
+"""An earlier test's secret that a later test's output shows is a leak of the later test.
+
+Found trying the fixture as a newcomer: a gateway's refresh thread (a client kept at module
+scope) logged the token of the test that started it while the next test ran. The session
+masker masked it in the report, no test's verdict looked for it (each test searches its own
+secrets), and every test passed. Each test's verdict now also looks its texts up in the
+session masker's index for the secrets of the tests before it, and a forbidden hit of one
+fails it, naming the test the secret came from.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import failure_section, inner_outcomes, self_scan
+
+from leakcheck.canaries import CanaryFactory
+
+pytest_plugins = ["pytester"]
+
+SEED = "earlier-1"
+
+INNER = """
+import logging
+from leakcheck import LeakCheck
+
+log = logging.getLogger("gw.refresh")
+KEPT = {}
+
+def test_a_keeps_its_token(leakcheck):
+    KEPT["token"] = leakcheck.secret("bearer")
+    KEPT["host"] = leakcheck.secret("hostname")
+    leakcheck.expose({"ok": True})
+
+def test_b_logs_the_kept_token(leakcheck):
+    leakcheck.secret("bearer")
+    log.warning("refresh failed for %s", KEPT["token"])
+    leakcheck.expose({"ok": True})
+
+def test_c_logs_the_kept_host(leakcheck):
+    leakcheck.secret("bearer")
+    log.warning("refresh failed at %s", KEPT["host"])
+    leakcheck.expose({"ok": True})
+
+def test_d_registers_the_same_token(leakcheck):
+    token = leakcheck.register(KEPT["token"], kind="bearer")
+    log.warning("refresh failed for %s", token)
+    leakcheck.expose({"ok": True})
+
+def test_e_a_harness_of_its_own(leakcheck):
+    leakcheck.secret("bearer")
+    own = LeakCheck(seed=1).secret("bearer")
+    log.warning("a canary this test made apart: %s", own)
+    leakcheck.expose({"ok": True})
+
+def test_f_clean(leakcheck):
+    leakcheck.secret("bearer")
+    log.warning("refresh failed")
+    leakcheck.expose({"ok": True})
+"""
+
+
+def test_an_earlier_tests_secret_in_a_later_tests_output_fails_it(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_inner=INNER)
+    report = pytester.path / "report.json"
+    result = pytester.runpytest(
+        "-p", "no:randomly", "-rA", f"--leakcheck-seed={SEED}", f"--leakcheck-report={report}"
+    )
+    assert inner_outcomes(result) == {
+        "test_a_keeps_its_token": "PASSED",
+        "test_b_logs_the_kept_token": "FAILED",
+        # a host name is allowed in an operator's log, whoever's it is
+        "test_c_logs_the_kept_host": "PASSED",
+        # registered by this test too: its own secret, judged as such
+        "test_d_registers_the_same_token": "FAILED",
+        # made apart by this test itself (masked only), not an earlier test's
+        "test_e_a_harness_of_its_own": "PASSED",
+        "test_f_clean": "PASSED",
+    }
+    earlier = "bearer#1@test_inner.py::test_a_keeps_its_token"
+    failure = failure_section(result, "test_b_logs_the_kept_token")
+    assert f"{earlier} (bearer, direct secret):" in failure, failure
+    assert "[LEAK] operator: log record gw.refresh WARNING message" in failure, failure
+    assert "a secret of the earlier test test_inner.py::test_a_keeps_its_token" in failure
+    own = failure_section(result, "test_d_registers_the_same_token")
+    assert "earlier test" not in own and "bearer#user1 (bearer, direct secret):" in own, own
+    records = {r["test"].split("::")[-1]: r for r in json.loads(report.read_text())["tests"]}
+    forbidden = [f for f in records["test_b_logs_the_kept_token"]["findings"] if not f["allowed"]]
+    assert forbidden and {f["finding"]["secret_id"] for f in forbidden} == {earlier}, forbidden
+    # an earlier test's secret where the policy allows it is not this test's to report
+    host = records["test_c_logs_the_kept_host"]["findings"]
+    assert not [f for f in host if "@" in f["finding"]["secret_id"]], host
+    secrets = [
+        CanaryFactory(SEED, namespace=f"test_inner.py::{test}").secret(kind)
+        for test in ("test_a_keeps_its_token", "test_b_logs_the_kept_token")
+        for kind in ("bearer", "hostname")
+    ]
+    self_scan("\n".join(result.outlines + result.errlines), secrets, "inner output")
+    self_scan(report.read_text(), secrets, "JSON report")
