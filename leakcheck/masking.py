@@ -160,6 +160,7 @@ _CACHED_SCANNERS = 32
 _RECENT_BATCHES = 64
 #: Texts whose keys held ``_held_at_every_key`` keeps (a test's texts, by sink class).
 _HELD_KEPT = 8
+_HELD_KEPT_UP_TO = 64 * 1024
 #: Texts from this many bytes up to the next are kept with their layers' keys (a 16 KiB
 #: text of random hex cost 6.4 MiB kept with its decoded layer; a 6 KB traceback, 60 KiB).
 _KEPT_FROM, _KEPT_UP_TO = 1024, 16 * 1024
@@ -339,6 +340,8 @@ class SessionMasker:
     def _held_at_every_key(self, text: bytes) -> tuple[Sequence[bytes], set[int]]:
         """``_held(text, self._keys)``, kept until the next ``add`` for the last few texts
         (under the lock)."""
+        if len(text) > _HELD_KEPT_UP_TO:  # (kept, its layers would outweigh a second look)
+            return self._held(text, self._keys)
         kept = self._held_everywhere
         found = kept.get(text)
         if found is None:
