@@ -100,3 +100,21 @@ def test_an_earlier_tests_secret_in_a_later_tests_output_fails_it(
     ]
     self_scan("\n".join(result.outlines + result.errlines), secrets, "inner output")
     self_scan(report.read_text(), secrets, "JSON report")
+
+
+def test_what_a_look_up_keeps_is_dropped_when_secrets_are_added() -> None:
+    """The masker keeps a text's look-up at every key for the next look-up of the same
+    text (a test's earlier secrets, then its own absence proof); a batch added since has
+    keys that look-up never asked about."""
+    from leakcheck.masking import SessionMasker
+
+    factory = CanaryFactory("kept-look-up")
+    first, later = factory.secret("bearer"), factory.secret("bearer")
+    masker = SessionMasker()
+    masker.add([first], by="test_first")
+    text = f"refresh failed for {later.value}".encode()
+    assert masker.earlier_secrets_in([text], before=1, leaving_out=[]) is None
+    masker.add([later], by="test_later")
+    assert not masker.proves_absent([later], [text])
+    found = masker.earlier_secrets_in([text], before=2, leaving_out=[])
+    assert found is not None and found[1] == {later.id: "test_later"}
