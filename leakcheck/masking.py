@@ -390,6 +390,11 @@ class SessionMasker:
         before it began: ``earlier_secrets_in``)."""
         return len(self._batches)
 
+    def batches_in(self, text: bytes) -> tuple[int, ...]:
+        """The batches owning a head that ``text`` holds, in it or decoded (``mask`` masks
+        a text with none as it is); kept until the next ``add`` for a text up to 64 KiB."""
+        return self._candidates(text)
+
     def earlier_secrets_in(
         self, texts: Iterable[bytes], *, before: int, leaving_out: Iterable[Secret]
     ) -> tuple[Scanner, dict[str, str]] | None:

@@ -118,3 +118,29 @@ def test_what_a_look_up_keeps_is_dropped_when_secrets_are_added() -> None:
     assert not masker.proves_absent([later], [text])
     found = masker.earlier_secrets_in([text], before=2, leaving_out=[])
     assert found is not None and found[1] == {later.id: "test_later"}
+
+
+ALLOWED = """
+import logging
+
+def test_logs_its_host(leakcheck):
+    host = leakcheck.secret("hostname")
+    logging.getLogger("gw").warning("upstream %s refused", host)
+    leakcheck.expose({"ok": False})
+"""
+
+
+def test_a_passing_tests_output_with_an_allowed_secret_is_masked_in_its_sections(
+    pytester: pytest.Pytester,
+) -> None:
+    """The look-ups of a verdict tell which of a test's outputs the session masker would
+    leave as they are, and its reports are not looked up again for those; an output holding
+    a secret the policy allows there (a host name in a log) is not among them: ``-rA``
+    shows it masked."""
+    pytester.makepyfile(test_inner=ALLOWED)
+    result = pytester.runpytest("-p", "no:randomly", "-rA", f"--leakcheck-seed={SEED}")
+    assert inner_outcomes(result) == {"test_logs_its_host": "PASSED"}
+    shown = result.stdout.str()
+    assert "upstream «canary:hostname:raw» refused" in shown, shown
+    host = CanaryFactory(SEED, namespace="test_inner.py::test_logs_its_host").secret("hostname")
+    self_scan("\n".join(result.outlines + result.errlines), [host], "inner output")

@@ -16,6 +16,7 @@ from ..faults import HarnessError
 from ..findings import Finding
 from ..harness import LeakCheck
 from ..masking import SessionMasker
+from ..policy import SinkClass
 from ..records import Assertion, SecretRef, TestRecord
 from ..verdict import (
     Leak,
@@ -78,12 +79,15 @@ def judge_report(
         elif raised is not None and not isinstance(raised, (pytest.skip.Exception, HarnessError)):
             check.exception_reached_caller(raised)
         hand_over_output(item, check)
+        unmasked: list[str] = []
         leaks = findings(
             check,
             details=bool(state.report_path),
             masker=state.masker,
             earlier=item.stash.get(EARLIER_BATCHES, 0),
+            masked_as_they_are=unmasked,
         )
+        state.masked_as_they_are(unmasked)
         forbidden = [leak for leak in leaks if not leak.allowed]
         # error-text snapshot of a baseline matrix case: compared now, so that a drift is
         # in the record's outcome and the grid
@@ -153,7 +157,12 @@ def judge_report(
 
 
 def findings(
-    check: LeakCheck, *, details: bool, masker: SessionMasker | None = None, earlier: int = 0
+    check: LeakCheck,
+    *,
+    details: bool,
+    masker: SessionMasker | None = None,
+    earlier: int = 0,
+    masked_as_they_are: list[str] | None = None,
 ) -> Verdict:
     """``check.findings()``, with the findings of a group in which every secret is allowed
     (the host name in an operator's DEBUG line) left unwritten unless ``details`` (a JSON
@@ -169,7 +178,11 @@ def findings(
     secrets (an earlier test's) are looked for too, and each forbidden hit of one is a leak
     of this test: something of that test outlived it and emitted the secret while this one
     ran (found with a refresh thread that logged an earlier test's token: masked in the
-    report, and every test passed)."""
+    report, and every test passed).
+
+    ``masked_as_they_are``: given, the texts of the test's output (stdout, stderr, pytest's
+    log capture: its report's sections) that the session masker would leave as they are
+    are added to it, from the same look-ups: its reports need not look them up again."""
     items = resolve_latent(check.captured(), check.policy)
     outlived: list[Leak] = []
     if masker is not None:
@@ -181,7 +194,10 @@ def findings(
                 by=check.canaries.namespace,
             )
         check.absence_proof = lambda known, text: masker.proves_absent(known, (text,))
-        outlived = _earlier_secrets(masker, check, items, earlier)
+        groups = lookup_texts(items)
+        outlived = _earlier_secrets(masker, check, items, groups, earlier)
+        if masked_as_they_are is not None:
+            masked_as_they_are += _unmasked_output(masker, items, groups)
         if check.built_masker() is None and proven_clean(
             masker, check.secrets, items, check.policy, forbidden_only=not details
         ):
@@ -203,14 +219,18 @@ OUTLIVED = (
 
 
 def _earlier_secrets(
-    masker: SessionMasker, check: LeakCheck, items: list[Captured], earlier: int
+    masker: SessionMasker,
+    check: LeakCheck,
+    items: list[Captured],
+    groups: dict[SinkClass, list[bytes]],
+    earlier: int,
 ) -> list[Leak]:
     """The forbidden hits in ``items`` of the secrets of the masker's first ``earlier``
     batches that are not this test's (none, nearly always: told from the index)."""
     if not earlier:
         return []
     # (looked up as the absence proof looks them up: the masker keeps what it found)
-    texts = [text for group in lookup_texts(items).values() for text in group]
+    texts = [text for group in groups.values() for text in group]
     found = masker.earlier_secrets_in(texts, before=earlier, leaving_out=check.secrets)
     if found is None:
         return []
@@ -219,6 +239,25 @@ def _earlier_secrets(
         _outlived(leak, added_by[leak.finding.secret_id])
         for leak in judge(scanner, items, check.policy)
         if not leak.allowed and leak.finding.secret_id in added_by
+    ]
+
+
+#: The sinks of a test's output that its report's sections show.
+_SECTION_SINKS = frozenset({"stdout", "stderr"})
+
+
+def _unmasked_output(
+    masker: SessionMasker, items: list[Captured], groups: dict[SinkClass, list[bytes]]
+) -> list[str]:
+    """The texts of ``items``' output sinks whose sink class's texts hold no head of any
+    batch of ``masker`` (looked up already: kept by the masker)."""
+    clean = {
+        sink_class for sink_class, texts in groups.items() if not any(map(masker.batches_in, texts))
+    }
+    return [
+        item.text
+        for item in items
+        if item.sink in _SECTION_SINKS and item.sink_class in clean and type(item.text) is str
     ]
 
 
