@@ -231,6 +231,8 @@ class SessionMasker:
         #: the hashes of long texts looked up lately: the second sighting keeps one
         self._seen: OrderedDict[int, None] = OrderedDict()
         self._seen_lock = threading.Lock()
+        #: the hashes of long texts looked up for earlier secrets lately
+        self._looked_up: OrderedDict[int, None] = OrderedDict()
         self._decoders = all_decoders()
         #: ``_held`` at every key, of the texts looked up since the last ``add``: a test's
         #: verdict looks its texts up for its own secrets and for earlier tests' ones
@@ -373,16 +375,21 @@ class SessionMasker:
                     return False
                 self._recent.move_to_end(batch)
                 own.append(keys)
+        # (a text is looked up only at its batches' keys: a few hundred, not the session's
+        # hundreds of thousands; or taken from a look-up at every key made since the last
+        # ``add``: the plugin looks its short texts up for earlier tests' secrets first)
         keys = own[0] if len(own) == 1 else frozenset().union(*own)
         for text in texts:
-            # (at every key, kept: the plugin looks the same texts up for earlier tests'
-            # secrets, ``earlier_secrets_in``; a text's 4-byte pieces cost the same to look
-            # up in the session's keys as in a few hundred)
             with self._lock:
-                layers, held_anywhere = self._held_at_every_key(text)
-                held = held_anywhere & keys
-                if held and not batches.isdisjoint(self._owners_in(layers, held)):
-                    return False
+                looked_up = self._held_everywhere.get(text)
+            if looked_up is not None:
+                layers, held = looked_up[0], looked_up[1] & keys
+            else:
+                layers, held = self._held(text, keys)
+            if held:
+                with self._lock:
+                    if not batches.isdisjoint(self._owners_in(layers, held)):
+                        return False
         return True
 
     def batch_count(self) -> int:
@@ -405,7 +412,8 @@ class SessionMasker:
         looked up in C at the session's keys, as ``mask`` looks it up."""
         found: set[int] = set()
         for text in texts:
-            found.update(self._candidates(text))
+            if len(text) < _KEPT_FROM or not self._looked_up_before(text):
+                found.update(self._candidates(text))
         found = {index for index in found if index < before}
         if not found:
             return None
@@ -423,6 +431,22 @@ class SessionMasker:
         if not indexes:
             return None
         return self._scanner(indexes), added_by
+
+    def _looked_up_before(self, text: bytes) -> bool:
+        """Whether a long text equal to ``text`` was looked up for earlier secrets lately
+        (by its hash). Such a text comes in test after test (a traceback, a span's stack
+        trace): it was looked up then at every batch there was, and no canary made since
+        can be in it (it is the same text); a value registered since could (README)."""
+        digest = hash(text)
+        with self._seen_lock:
+            looked_up = self._looked_up
+            if digest in looked_up:
+                looked_up.move_to_end(digest)
+                return True
+            looked_up[digest] = None
+            if len(looked_up) > _SEEN_TEXTS:
+                looked_up.popitem(last=False)
+            return False
 
     def _held(self, text: bytes, keys: frozenset[int] | KeySet) -> tuple[Sequence[bytes], set[int]]:
         """``_layers(text)`` and the keys of ``keys`` (heads' first four bytes) among their
