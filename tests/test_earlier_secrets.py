@@ -38,6 +38,12 @@ def test_b_logs_the_kept_token(leakcheck):
     log.warning("refresh failed for %s", KEPT["token"])
     leakcheck.expose({"ok": True})
 
+def test_b2_logs_a_long_text_with_the_kept_token(leakcheck):
+    leakcheck.secret("bearer")
+    frames = "".join(f"  File gw.py, line {n}, in refresh; " for n in range(60))
+    log.warning("refresh failed: %s%s", frames, KEPT["token"])
+    leakcheck.expose({"ok": True})
+
 def test_c_logs_the_kept_host(leakcheck):
     leakcheck.secret("bearer")
     log.warning("refresh failed at %s", KEPT["host"])
@@ -72,6 +78,7 @@ def test_an_earlier_tests_secret_in_a_later_tests_output_fails_it(
     assert inner_outcomes(result) == {
         "test_a_keeps_its_token": "PASSED",
         "test_b_logs_the_kept_token": "FAILED",
+        "test_b2_logs_a_long_text_with_the_kept_token": "FAILED",
         # a host name is allowed in an operator's log, whoever's it is
         "test_c_logs_the_kept_host": "PASSED",
         # registered by this test too: its own secret, judged as such
