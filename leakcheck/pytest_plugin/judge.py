@@ -19,6 +19,7 @@ from ..masking import SessionMasker
 from ..policy import SinkClass
 from ..records import Assertion, SecretRef, TestRecord
 from ..verdict import (
+    APART_FROM,
     Leak,
     Verdict,
     clean_verdict,
@@ -249,16 +250,18 @@ _SECTION_SINKS = frozenset({"stdout", "stderr"})
 def _unmasked_output(
     masker: SessionMasker, items: list[Captured], groups: dict[SinkClass, list[bytes]]
 ) -> list[str]:
-    """The texts of ``items``' output sinks whose sink class's texts hold no head of any
-    batch of ``masker`` (looked up already: kept by the masker)."""
-    clean = {
-        sink_class for sink_class, texts in groups.items() if not any(map(masker.batches_in, texts))
-    }
-    return [
-        item.text
-        for item in items
-        if item.sink in _SECTION_SINKS and item.sink_class in clean and type(item.text) is str
-    ]
+    """The texts of ``items``' output sinks (its report's sections) that hold no head of
+    any batch of ``masker``: a short one told by its sink class's joined texts (looked up
+    already, kept by the masker), a long one by itself (as masking its report would)."""
+    unmasked = []
+    for item in items:
+        if item.sink not in _SECTION_SINKS or type(item.text) is not str:
+            continue
+        text = item.text.encode("utf-8", "surrogatepass")
+        looked_up = text if len(text) >= APART_FROM else groups[item.sink_class][-1]
+        if not masker.batches_in(looked_up):
+            unmasked.append(item.text)
+    return unmasked
 
 
 def _outlived(leak: Leak, test: str) -> Leak:
