@@ -57,7 +57,13 @@ def test_d_registers_the_same_token(leakcheck):
 def test_e_a_harness_of_its_own(leakcheck):
     leakcheck.secret("bearer")
     own = LeakCheck(seed=1).secret("bearer")
+    KEPT["apart"] = own
     log.warning("a canary this test made apart: %s", own)
+    leakcheck.expose({"ok": True})
+
+def test_e2_logs_what_an_earlier_test_made_apart(leakcheck):
+    leakcheck.secret("bearer")
+    log.warning("made apart, announced, only masked: %s", KEPT["apart"])
     leakcheck.expose({"ok": True})
 
 def test_f_clean(leakcheck):
@@ -85,6 +91,8 @@ def test_an_earlier_tests_secret_in_a_later_tests_output_fails_it(
         "test_d_registers_the_same_token": "FAILED",
         # made apart by this test itself (masked only), not an earlier test's
         "test_e_a_harness_of_its_own": "PASSED",
+        # a secret made apart is announced to the session (masked), no test's to judge
+        "test_e2_logs_what_an_earlier_test_made_apart": "PASSED",
         "test_f_clean": "PASSED",
     }
     earlier = "bearer#1@test_inner.py::test_a_keeps_its_token"

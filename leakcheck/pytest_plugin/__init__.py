@@ -183,7 +183,7 @@ def leakcheck() -> Iterator[LeakCheck]:
             yield check
     finally:
         # the session masker takes the secrets over before the check stops being asked
-        state.masker.add(check.secrets, check.built_masker())
+        state.masker.add(check.secrets, check.built_masker(), by=node.nodeid)
         state.running.pop(node.nodeid, None)
         check.stop()
         state.secrets.extend(check.secrets)

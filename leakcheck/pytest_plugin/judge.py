@@ -214,8 +214,8 @@ def findings(
 
 #: Said under a leak of another test's secret.
 OUTLIVED = (
-    "a secret of {who}, emitted while this test ran: something of that test outlived it, "
-    "a thread, a client or an object kept at module or session scope"
+    "a secret of the earlier test {test}, emitted while this test ran: something of that "
+    "test outlived it, a thread, a client or an object kept at module or session scope"
 )
 
 
@@ -268,8 +268,7 @@ def _outlived(leak: Leak, test: str) -> Leak:
     """``leak`` of an earlier test's secret, its id naming that test (``bearer#1`` is a
     canary of this test too: their findings must not make one root cause)."""
     finding = leak.finding
-    secret_id = f"{finding.secret_id}@{test}" if test else finding.secret_id
-    who = f"the earlier test {test}" if test else "an earlier test"
+    secret_id = f"{finding.secret_id}@{test}"
     return dataclasses.replace(
         leak,
         finding=Finding(
@@ -284,7 +283,7 @@ def _outlived(leak: Leak, test: str) -> Leak:
             length=finding.length,
             excerpt=finding.excerpt,
         ),
-        note=OUTLIVED.format(who=who),
+        note=OUTLIVED.format(test=test),
     )
 
 
