@@ -218,6 +218,8 @@ class SessionMasker:
         self._heads: dict[bytes, int] = {}
         #: the owners of each head several batches own (rare: fixed text alone)
         self._shared: dict[bytes, tuple[int, ...]] = {}
+        #: heads that are another batch's tail too: fixed text (``earlier_secrets_in``)
+        self._fixed_heads: set[bytes] = set()
         #: the first four bytes of every head, as the ints ``add_substring_keys`` makes
         self._keys: KeySet = {}
         #: batches with a needle shorter than a head: candidates for every text
@@ -301,6 +303,8 @@ class SessionMasker:
         owners.update(dict.fromkeys(heads, index))
         if not taken:
             return heads
+        # another batch's head that is this one's tail too: fixed text (a kind's suffix)
+        self._fixed_heads |= taken
         for needle in compress(needles, map(taken.__contains__, tail_of)):
             # its middle, as _spare_head tries first (free for most: the tail taken is a
             # kind's fixed text, such as a host name's domain in its base64)
@@ -410,10 +414,15 @@ class SessionMasker:
         ``texts`` holds (in it or decoded): a masking scanner over those batches (it
         detects too) and who added each of them, by id; None when there are none, nearly
         always: a text is looked up in C at the session's keys, as ``mask`` looks it up."""
-        found: set[int] = set()
+        found: set[int] = set(self._always)
         for text in texts:
-            if len(text) < _KEPT_FROM or not self._looked_up_before(text):
-                found.update(self._candidates(text))
+            if len(text) >= _KEPT_FROM and self._looked_up_before(text):
+                continue
+            with self._lock:
+                layers, held = self._held_at_every_key(text)
+                # (not by a head of fixed text: the first batch of a kind owns its suffix,
+                # and every text saying "internal" held the first test's host name's head)
+                found |= self._owners_in(layers, held, leaving_out=self._fixed_heads)
         own = {secret.value for secret in leaving_out}
         with self._lock:
             # (a test's: a secret made apart, announced, is only masked; a unit test's
@@ -484,25 +493,31 @@ class SessionMasker:
                 seen.popitem(last=False)
             return False
 
-    def _owners_in(self, layers: Iterable[bytes], keys: Iterable[int]) -> set[int]:
-        """The owners of the heads at each place in ``layers`` where one of ``keys`` (a
-        head's first four bytes) occurs (under the lock)."""
+    def _owners_in(
+        self, layers: Iterable[bytes], keys: Iterable[int], leaving_out: Collection[bytes] = ()
+    ) -> set[int]:
+        """The owners of the heads (other than ``leaving_out``) at each place in ``layers``
+        where one of ``keys`` (a head's first four bytes) occurs (under the lock)."""
         found: set[int] = set()
         for key in keys:
             start = key.to_bytes(4, sys.byteorder)
             for data in layers:
-                self._owners_at(data, start, found)
+                self._owners_at(data, start, found, leaving_out)
         return found
 
-    def _owners_at(self, data: bytes, start: bytes, found: set[int]) -> None:
+    def _owners_at(
+        self, data: bytes, start: bytes, found: set[int], leaving_out: Collection[bytes] = ()
+    ) -> None:
         """Add to ``found`` the owners of the heads at each place ``start`` occurs."""
         position = data.find(start)
         while position >= 0:
             head = data[position : position + HEAD_BYTES]
             owner = self._heads.get(head)
-            if owner == SHARED:
+            if owner is None or head in leaving_out:
+                pass
+            elif owner == SHARED:
                 found.update(self._shared[head])
-            elif owner is not None:
+            else:
                 found.add(owner)
             position = data.find(start, position + 1)
 

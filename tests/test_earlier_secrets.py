@@ -159,3 +159,24 @@ def test_a_passing_tests_output_with_an_allowed_secret_is_masked_in_its_sections
     assert "upstream «canary:hostname:raw» refused" in shown, shown
     host = CanaryFactory(SEED, namespace="test_inner.py::test_logs_its_host").secret("hostname")
     self_scan("\n".join(result.outlines + result.errlines), [host], "inner output")
+
+
+def test_a_text_holding_a_kinds_fixed_text_names_no_earlier_test() -> None:
+    """The first batch of a kind owns the head of its fixed suffix (a host name canary's
+    ``.corp.internal``): every text saying "internal" held it, and each later test's
+    verdict searched all its texts with a scanner over that batch (7 M instructions a test
+    of the MCP suite). Fixed text is no sign of an earlier test's secret."""
+    from leakcheck.masking import SessionMasker
+
+    factory = CanaryFactory("fixed-text")
+    hosts = [factory.secret("hostname") for _ in range(3)]
+    masker = SessionMasker()
+    for n, host in enumerate(hosts):
+        masker.add([host], by=f"test_{n}")
+    suffix = hosts[0].value[-8:]
+    assert all(host.value.endswith(suffix) for host in hosts)  # (the kind's fixed text)
+    text = f"upstream error: service{suffix} unavailable".encode()
+    assert masker.earlier_secrets_in([text], before=3, leaving_out=[]) is None
+    leaked = f"upstream error: {hosts[1].value} unavailable".encode()
+    found = masker.earlier_secrets_in([leaked], before=3, leaving_out=[])
+    assert found is not None and set(found[1].values()) == {"test_1"}
