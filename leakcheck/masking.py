@@ -137,6 +137,14 @@ def _narrowing_changes(data: bytes) -> bool:
 _SEPARATOR_NULS = JOIN_SEPARATOR.count(_NUL)
 
 
+def _joined(layers: Sequence[bytes]) -> tuple[bytes]:
+    """``layers`` as one buffer, for finding heads in all of them with one ``find`` loop a
+    key (a text's layers are a few dozen: a loop for each was most of a look-up at every
+    key). A head across a separator is a candidate no layer holds: the scanner over its
+    batch, which masks or searches next, finds nothing there."""
+    return (layers[0] if len(layers) == 1 else _LAYER_SEPARATOR.join(layers),)
+
+
 def _head_material(needles: list[bytes]) -> list[bytes]:
     """What ``needles`` are indexed by: each narrowed, or itself where that would leave
     less than a head (narrowed together, in C: a test adds a few hundred needles)."""
@@ -340,7 +348,7 @@ class SessionMasker:
         with self._lock:
             layers, held = self._held_at_every_key(buf)
             found = set(self._always)
-            found |= self._owners_in(layers, held)
+            found |= self._owners_in(_joined(layers), held)
         return tuple(sorted(found))
 
     def _held_at_every_key(self, text: bytes) -> tuple[Sequence[bytes], set[int]]:
@@ -401,11 +409,6 @@ class SessionMasker:
         before it began: ``earlier_secrets_in``)."""
         return len(self._batches)
 
-    def batches_in(self, text: bytes) -> tuple[int, ...]:
-        """The batches owning a head that ``text`` holds, in it or decoded (``mask`` masks
-        a text with none as it is); kept until the next ``add`` for a text up to 64 KiB."""
-        return self._candidates(text)
-
     def earlier_secrets_in(
         self, texts: Iterable[bytes], *, before: int, leaving_out: Iterable[Secret]
     ) -> tuple[Scanner, dict[str, str]] | None:
@@ -422,7 +425,7 @@ class SessionMasker:
                 layers, held = self._held_at_every_key(text)
                 # (not by a head of fixed text: the first batch of a kind owns its suffix,
                 # and every text saying "internal" held the first test's host name's head)
-                found |= self._owners_in(layers, held, leaving_out=self._fixed_heads)
+                found |= self._owners_in(_joined(layers), held, leaving_out=self._fixed_heads)
         own = {secret.value for secret in leaving_out}
         with self._lock:
             # (a test's: a secret made apart, announced, is only masked; a unit test's

@@ -148,10 +148,9 @@ def test_logs_its_host(leakcheck):
 def test_a_passing_tests_output_with_an_allowed_secret_is_masked_in_its_sections(
     pytester: pytest.Pytester,
 ) -> None:
-    """The look-ups of a verdict tell which of a test's outputs the session masker would
-    leave as they are, and its reports are not looked up again for those; an output holding
-    a secret the policy allows there (a host name in a log) is not among them: ``-rA``
-    shows it masked."""
+    """A passing test's output holding a secret the policy allows there (a host name in a
+    log) is shown masked by ``-rA`` (the earlier-secrets look-up of its verdict changes
+    nothing of what its reports are masked with)."""
     pytester.makepyfile(test_inner=ALLOWED)
     result = pytester.runpytest("-p", "no:randomly", "-rA", f"--leakcheck-seed={SEED}")
     assert inner_outcomes(result) == {"test_logs_its_host": "PASSED"}

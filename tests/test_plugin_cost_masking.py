@@ -1,5 +1,4 @@
-"""A passing test's reports are masked once by the session masker (issue 13's plugin cost),
-or not at all where its verdict's look-ups showed there is nothing to mask in its output:
+"""A passing test's reports are masked once by the session masker (issue 13's plugin cost):
 a test whose secrets the session masker took over at its verdict masks nothing the session
 masker does not, so its own masking is not asked again, and the teardown report's copy of
 the call's captured log comes from the masked texts kept. Masking each section with the
@@ -83,10 +82,9 @@ def test_a_passing_tests_sections_are_masked_once_by_the_session(
     pytester.makepyfile(test_masked_once=SUITE)
     result = pytester.runpytest_subprocess(*ARGS, "-rA")
     result.assert_outcomes(passed=2)
-    # (its verdict's look-ups showed the session masker would leave the log line as it
-    # is: kept as masked, for the call report's section and the teardown report's copy)
+    # (its call report's section, then its teardown report's copy of it: kept)
     result.stdout.fnmatch_lines(
-        ["*MASKED WITH ITS OWN SECRETS 0*", "*LOG LINE MASKED BY THE SESSION 0*"]
+        ["*MASKED WITH ITS OWN SECRETS 0*", "*LOG LINE MASKED BY THE SESSION 1*"]
     )
 
 

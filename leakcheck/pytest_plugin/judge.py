@@ -19,7 +19,6 @@ from ..masking import SessionMasker
 from ..policy import SinkClass
 from ..records import Assertion, SecretRef, TestRecord
 from ..verdict import (
-    APART_FROM,
     Leak,
     Verdict,
     clean_verdict,
@@ -80,15 +79,12 @@ def judge_report(
         elif raised is not None and not isinstance(raised, (pytest.skip.Exception, HarnessError)):
             check.exception_reached_caller(raised)
         hand_over_output(item, check)
-        unmasked: list[str] = []
         leaks = findings(
             check,
             details=bool(state.report_path),
             masker=state.masker,
             earlier=item.stash.get(EARLIER_BATCHES, 0),
-            masked_as_they_are=unmasked,
         )
-        state.masked_as_they_are(unmasked)
         forbidden = [leak for leak in leaks if not leak.allowed]
         # error-text snapshot of a baseline matrix case: compared now, so that a drift is
         # in the record's outcome and the grid
@@ -163,7 +159,6 @@ def findings(
     details: bool,
     masker: SessionMasker | None = None,
     earlier: int = 0,
-    masked_as_they_are: list[str] | None = None,
 ) -> Verdict:
     """``check.findings()``, with the findings of a group in which every secret is allowed
     (the host name in an operator's DEBUG line) left unwritten unless ``details`` (a JSON
@@ -179,11 +174,7 @@ def findings(
     secrets (an earlier test's) are looked for too, and each forbidden hit of one is a leak
     of this test: something of that test outlived it and emitted the secret while this one
     ran (found with a refresh thread that logged an earlier test's token: masked in the
-    report, and every test passed).
-
-    ``masked_as_they_are``: given, the texts of the test's output (stdout, stderr, pytest's
-    log capture: its report's sections) that the session masker would leave as they are
-    are added to it, from the same look-ups: its reports need not look them up again."""
+    report, and every test passed)."""
     items = resolve_latent(check.captured(), check.policy)
     outlived: list[Leak] = []
     if masker is not None:
@@ -197,8 +188,6 @@ def findings(
         check.absence_proof = lambda known, text: masker.proves_absent(known, (text,))
         groups = lookup_texts(items)
         outlived = _earlier_secrets(masker, check, items, groups, earlier)
-        if masked_as_they_are is not None:
-            masked_as_they_are += _unmasked_output(masker, items, groups)
         if check.built_masker() is None and proven_clean(
             masker, check.secrets, items, check.policy, forbidden_only=not details
         ):
@@ -241,27 +230,6 @@ def _earlier_secrets(
         for leak in judge(scanner, items, check.policy)
         if not leak.allowed and leak.finding.secret_id in added_by
     ]
-
-
-#: The sinks of a test's output that its report's sections show.
-_SECTION_SINKS = frozenset({"stdout", "stderr"})
-
-
-def _unmasked_output(
-    masker: SessionMasker, items: list[Captured], groups: dict[SinkClass, list[bytes]]
-) -> list[str]:
-    """The texts of ``items``' output sinks (its report's sections) that hold no head of
-    any batch of ``masker``: a short one told by its sink class's joined texts (looked up
-    already, kept by the masker), a long one by itself (as masking its report would)."""
-    unmasked = []
-    for item in items:
-        if item.sink not in _SECTION_SINKS or type(item.text) is not str:
-            continue
-        text = item.text.encode("utf-8", "surrogatepass")
-        looked_up = text if len(text) >= APART_FROM else groups[item.sink_class][-1]
-        if not masker.batches_in(looked_up):
-            unmasked.append(item.text)
-    return unmasked
 
 
 def _outlived(leak: Leak, test: str) -> Leak:

@@ -9,7 +9,7 @@ import logging
 import os
 import random
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -201,21 +201,6 @@ class PluginSession:
         """What a masked text was masked with: the secrets the session masker holds and
         those of each running test it does not."""
         return (len(self.masker), *((check.serial, check.secret_count) for check in running))
-
-    def masked_as_they_are(self, texts: Iterable[str]) -> None:
-        """``texts``, which the session masker was found to leave as they are (a test's
-        output at its verdict: its report's sections), kept as masked, for its reports."""
-        if self._masker is None or any(
-            not self._masker.holds(check.secrets) for check in self.running.values()
-        ):
-            return  # (a running test's own secrets, not the session's, would mask them too)
-        known = self._known([])
-        with self._masked_lock:
-            for text in texts:
-                if _CACHED_FROM_CHARS <= len(text) <= _CACHED_UP_TO_CHARS:
-                    if len(self._masked) >= _CACHED_TEXTS:
-                        self._masked.pop(next(iter(self._masked)))
-                    self._masked[text] = (known, text)
 
     def mask_terminal(self) -> None:
         """Mask every write to pytest's terminal: the last net under every line pytest
