@@ -909,11 +909,15 @@ class WarningsSink:
             return
         self._handed[id(w)] = None
         show, impl = outer
-        message, category = self._masked(w)
         # as ``warnings._showwarnmsg`` routes it: a ``showwarning`` of its own first
         if show is not getattr(warnings, "_showwarning_orig", show):
-            show(message, category, w.filename, w.lineno, w.file, w.line)
+            show(*self._masked(w), w.filename, w.lineno, w.file, w.line)
             return
+        # a recorder (pytest's summary, ``recwarn``) gets it as raised, masked in place when
+        # the sink stops, with every secret there is then (masked here, a warning made the
+        # test's own masking scanner while it ran); what prints it gets it masked now
+        records = isinstance(getattr(impl, "__self__", None), list)
+        message, category = (w.message, w.category) if records else self._masked(w)
         handed = warnings.WarningMessage(
             message, category, w.filename, w.lineno, w.file, w.line, w.source
         )
@@ -921,12 +925,12 @@ class WarningsSink:
         impl(handed)
 
     def _mask_handed(self, w: warnings.WarningMessage, handed: Any) -> None:
-        """A secret registered after its warning was raised: the copy handed on to a
-        recorder is masked in place (one handed to a ``showwarning`` is gone)."""
+        """The copy of ``w`` handed on to a recorder, masked in place (one handed to a
+        ``showwarning`` is gone: it was masked then)."""
         if handed is None:
             return
         message, category = self._masked(w)
-        if message is not w.message:
+        if message is not handed.message:
             handed.message, handed.category = message, category
 
     def _masked(self, w: warnings.WarningMessage) -> tuple[Any, Any]:
