@@ -137,6 +137,17 @@ def _narrowing_changes(data: bytes) -> bool:
 _SEPARATOR_NULS = JOIN_SEPARATOR.count(_NUL)
 
 
+def _remembered(hashes: OrderedDict[int, None], digest: int) -> bool:
+    """Whether ``digest`` is among the last _SEEN_TEXTS ``hashes``; it is from now on."""
+    if digest in hashes:
+        hashes.move_to_end(digest)
+        return True
+    hashes[digest] = None
+    if len(hashes) > _SEEN_TEXTS:
+        hashes.popitem(last=False)
+    return False
+
+
 def _joined(layers: Sequence[bytes]) -> tuple[bytes]:
     """``layers`` as one buffer, for finding heads in all of them with one ``find`` loop a
     key (a text's layers are a few dozen: a loop for each was most of a look-up at every
@@ -451,16 +462,8 @@ class SessionMasker:
         (by its hash). Such a text comes in test after test (a traceback, a span's stack
         trace): it was looked up then at every batch there was, and no canary made since
         can be in it (it is the same text); a value registered since could (README)."""
-        digest = hash(text)
         with self._seen_lock:
-            looked_up = self._looked_up
-            if digest in looked_up:
-                looked_up.move_to_end(digest)
-                return True
-            looked_up[digest] = None
-            if len(looked_up) > _SEEN_TEXTS:
-                looked_up.popitem(last=False)
-            return False
+            return _remembered(self._looked_up, hash(text))
 
     def _held(self, text: bytes, keys: frozenset[int] | KeySet) -> tuple[Sequence[bytes], set[int]]:
         """``_layers(text)`` and the keys of ``keys`` (heads' first four bytes) among their
@@ -485,16 +488,8 @@ class SessionMasker:
     def _seen_before(self, text: bytes) -> bool:
         """Whether a text equal to ``text`` was looked up lately (by its hash: a collision
         only keeps a text that comes once)."""
-        seen = self._seen
-        digest = hash(text)
         with self._seen_lock:
-            if digest in seen:
-                seen.move_to_end(digest)
-                return True
-            seen[digest] = None
-            if len(seen) > _SEEN_TEXTS:
-                seen.popitem(last=False)
-            return False
+            return _remembered(self._seen, hash(text))
 
     def _owners_in(
         self, layers: Iterable[bytes], keys: Iterable[int], leaving_out: Collection[bytes] = ()
