@@ -56,8 +56,11 @@ def judge_report(
     if call.when == "call" and check.unreached() and not skipped:
         # a forced stage that never fired proved nothing: never a pass
         reports.fail_report(report, lead=check.harness_errors())
+    at_teardown: list[Leak] = []
+    if call.when == "teardown" and state.enabled and check.secrets:
+        at_teardown = fail_on_teardown_output(item, report, check, state)
     if call.when != "call" and report.failed and state.enabled:
-        record_phase_failure(item, call, report, check, state)
+        record_phase_failure(item, call, report, check, state, leaks=at_teardown)
     if not check.secrets:
         return
     in_id = (
@@ -255,22 +258,78 @@ def _outlived(leak: Leak, test: str) -> Leak:
     )
 
 
+def fail_on_teardown_output(
+    item: pytest.Item, report: pytest.TestReport, check: LeakCheck, state: PluginSession
+) -> list[Leak]:
+    """What the test's teardown printed and logged (a fixture closing its client: "closing
+    session for <token>"), judged as its call's output was: the test's secrets and an
+    earlier test's. pytest's captured sections of the phase are searched (the verdict was
+    given at the end of the call). Fails the teardown report (pytest's "error") where
+    it holds a forbidden hit; the leaks found."""
+    items = [
+        Captured(*_TEARDOWN_SINKS[key], _TEARDOWN_PATHS[key], content)
+        for when, key, content in getattr(item, "_report_sections", [])
+        if when == "teardown" and key in _TEARDOWN_SINKS and content
+    ]
+    if not items:
+        return []
+    masker = state.masker
+    masker.add(check.secrets, by=check.canaries.namespace)  # (held since the verdict)
+    leaks: list[Leak] = []
+    if not proven_clean(masker, check.secrets, items, check.policy):
+        leaks += judge(check.scanner, items, check.policy)
+    leaks += _earlier_secrets(
+        masker, check, items, lookup_texts(items), item.stash.get(EARLIER_BATCHES, 0)
+    )
+    if any(not leak.allowed for leak in leaks):
+        text = failure_text(check, leaks, state)
+        reports.fail_report(report, lead=f"leakcheck: at teardown\n{text}")
+    return leaks
+
+
+#: pytest's captured sections of the teardown: the sink that judges each, and its path.
+_TEARDOWN_SINKS = {
+    "stdout": ("stdout", SinkClass.CALLER),
+    "stderr": ("stderr", SinkClass.OPERATOR),
+    "log": ("stderr", SinkClass.OPERATOR),
+}
+_TEARDOWN_PATHS = {
+    "stdout": "teardown",
+    "stderr": "teardown",
+    "log": "pytest log capture (teardown)",
+}
+
+
 def record_phase_failure(
     item: pytest.Item,
     call: pytest.CallInfo[None],
     report: pytest.TestReport,
     check: LeakCheck,
     state: PluginSession,
+    *,
+    leaks: list[Leak] | None = None,
 ) -> None:
     """A fixture's setup or teardown failed (pytest's "error"): the JSON report says why,
     on the test's record (written by its call phase), or on a record of its own for a test
-    whose setup failed and which so never ran."""
-    reason = f"{call.when} error: " + _own_failure(call, report).removeprefix("test failed: ")
+    whose setup failed and which so never ran. ``leaks``: what the teardown printed, when
+    that is why (``fail_on_teardown_output``): counted, and listed in a report."""
+    forbidden = sum(1 for leak in leaks or () if not leak.allowed)
+    if forbidden:
+        reason = f"{call.when} error: leakcheck: {forbidden} forbidden hit(s) in its output"
+    else:
+        reason = f"{call.when} error: " + _own_failure(call, report).removeprefix("test failed: ")
     for index in range(len(state.records) - 1, -1, -1):
         written = state.records[index]
         if written.get("test") == item.nodeid:
             earlier = str(written.get("reason", ""))
             updated = {**written, "outcome": "error", "reason": f"{earlier}\n{reason}".strip()}
+            if forbidden:
+                updated["forbidden"] = int(written.get("forbidden", 0)) + forbidden
+                if written.get("findings") is not None and state.report_path:
+                    updated["findings"] = [
+                        *written["findings"],
+                        *(x.to_dict() for x in leaks or ()),
+                    ]
             state.records[index] = updated  # (masked when it leaves the process, as above)
             return
     record = TestRecord(
