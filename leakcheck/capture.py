@@ -472,7 +472,16 @@ class LoggingSink:
                 logger._cache.clear()  # type: ignore[attr-defined]  # isEnabledFor's private cache
 
     def collect(self) -> Iterator[Captured]:
-        for n, (record, note, texts, plain) in enumerate(self._records):
+        return self.collect_since(0)
+
+    def records_so_far(self) -> int:
+        """How many records were captured so far (``collect_since`` takes it)."""
+        return len(self._records)
+
+    def collect_since(self, start: int) -> Iterator[Captured]:
+        """``collect`` of the records captured from the ``start``-th on (a test's teardown:
+        those after its verdict)."""
+        for n, (record, note, texts, plain) in enumerate(self._records[start:], start):
             name, levelname = safe_str(record.name), safe_str(record.levelname)
             where = f"{name} {levelname}"
             group = f"{self.name}#{n}"

@@ -53,6 +53,26 @@ def prints_the_kept_token(leakcheck):
     yield
     print("flushing", KEPT["token"])
 
+@pytest.fixture
+def structured(leakcheck):
+    token = leakcheck.secret("bearer")
+    audit = logging.getLogger("gw.audit")
+    audit.propagate = False  # (its own handler: pytest's log capture never sees it)
+    handler = logging.StreamHandler(open("audit.log", "w"))
+    handler.setFormatter(logging.Formatter("%(message)s %(headers)s"))
+    audit.addHandler(handler)
+    yield token
+    audit.warning("session closed", extra={"headers": {"Authorization": f"Bearer {token}"}})
+    audit.removeHandler(handler)
+    handler.close()
+
+def test_structured(structured, leakcheck):
+    leakcheck.expose({"ok": True})
+
+def test_call_leaks_teardown_clean(careful, leakcheck):
+    log.warning("calling with %s", careful)
+    leakcheck.expose({"ok": True})
+
 def test_careless(careless, leakcheck):
     leakcheck.expose({"ok": True})
 
@@ -78,19 +98,25 @@ def test_what_a_teardown_prints_is_judged(pytester: pytest.Pytester) -> None:
         "test_careful": "PASSED",
         "test_host_in_log": "PASSED",
         "test_prints_the_kept_token": "ERROR",
+        "test_structured": "ERROR",
+        # its call's leak is the call's: judged once, not again at teardown
+        "test_call_leaks_teardown_clean": "FAILED",
     }
-    # (the call passed: the error is the teardown's)
-    result.assert_outcomes(passed=4, errors=2)
+    # (the other calls passed: their errors are the teardowns')
+    result.assert_outcomes(passed=5, failed=1, errors=3)
+    structured = failure_section(result, "test_structured")
+    assert "[LEAK] operator: log record gw.audit WARNING" in structured, structured
     careless = failure_section(result, "test_careless")
     assert "leakcheck: at teardown" in careless, careless
-    assert "[LEAK] operator: log lines pytest captured during fixture teardown" in careless
+    assert "[LEAK] operator: log record gw WARNING message" in careless, careless
+    assert "also in: log lines pytest captured during fixture teardown" in careless, careless
     kept = failure_section(result, "test_prints_the_kept_token")
     assert "[LEAK] caller: stdout" in kept, kept
     assert "a secret of the earlier test test_inner.py::test_careful" in kept, kept
     records = {r["test"].split("::")[-1]: r for r in json.loads(report.read_text())["tests"]}
     assert records["test_careless"]["outcome"] == "error"
-    assert records["test_careless"]["forbidden"] == 1
-    assert "teardown error: leakcheck: 1 forbidden hit(s)" in records["test_careless"]["reason"]
+    assert records["test_careless"]["forbidden"] == 2  # (the record, pytest's log capture)
+    assert "teardown error: leakcheck: 2 forbidden hit(s)" in records["test_careless"]["reason"]
     assert records["test_host_in_log"]["outcome"] == "passed"
     secrets = [
         CanaryFactory(SEED, namespace=f"test_inner.py::{test}").secret(kind)
@@ -98,6 +124,8 @@ def test_what_a_teardown_prints_is_judged(pytester: pytest.Pytester) -> None:
             ("test_careless", "bearer"),
             ("test_careful", "bearer"),
             ("test_host_in_log", "hostname"),
+            ("test_structured", "bearer"),
+            ("test_call_leaks_teardown_clean", "bearer"),
         )
     ]
     self_scan("\n".join(result.outlines + result.errlines), secrets, "inner output")

@@ -11,7 +11,13 @@ from collections.abc import Iterable
 import pytest
 
 from ..canaries import Secret
-from ..capture import Captured, ExposedSink, ProtectedRecordSink, resolve_latent
+from ..capture import (
+    Captured,
+    ExposedSink,
+    LoggingSink,
+    ProtectedRecordSink,
+    resolve_latent,
+)
 from ..faults import HarnessError
 from ..findings import Finding
 from ..harness import LeakCheck
@@ -82,6 +88,7 @@ def judge_report(
         elif raised is not None and not isinstance(raised, (pytest.skip.Exception, HarnessError)):
             check.exception_reached_caller(raised)
         hand_over_output(item, check)
+        item.stash[LOG_RECORDS_JUDGED] = _log_records_so_far(check)
         leaks = findings(
             check,
             details=bool(state.report_path),
@@ -271,6 +278,12 @@ def fail_on_teardown_output(
         for when, key, content in getattr(item, "_report_sections", [])
         if when == "teardown" and key in _TEARDOWN_SINKS and content
     ]
+    # the records the log sink took after the verdict, as the app's handlers render them
+    # (a JSON formatter's ``extra`` fields, a logger that does not propagate to pytest's)
+    judged = item.stash.get(LOG_RECORDS_JUDGED, None)
+    log_sink = _log_sink(check)
+    if log_sink is not None and judged is not None and log_sink.records_so_far() > judged:
+        items += resolve_latent(log_sink.collect_since(judged), check.policy)
     if not items:
         return []
     masker = state.masker
@@ -287,6 +300,17 @@ def fail_on_teardown_output(
     return leaks
 
 
+def _log_sink(check: LeakCheck) -> LoggingSink | None:
+    return next((sink for sink in check.sinks if isinstance(sink, LoggingSink)), None)
+
+
+def _log_records_so_far(check: LeakCheck) -> int:
+    log_sink = _log_sink(check)
+    return log_sink.records_so_far() if log_sink is not None else 0
+
+
+#: How many records the log sink had taken at a test's verdict (its teardown judges the rest).
+LOG_RECORDS_JUDGED = pytest.StashKey[int]()
 #: pytest's captured sections of the teardown: the sink that judges each, and its path.
 _TEARDOWN_SINKS = {
     "stdout": ("stdout", SinkClass.CALLER),
