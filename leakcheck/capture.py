@@ -849,12 +849,14 @@ def _formatted(kind: Any, value: Any, tb: Any) -> str:
 
 class WarningsSink:
     """Warnings raised during the test, recorded under the filters in force (an ``error``
-    filter still raises) and handed on, masked, to whoever recorded before us as they are
-    raised: pytest's warnings summary, a ``recwarn`` or a ``catch_warnings`` a fixture
-    entered before ours, ``logging.captureWarnings``. Held back until the test ended, a
-    fixture's recorder saw no warning while the test ran (``assert len(recwarn) == 1``
-    failed under the plugin alone) and a warning routed to logging became a log line after
-    the test instead of during it."""
+    filter still raises) and handed on as they are raised to whoever recorded before us:
+    pytest's warnings summary, a ``recwarn`` or a ``catch_warnings`` a fixture entered
+    before ours, ``logging.captureWarnings``. A recorder's copy is masked in place when the
+    sink stops, with every secret known then; what prints it as it comes (a
+    ``showwarning`` of the app's, Python's own printer) gets it masked. Held back until the
+    test ended, a fixture's recorder saw no warning while the test ran (``assert
+    len(recwarn) == 1`` failed under the plugin alone) and a warning routed to logging
+    became a log line after the test instead of during it."""
 
     name = "warning"
 

@@ -177,9 +177,9 @@ def _head_material(needles: list[bytes]) -> list[bytes]:
 _CACHED_SCANNERS = 32
 #: Batches whose heads ``proves_absent`` keeps at hand (a test's own, the session's).
 _RECENT_BATCHES = 64
-#: Texts whose keys held ``_held_at_every_key`` keeps (a test's texts, by sink class).
-_HELD_KEPT = 8
-_HELD_KEPT_UP_TO = 64 * 1024
+#: Texts whose keys held ``_held_at_every_key`` keeps (a test's texts, by sink class), up
+#: to this many bytes each.
+_HELD_KEPT, _HELD_KEPT_UP_TO = 8, 64 * 1024
 #: Texts from this many bytes up to the next are kept with their layers' keys (a 16 KiB
 #: text of random hex cost 6.4 MiB kept with its decoded layer; a 6 KB traceback, 60 KiB).
 _KEPT_FROM, _KEPT_UP_TO = 1024, 16 * 1024

@@ -10,10 +10,8 @@ fails it, naming the test the secret came from.
 
 from __future__ import annotations
 
-import json
-
 import pytest
-from conftest import failure_section, inner_outcomes, self_scan
+from conftest import failure_section, inner_outcomes, run_with_report, self_scan
 
 from leakcheck.canaries import CanaryFactory
 
@@ -77,10 +75,7 @@ def test_an_earlier_tests_secret_in_a_later_tests_output_fails_it(
     pytester: pytest.Pytester,
 ) -> None:
     pytester.makepyfile(test_inner=INNER)
-    report = pytester.path / "report.json"
-    result = pytester.runpytest(
-        "-p", "no:randomly", "-rA", f"--leakcheck-seed={SEED}", f"--leakcheck-report={report}"
-    )
+    result, data = run_with_report(pytester, SEED)
     assert inner_outcomes(result) == {
         "test_a_keeps_its_token": "PASSED",
         "test_b_logs_the_kept_token": "FAILED",
@@ -102,7 +97,7 @@ def test_an_earlier_tests_secret_in_a_later_tests_output_fails_it(
     assert "a secret of the earlier test test_inner.py::test_a_keeps_its_token" in failure
     own = failure_section(result, "test_d_registers_the_same_token")
     assert "earlier test" not in own and "bearer#user1 (bearer, direct secret):" in own, own
-    records = {r["test"].split("::")[-1]: r for r in json.loads(report.read_text())["tests"]}
+    records = {r["test"].split("::")[-1]: r for r in data["tests"]}
     forbidden = [f for f in records["test_b_logs_the_kept_token"]["findings"] if not f["allowed"]]
     assert forbidden and {f["finding"]["secret_id"] for f in forbidden} == {earlier}, forbidden
     # an earlier test's secret where the policy allows it is not this test's to report
@@ -114,7 +109,8 @@ def test_an_earlier_tests_secret_in_a_later_tests_output_fails_it(
         for kind in ("bearer", "hostname")
     ]
     self_scan("\n".join(result.outlines + result.errlines), secrets, "inner output")
-    self_scan(report.read_text(), secrets, "JSON report")
+    report = pytester.path / "leakcheck-report.json"  # (as written, not as read back)
+    self_scan(report.read_text(encoding="utf-8"), secrets, "JSON report")
 
 
 def test_what_a_look_up_keeps_is_dropped_when_secrets_are_added() -> None:
@@ -149,8 +145,9 @@ def test_a_passing_tests_output_with_an_allowed_secret_is_masked_in_its_sections
     pytester: pytest.Pytester,
 ) -> None:
     """A passing test's output holding a secret the policy allows there (a host name in a
-    log) is shown masked by ``-rA`` (the earlier-secrets look-up of its verdict changes
-    nothing of what its reports are masked with)."""
+    log) is shown masked by ``-rA``: the look-ups at every key its verdict makes (kept by
+    the session masker until its next ``add``) leave what its reports are masked with as
+    it was."""
     pytester.makepyfile(test_inner=ALLOWED)
     result = pytester.runpytest("-p", "no:randomly", "-rA", f"--leakcheck-seed={SEED}")
     assert inner_outcomes(result) == {"test_logs_its_host": "PASSED"}

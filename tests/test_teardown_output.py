@@ -9,10 +9,8 @@ an earlier test's there.
 
 from __future__ import annotations
 
-import json
-
 import pytest
-from conftest import failure_section, inner_outcomes, self_scan
+from conftest import failure_section, inner_outcomes, run_with_report, self_scan
 
 from leakcheck.canaries import CanaryFactory
 
@@ -89,10 +87,7 @@ def test_prints_the_kept_token(prints_the_kept_token, leakcheck):
 
 def test_what_a_teardown_prints_is_judged(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_inner=INNER)
-    report = pytester.path / "report.json"
-    result = pytester.runpytest(
-        "-p", "no:randomly", "-rA", f"--leakcheck-seed={SEED}", f"--leakcheck-report={report}"
-    )
+    result, data = run_with_report(pytester, SEED)
     assert inner_outcomes(result) == {
         "test_careless": "ERROR",
         "test_careful": "PASSED",
@@ -113,7 +108,7 @@ def test_what_a_teardown_prints_is_judged(pytester: pytest.Pytester) -> None:
     kept = failure_section(result, "test_prints_the_kept_token")
     assert "[LEAK] caller: stdout" in kept, kept
     assert "a secret of the earlier test test_inner.py::test_careful" in kept, kept
-    records = {r["test"].split("::")[-1]: r for r in json.loads(report.read_text())["tests"]}
+    records = {r["test"].split("::")[-1]: r for r in data["tests"]}
     assert records["test_careless"]["outcome"] == "error"
     assert records["test_careless"]["forbidden"] == 2  # (the record, pytest's log capture)
     assert "teardown error: leakcheck: 2 forbidden hit(s)" in records["test_careless"]["reason"]
@@ -129,4 +124,5 @@ def test_what_a_teardown_prints_is_judged(pytester: pytest.Pytester) -> None:
         )
     ]
     self_scan("\n".join(result.outlines + result.errlines), secrets, "inner output")
-    self_scan(report.read_text(), secrets, "JSON report")
+    report = pytester.path / "leakcheck-report.json"  # (as written, not as read back)
+    self_scan(report.read_text(encoding="utf-8"), secrets, "JSON report")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 import pytest
 
@@ -16,6 +16,7 @@ from ..capture import (
     ExposedSink,
     LoggingSink,
     ProtectedRecordSink,
+    TextSink,
     resolve_latent,
 )
 from ..faults import HarnessError
@@ -188,13 +189,7 @@ def findings(
     items = resolve_latent(check.captured(), check.policy)
     outlived: list[Leak] = []
     if masker is not None:
-        # (a batch per class of secret: a host name allowed in an operator's DEBUG line
-        # does not keep the index from showing the direct secrets absent there)
-        for secret_class in dict.fromkeys(secret.secret_class for secret in check.secrets):
-            masker.add(
-                [s for s in check.secrets if s.secret_class is secret_class],
-                by=check.canaries.namespace,
-            )
+        _take_over(masker, check)
         check.absence_proof = lambda known, text: masker.proves_absent(known, (text,))
         groups = lookup_texts(items)
         outlived = _earlier_secrets(masker, check, items, groups, earlier)
@@ -209,6 +204,17 @@ def findings(
         leaks = judge(check.scanner, items, check.policy)
     leaks += outlived
     return leaks
+
+
+def _take_over(masker: SessionMasker, check: LeakCheck) -> None:
+    """Add ``check``'s secrets to the session's ``masker``, a batch per class of secret (a
+    host name allowed in an operator's DEBUG line does not keep the index from showing the
+    direct secrets absent there), as added by the test."""
+    for secret_class in dict.fromkeys(secret.secret_class for secret in check.secrets):
+        masker.add(
+            [s for s in check.secrets if s.secret_class is secret_class],
+            by=check.canaries.namespace,
+        )
 
 
 #: Said under a leak of another test's secret.
@@ -249,18 +255,7 @@ def _outlived(leak: Leak, test: str) -> Leak:
     secret_id = f"{finding.secret_id}@{test}"
     return dataclasses.replace(
         leak,
-        finding=Finding(
-            secret_id=secret_id,
-            kind=finding.kind,
-            secret_class=finding.secret_class,
-            form=finding.form,
-            source=finding.source,
-            line=finding.line,
-            column=finding.column,
-            offset=finding.offset,
-            length=finding.length,
-            excerpt=finding.excerpt,
-        ),
+        finding=Finding(**{**vars(finding), "secret_id": secret_id}),
         note=OUTLIVED.format(test=test),
     )
 
@@ -274,9 +269,9 @@ def fail_on_teardown_output(
     given at the end of the call). Fails the teardown report (pytest's "error") where
     it holds a forbidden hit; the leaks found."""
     items = [
-        Captured(*_TEARDOWN_SINKS[key], _TEARDOWN_PATHS[key], content)
-        for when, key, content in getattr(item, "_report_sections", [])
-        if when == "teardown" and key in _TEARDOWN_SINKS and content
+        Captured(sink.name, sink.sink_class, path, content)
+        for when, sink, path, content in _output_sections(item, check)
+        if when == "teardown" and content
     ]
     # the records the log sink took after the verdict, as the app's handlers render them
     # (a JSON formatter's ``extra`` fields, a logger that does not propagate to pytest's)
@@ -287,7 +282,7 @@ def fail_on_teardown_output(
     if not items:
         return []
     masker = state.masker
-    masker.add(check.secrets, by=check.canaries.namespace)  # (held since the verdict)
+    _take_over(masker, check)  # (held since the verdict, unless it had none)
     leaks: list[Leak] = []
     if not proven_clean(masker, check.secrets, items, check.policy):
         leaks += judge(check.scanner, items, check.policy)
@@ -311,17 +306,6 @@ def _log_records_so_far(check: LeakCheck) -> int:
 
 #: How many records the log sink had taken at a test's verdict (its teardown judges the rest).
 LOG_RECORDS_JUDGED = pytest.StashKey[int]()
-#: pytest's captured sections of the teardown: the sink that judges each, and its path.
-_TEARDOWN_SINKS = {
-    "stdout": ("stdout", SinkClass.CALLER),
-    "stderr": ("stderr", SinkClass.OPERATOR),
-    "log": ("stderr", SinkClass.OPERATOR),
-}
-_TEARDOWN_PATHS = {
-    "stdout": "teardown",
-    "stderr": "teardown",
-    "log": "pytest log capture (teardown)",
-}
 
 
 def record_phase_failure(
@@ -552,13 +536,22 @@ def _harness_error(item: pytest.Item, call: pytest.CallInfo[None]) -> str:
 
 def hand_over_output(item: pytest.Item, check: LeakCheck) -> None:
     """stdout/stderr as pytest's fd-level capture saw them (subprocesses included)."""
+    for _, sink, path, content in _output_sections(item, check):
+        sink.add(path, content)
+
+
+def _output_sections(
+    item: pytest.Item, check: LeakCheck
+) -> Iterator[tuple[str, TextSink, str, str]]:
+    """pytest's captured sections of ``item`` so far: each one's phase, the sink of
+    ``check`` that judges it, its path there, its text."""
     for when, key, content in getattr(item, "_report_sections", []):
         if key == "stdout":
-            check.stdout.add(f"{when}", content)
+            yield when, check.stdout, when, content
         elif key == "stderr":
-            check.stderr.add(f"{when}", content)
+            yield when, check.stderr, when, content
         elif key == "log":
-            check.stderr.add(f"pytest log capture ({when})", content)
+            yield when, check.stderr, f"pytest log capture ({when})", content
 
 
 def fail_on_secret_in_test_id(

@@ -182,7 +182,7 @@ class PluginSession:
         # A test's captured sections come again in each of its later reports: masked once
         # while no secret arrives (any new one, the test's or the session's, changes the
         # key). A cached text is the one masked; the key holds it, never a secret.
-        known = self._known(running)
+        known = (len(self.masker), *((check.serial, check.secret_count) for check in running))
         cached = self._masked.get(text)
         if cached is not None and cached[0] == known:
             return cached[1]
@@ -196,11 +196,6 @@ class PluginSession:
                     self._masked.pop(next(iter(self._masked)))
                 self._masked[original] = (known, masked)
         return masked
-
-    def _known(self, running: list[LeakCheck]) -> tuple[object, ...]:
-        """What a masked text was masked with: the secrets the session masker holds and
-        those of each running test it does not."""
-        return (len(self.masker), *((check.serial, check.secret_count) for check in running))
 
     def mask_terminal(self) -> None:
         """Mask every write to pytest's terminal: the last net under every line pytest
