@@ -470,6 +470,8 @@ def sink_label(sink: str, path: str) -> str:
         read = _READ_BY.fullmatch(path)
         if read:
             return f"{sink} the test read back itself ({read[1]})"
+        if path.startswith("subtest "):  # (pytest's ``subtests``: captured apart)
+            return f"{sink} of {path}"
     elif sink == "crash hook" and path in _CRASH_HOOKS:
         return _CRASH_HOOKS[path]
     elif sink == "exception":

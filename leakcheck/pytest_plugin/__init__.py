@@ -25,7 +25,14 @@ import pytest
 from . import options, reports, snapshots
 from .caught import caught_by_test
 from .options import LeakcheckOptions, options_for
-from .session import CHECK, EARLIER_BATCHES, SESSION, PluginSession, register_session_secret
+from .session import (
+    CHECK,
+    EARLIER_BATCHES,
+    IN_CALL,
+    SESSION,
+    PluginSession,
+    register_session_secret,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     import pluggy  # what a hookwrapper's yield returns
@@ -200,9 +207,11 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
         tapped = [(name, funcargs[name]) for name in _CAPTURE_FIXTURES if name in funcargs]
         for name, fixture in tapped:
             fixture.readouterr = _tapped_readouterr(fixture.readouterr, name, check)
+    item.stash[IN_CALL] = True
     try:
         yield
     finally:
+        del item.stash[IN_CALL]
         for _, fixture in tapped:
             del fixture.readouterr  # the class's own method again
 
@@ -233,6 +242,20 @@ def pytest_runtest_makereport(
         reports.shown_at_the_caller(item.config, call)
     if CHECK not in item.stash:  # (the fixture was not asked for: no verdict to give)
         outcome = yield
+        reports.mask_report(outcome.get_result(), state.mask)
+        return
+    if call.when == "call" and item.stash.get(IN_CALL, False):
+        # a subtest's report, made while the test still runs: the test's verdict, at its
+        # end, judges what the subtest raised (its context manager swallowed it) and
+        # printed (``reports.take_subtest_output``); a verdict here judged half a test,
+        # and its findings came twice, in the subtest's failure and the test's
+        outcome = yield
+        raised = call.excinfo.value if call.excinfo is not None else None
+        if raised is not None and state.enabled:
+            from ..faults import HarnessError
+
+            if not isinstance(raised, (pytest.skip.Exception, HarnessError)):
+                item.stash[CHECK].exception_reached_caller(raised)
         reports.mask_report(outcome.get_result(), state.mask)
         return
     from .judge import judge_report, own_verdict

@@ -207,6 +207,20 @@ def mask_report(report: pytest.TestReport | pytest.CollectReport, mask: Any) -> 
         ]
 
 
+def mask_subtest_context(context: Any, mask: Any) -> None:
+    """A subtest's ``msg`` and keyword arguments (the ``repr`` strings pytest keeps of
+    them) masked in place: its report head shows them. (The context is frozen: it is set
+    as pytest's own ``__post_init__`` sets it, its values strings already.)"""
+    msg = getattr(context, "msg", None)
+    if isinstance(msg, str) and mask(msg) != msg:
+        object.__setattr__(context, "msg", mask(msg))
+    kwargs = getattr(context, "kwargs", None)
+    if isinstance(kwargs, dict):
+        masked = {mask(str(key)): _mask_value(value, mask) for key, value in kwargs.items()}
+        if masked != kwargs:
+            object.__setattr__(context, "kwargs", masked)
+
+
 def mask_fields(obj: object, mask: Any) -> bool:
     """Mask, in place, every string of pytest's failure representation ``obj`` (its
     dataclasses: entries, lines, locals, arguments, crash location, sections); False when

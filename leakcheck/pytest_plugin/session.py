@@ -43,6 +43,9 @@ CHECK = pytest.StashKey["LeakCheck"]()
 #: how many batches of secrets the session masker held when a test began: its verdict
 #: also looks for those (an earlier test's secret its output shows: it outlived that test)
 EARLIER_BATCHES = pytest.StashKey[int]()
+#: set while a test's call phase runs: a report made then is a subtest's (pytest's
+#: ``subtests`` fixture, ``unittest``'s ``subTest``), not the test's own
+IN_CALL = pytest.StashKey[bool]()
 #: Texts masked are kept for the reports that repeat them: the last this many, each of
 #: at least that many characters (a shorter one costs less to mask than to keep) and at
 #: most that many (a large one is kept by nobody else).
@@ -321,7 +324,10 @@ class PluginSession:
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """``record_xml_attribute`` writes straight into the JUnit node, which junitxml
-        freezes at the teardown report: mask its values just before."""
+        freezes at the teardown report: mask its values just before. A subtest's report
+        is handed over and masked (``_take_subtest``)."""
+        if report.when == "call" and hasattr(report, "_sub_test_description"):
+            self._take_subtest(report)
         if report.when != "teardown":
             return
         from _pytest.junitxml import xml_key
@@ -335,6 +341,28 @@ class PluginSession:
         reporter.attrs = {
             self.mask(name): self.mask(value) for name, value in reporter.attrs.items()
         }
+
+    def _take_subtest(self, report: pytest.TestReport) -> None:
+        """A subtest (pytest's ``subtests`` fixture) captures its own output: what it
+        printed is in its report's sections, never in the test's, where the verdict reads
+        them. Handed to the running test's sinks, and the report masked in
+        place: its sections and its message and keyword arguments (``subtests.test(msg,
+        **kwargs)``) were added after ``pytest_runtest_makereport``, and under xdist this
+        report travels to the controller, which knows no secret."""
+        check = self.running.get(report.nodeid)
+        context = getattr(report, "context", None)
+        if check is not None and self.enabled:
+            described = self.mask(str(report._sub_test_description()))  # type: ignore[attr-defined]
+            for title, content in report.sections:
+                if title == "Captured stdout call":
+                    check.stdout.add(f"subtest {described}", content)
+                elif title == "Captured stderr call":
+                    check.stderr.add(f"subtest {described}", content)
+                # (its "Captured log call": the test's log capture and the log sink have
+                # those records too)
+        reports.mask_report(report, self.mask)
+        if context is not None:
+            reports.mask_subtest_context(context, self.mask)
 
     # xdist: the controller hands its seed to the workers and merges what they found.
     @pytest.hookimpl(optionalhook=True)
