@@ -342,9 +342,15 @@ class TextSink(_Passive):
         self.sink_class = sink_class
         self.inactive_reason = ""  # set when pytest does not capture this stream (-s)
         self._texts: list[tuple[str, str]] = []
+        self._uninspected: dict[str, str] = {}
 
     def add(self, path: str, text: str) -> None:
         self._texts.append((path, text))
+
+    def add_uninspected(self, path: str, what: str) -> None:
+        """Say that ``what`` went past this sink at ``path`` (listed, never silently clean:
+        ``capsys.disabled()``'s writes to file descriptors 1 and 2)."""
+        self._uninspected[path] = what
 
     @property
     def texts(self) -> list[tuple[str, str]]:
@@ -354,6 +360,8 @@ class TextSink(_Passive):
     def collect(self) -> Iterator[Captured]:
         for path, text in self._texts:
             yield Captured(self.name, self.sink_class, path, text)
+        for path, what in self._uninspected.items():
+            yield Captured(self.name, self.sink_class, path, "", uninspected=what)
 
 
 # Attributes every LogRecord has; anything else on a record came from ``extra``.

@@ -158,4 +158,3 @@ def test_a_subtests_message_and_arguments_are_masked_where_they_are_shown(
     ).secret("bearer")
     self_scan("\n".join(result.outlines + result.errlines), [token], "inner output")
     self_scan(junit.read_text(encoding="utf-8"), [token], "JUnit XML")
-

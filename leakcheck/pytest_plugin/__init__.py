@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from . import options, reports, snapshots
+from . import capture_fixtures, options, reports, snapshots
+from .capture_fixtures import CAPTURE_FIXTURES
 from .caught import caught_by_test
 from .options import LeakcheckOptions, options_for
 from .session import (
@@ -40,9 +41,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..harness import LeakCheck
 
 __all__ = ["CHECK", "LeakcheckOptions", "leakcheck", "register_session_secret"]
-
-#: pytest's fixtures that take a test's output away from the report sections
-_CAPTURE_FIXTURES = ("capsys", "capsysbinary", "capfd", "capfdbinary")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -199,38 +197,28 @@ def leakcheck() -> Iterator[LeakCheck]:
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     """What the test reads with ``capsys``/``capfd.readouterr()`` never reaches pytest's
-    report sections: hand it to the stdout/stderr sinks as it is read."""
+    report sections, and what it prints under their ``disabled()`` goes to the terminal:
+    both tapped (``capture_fixtures``)."""
     check = item.stash.get(CHECK, None)
     funcargs = getattr(item, "funcargs", {})
-    tapped: list[tuple[str, Any]] = []
+    tapped: list[Any] = []
     if check:
-        tapped = [(name, funcargs[name]) for name in _CAPTURE_FIXTURES if name in funcargs]
-        for name, fixture in tapped:
-            fixture.readouterr = _tapped_readouterr(fixture.readouterr, name, check)
+        state = item.config.stash[SESSION]
+        tapped = [funcargs[name] for name in CAPTURE_FIXTURES if name in funcargs]
+        for name in CAPTURE_FIXTURES:
+            if name in funcargs:
+                capture_fixtures.tap(funcargs[name], name, check, state.mask)
     item.stash[IN_CALL] = True
     try:
         yield
     finally:
         del item.stash[IN_CALL]
-        for _, fixture in tapped:
-            del fixture.readouterr  # the class's own method again
+        for fixture in tapped:
+            capture_fixtures.untap(fixture)  # the class's own methods again
 
 
 def _message_only(excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
     return str(excinfo.value)
-
-
-def _tapped_readouterr(readouterr: Any, name: str, check: LeakCheck) -> Any:
-    def tapped() -> Any:
-        result = readouterr()
-        for sink, text in ((check.stdout, result.out), (check.stderr, result.err)):
-            if isinstance(text, bytes):
-                text = text.decode("utf-8", "replace")
-            if text:
-                sink.add(f"read by {name}", text)
-        return result
-
-    return tapped
 
 
 @pytest.hookimpl(hookwrapper=True)

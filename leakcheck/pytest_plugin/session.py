@@ -352,7 +352,7 @@ class PluginSession:
         check = self.running.get(report.nodeid)
         context = getattr(report, "context", None)
         if check is not None and self.enabled:
-            described = self.mask(str(report._sub_test_description()))  # type: ignore[attr-defined]
+            described = self.mask(str(report._sub_test_description()))
             for title, content in report.sections:
                 if title == "Captured stdout call":
                     check.stdout.add(f"subtest {described}", content)

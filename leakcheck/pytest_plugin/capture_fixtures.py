@@ -1,0 +1,131 @@
+"""pytest's capture fixtures (``capsys``, ``capfd`` and their binary twins) take a test's
+output away from the report sections the verdict reads: tapped while the test runs.
+
+* ``readouterr()``: what the test reads back is handed to the stdout/stderr sinks.
+* ``disabled()``: pytest's capture is off inside it, and what is printed goes straight to
+  the terminal. A gateway that printed its token there passed green, with the token on
+  the terminal. Inside it, ``sys.stdout`` and ``sys.stderr`` are tees: each line reaches
+  the terminal masked and the sinks as written. Writes past them (to file descriptors 1
+  and 2: subprocesses, C code; to ``sys.stdout.buffer``) are said as not inspected.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import sys
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..capture import TextSink
+    from ..harness import LeakCheck
+
+__all__ = ["CAPTURE_FIXTURES", "tap", "untap"]
+
+#: pytest's fixtures that take a test's output away from the report sections
+CAPTURE_FIXTURES = ("capsys", "capsysbinary", "capfd", "capfdbinary")
+#: what ``disabled()`` leaves unseen, as the summary's "could not inspect" says it
+UNSEEN_WHEN_DISABLED = (
+    "writes past sys.stdout and sys.stderr inside it (file descriptors 1 and 2: "
+    "subprocesses, C code; sys.stdout.buffer) went to the terminal, neither scanned nor masked"
+)
+
+
+def tap(fixture: Any, name: str, check: LeakCheck, mask: Callable[[str], str]) -> None:
+    """Tap ``fixture`` (a capture fixture the test asked for as ``name``) for ``check``;
+    ``untap`` gives it its class's own methods again."""
+    fixture.readouterr = _tapped_readouterr(fixture.readouterr, name, check)
+    fixture.disabled = _tapped_disabled(fixture.disabled, name, check, mask)
+
+
+def untap(fixture: Any) -> None:
+    del fixture.readouterr
+    del fixture.disabled
+
+
+def _tapped_readouterr(readouterr: Any, name: str, check: LeakCheck) -> Any:
+    def tapped() -> Any:
+        result = readouterr()
+        for sink, text in ((check.stdout, result.out), (check.stderr, result.err)):
+            if isinstance(text, bytes):
+                text = text.decode("utf-8", "replace")
+            if text:
+                sink.add(f"read by {name}", text)
+        return result
+
+    return tapped
+
+
+def _tapped_disabled(
+    disabled: Callable[[], contextlib.AbstractContextManager[None]],
+    name: str,
+    check: LeakCheck,
+    mask: Callable[[str], str],
+) -> Callable[[], contextlib.AbstractContextManager[None]]:
+    @contextlib.contextmanager
+    def tapped() -> Iterator[None]:
+        path = f"printed under {name}.disabled()"
+        with disabled():
+            shown = sys.stdout, sys.stderr
+            tees = (
+                MaskingTee(shown[0], check.stdout, path, mask),
+                MaskingTee(shown[1], check.stderr, path, mask),
+            )
+            sys.stdout, sys.stderr = tees
+            try:
+                yield
+            finally:
+                sys.stdout, sys.stderr = shown
+                for tee in tees:
+                    tee.close()
+                check.stdout.add_uninspected(f"{name}.disabled()", UNSEEN_WHEN_DISABLED)
+
+    return tapped
+
+
+class MaskingTee(io.TextIOBase):
+    """A text stream that writes each line to ``stream`` masked (a line at a time: a
+    secret written in pieces is masked whole) and hands everything written, as written,
+    to ``sink`` at ``close``. Anything else is the stream's (``fileno``, ``buffer``...)."""
+
+    def __init__(
+        self, stream: TextIO, sink: TextSink, path: str, mask: Callable[[str], str]
+    ) -> None:
+        super().__init__()
+        self._stream = stream
+        self._sink = sink
+        self._path = path
+        self._mask = mask
+        self._written: list[str] = []
+        self._pending = ""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        if self.closed:
+            raise ValueError("I/O operation on closed file.")
+        self._written.append(text)
+        self._pending += text
+        if "\n" in text:
+            lines, _, self._pending = self._pending.rpartition("\n")
+            self._stream.write(self._mask(lines + "\n"))
+        return len(text)
+
+    def flush(self) -> None:
+        if self._pending:  # (a prompt without its newline: shown when flushed)
+            pending, self._pending = self._pending, ""
+            self._stream.write(self._mask(pending))
+        self._stream.flush()
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.flush()
+        if self._written:
+            self._sink.add(self._path, "".join(self._written))
+        super().close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)

@@ -1,0 +1,78 @@
+"""``capsys.disabled()`` (and ``capfd``'s): pytest's capture is off inside it.
+
+Found trying the fixture as a newcomer: a gateway that printed its token inside
+``with capsys.disabled():`` passed green, and the token was on the terminal, raw. Inside it
+``sys.stdout`` and ``sys.stderr`` are now tees: each line reaches the terminal masked and
+the test's sinks as written; writes past them are said as not inspected.
+"""
+
+from __future__ import annotations
+
+import pytest
+from conftest import failure_section, inner_outcomes, self_scan
+
+from leakcheck.canaries import CanaryFactory
+
+pytest_plugins = ["pytester"]
+
+SEED = "disabled-1"
+
+INNER = """
+import sys
+
+
+def test_prints_its_token(leakcheck, capsys):
+    token = leakcheck.secret("bearer")
+    with capsys.disabled():
+        print(f"using token {token}")
+    leakcheck.expose({"ok": False})
+
+
+def test_writes_its_token_in_pieces_to_stderr(leakcheck, capfd):
+    token = leakcheck.secret("bearer")
+    with capfd.disabled():
+        sys.stderr.write("auth failed for " + token[:20])
+        sys.stderr.write(token[20:] + " (retrying)\\n")
+    leakcheck.expose({"ok": False})
+
+
+def test_shows_progress(leakcheck, capsys):
+    leakcheck.secret("bearer")
+    outer = sys.stdout
+    with capsys.disabled():
+        print("progress: 50% of the upstream calls")
+    assert sys.stdout is outer
+    print("captured again")
+    assert capsys.readouterr().out == "captured again\\n"
+    leakcheck.expose({"ok": False})
+"""
+
+
+def test_what_is_printed_under_a_disabled_capture_is_masked_and_judged(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_inner=INNER)
+    # (a subprocess: the terminal the inner pytest writes to under disabled() is its own)
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-rA", f"--leakcheck-seed={SEED}")
+    assert inner_outcomes(result) == {
+        "test_prints_its_token": "FAILED",
+        "test_writes_its_token_in_pieces_to_stderr": "FAILED",
+        "test_shows_progress": "PASSED",
+    }, result.stdout.str()
+    printed = failure_section(result, "test_prints_its_token")
+    assert "[LEAK] caller: stdout printed under capsys.disabled()  form raw" in printed, printed
+    pieces = failure_section(result, "test_writes_its_token_in_pieces_to_stderr")
+    assert "stderr printed under capfd.disabled()  form raw" in pieces, pieces
+    shown = "\n".join(result.outlines + result.errlines)
+    # on the terminal as the test wrote it, masked: whole, though written in two pieces
+    assert "using token «canary:bearer:raw»" in shown, shown
+    assert "auth failed for «canary:bearer:raw» (retrying)" in shown, shown
+    assert "progress: 50% of the upstream calls" in shown, shown
+    assert (
+        "could not inspect in test_inner.py::test_shows_progress: stdout capsys.disabled()" in shown
+    ), shown
+    secrets = [
+        CanaryFactory(SEED, namespace=f"test_inner.py::{test}").secret("bearer")
+        for test in inner_outcomes(result)
+    ]
+    self_scan(shown, secrets, "inner output")
