@@ -52,7 +52,9 @@ without). What the model sees of a call, and what the checks read:
   schema, as a host that does not check hands it over): returned by ``call`` (the matrix
   exposes it as caller-visible and checks it);
 * the server's log notifications to the client during the call (caller-visible: clients
-  show them to the model or the user), exposed as ``mcp log notification``;
+  show them to the model or the user), exposed as ``mcp log notification``; and its
+  progress notifications (the call carries a progress token, as a host's that shows
+  progress does: their ``message`` is shown to the user), ``mcp progress notification``;
 * the stdio server's stderr: an operator sink, ``mcp server stderr``
   (``McpServerStderrSink``). An in-process server's logging is the ``log record`` sink's.
 
@@ -77,7 +79,7 @@ import string
 import tempfile
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
@@ -426,15 +428,35 @@ def _run(fn: Callable[[], Any]) -> Any:
     return box["value"]
 
 
-async def _call(session: ClientSession, tool: str, arguments: Any, timeout: float) -> Any:
+async def _call(
+    session: ClientSession,
+    tool: str,
+    arguments: Any,
+    timeout: float,
+    heard_progress: list[dict[str, Any]] | None = None,
+) -> Any:
     """``tools/call``, and the result as the server sent it: ``ClientSession.call_tool``
     would check it against the tool's output schema and raise instead (a host that does
-    not check hands the model what the server said, which is what is judged)."""
+    not check hands the model what the server said, which is what is judged). With
+    ``heard_progress``, the request carries a progress token, as a host's that shows progress
+    does, and each progress notification's parameters are appended to it: a server sends
+    none to a client that asked for none, and a host shows their ``message`` to the user."""
     request = mcp_types.CallToolRequest(
         params=mcp_types.CallToolRequestParams(name=tool, arguments=arguments)
     )
+    if heard_progress is None:
+        return await session.send_request(
+            request, mcp_types.CallToolResult, request_read_timeout_seconds=timeout
+        )
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        heard_progress.append({"progress": progress, "total": total, "message": message})
+
     return await session.send_request(
-        request, mcp_types.CallToolResult, request_read_timeout_seconds=timeout
+        request,
+        mcp_types.CallToolResult,
+        request_read_timeout_seconds=timeout,
+        progress_callback=on_progress,
     )
 
 
@@ -460,6 +482,8 @@ class _Tool:
 class _Call:
     result: Any
     notifications: list[dict[str, Any]]
+    #: the progress notifications of the call (``_call``)
+    progress: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _operation_name(tool: str) -> str:
@@ -588,6 +612,8 @@ class McpTarget(Target):
         done: _Call = _run(lambda: self._call_tool(case, values, tool, arguments))
         if done.notifications:
             case.check.expose(done.notifications, "mcp log notification")
+        if done.progress:
+            case.check.expose(done.progress, "mcp progress notification")
         return _wire(done.result)
 
 
@@ -657,6 +683,7 @@ class InProcessMcpTarget(McpTarget):
         from fastmcp import Client
 
         notes: list[dict[str, Any]] = []
+        progress: list[dict[str, Any]] = []
 
         async def on_log(message: Any) -> None:
             notes.append(_notification(message))
@@ -665,9 +692,9 @@ class InProcessMcpTarget(McpTarget):
             server = self._build(values)
             with anyio.fail_after(self.call_timeout):
                 async with Client(server, log_handler=on_log, timeout=self.call_timeout) as client:
-                    result = await _call(client.session, tool, args, self.call_timeout)
+                    result = await _call(client.session, tool, args, self.call_timeout, progress)
                     await _settle()
-        return _Call(result, notes)
+        return _Call(result, notes, progress)
 
 
 class StdioMcpTarget(McpTarget):
@@ -760,7 +787,7 @@ class StdioMcpTarget(McpTarget):
         return sink
 
     async def _call_tool(self, case: Case, values: _CaseValues, tool: str, args: Any) -> _Call:
-        notes, on_log, body = _call_parts(tool, args, self.call_timeout)
+        heard, on_log, body = _call_parts(tool, args, self.call_timeout)
         parameters = self._parameters(values, self._case_environment(case))
         sink = self._stderr_sink(case)
         with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:
@@ -772,29 +799,31 @@ class StdioMcpTarget(McpTarget):
                 text = errlog.read()
                 if sink is not None and text:
                     sink.add(f"{Path(self.command).name} stderr", text)
-        return _Call(result, notes)
+        heard.result = result
+        return heard
 
 
 def _call_parts(
     tool: str, args: Any, timeout: float
-) -> tuple[list[dict[str, Any]], LoggingFnT, Callable[[Any], Awaitable[Any]]]:
-    """(the log notifications, to be filled; the session's log callback; the body that
-    calls ``tool`` in a session): one call, however the session is opened (stdio, HTTP).
-    A ping after the result is a round trip: what the server sent before it has come in."""
-    notes: list[dict[str, Any]] = []
+) -> tuple[_Call, LoggingFnT, Callable[[Any], Awaitable[Any]]]:
+    """(the call, its notifications to be filled and its result to be set; the session's
+    log callback; the body that calls ``tool`` in a session): one call, however the
+    session is opened (stdio, HTTP). A ping after the result is a round trip: what the
+    server sent before it has come in."""
+    heard = _Call(None, [])
 
     async def on_log(params: Any) -> None:
-        notes.append(_notification(params))
+        heard.notifications.append(_notification(params))
 
     async def body(session: Any) -> Any:
         with anyio.fail_after(timeout):
-            result = await _call(session, tool, args, timeout)
+            result = await _call(session, tool, args, timeout, heard.progress)
             with contextlib.suppress(MCPError):
                 await session.send_ping()
             await _settle()
         return result
 
-    return notes, on_log, body
+    return heard, on_log, body
 
 
 # --- the parts an outside audit builds its targets from (``leakcheck mcp``) -----------------
@@ -804,7 +833,7 @@ call_parts = _call_parts
 
 #: a listed tool (name, required arguments, the arguments its schema takes)
 ListedTool = _Tool
-#: what one call gave: the result as sent, the log notifications meanwhile
+#: what one call gave: the result as sent, the log and progress notifications meanwhile
 ToolCall = _Call
 #: ``tools/call`` with the result as the server sent it (no output-schema check)
 call_tool = _call

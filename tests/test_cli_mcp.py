@@ -379,6 +379,18 @@ def test_library_call_and_pytest_helper() -> None:
     no_echo(str(failed.value), canaries, "the helper's failure")
 
 
+def test_a_progress_notification_naming_the_token_fails(mcp) -> None:
+    """The audit's call asks for progress, as a host that shows it does: a server that
+    says the token in a progress message (shown to the user) fails; its results are the
+    careful server's, clean."""
+    only = ["--stages", "http_401", "--placements", "authorization-header"]
+    run = mcp(*fake("progress"), *only)
+    assert run.code == 1, run.out + run.err
+    assert "leaks: bearer#1 (in tool response)" in run.out, run.out
+    assert "tool response mcp progress notification" in run.out, run.out
+    # (the output self-scanned by the ``mcp`` fixture)
+
+
 def test_invalid_input_stage(mcp) -> None:
     # the token where the schema's pattern does not take it: the careful server says a
     # fixed sentence (it calls the API, which refuses on this machine), the leaky one leaks

@@ -577,6 +577,49 @@ def test_log_notifications_are_caller_visible() -> None:
     assert {leak.finding.kind for leak in found} == {"bearer"}
 
 
+def _progress_server(token: str = "", careful: str = "", **_: Any) -> Any:
+    """A fastmcp server whose ``fetch`` reports progress (with the token in its message
+    unless ``careful``), then fails."""
+    from fastmcp.exceptions import ToolError
+
+    server = fastmcp.FastMCP("progress")
+
+    @server.tool
+    async def fetch(item: str, ctx: fastmcp.Context) -> str:
+        shown = "the upstream" if careful else f"the upstream with token {token}"
+        await ctx.report_progress(1, 2, message=f"fetching {item} from {shown}")
+        raise ToolError("could not fetch the item")
+
+    return server
+
+
+@pytest.mark.parametrize("careful", ["", "yes"], ids=["leaky", "careful"])
+def test_progress_notifications_are_caller_visible(careful: str) -> None:
+    """A host that shows progress sends a progress token with the call and shows each
+    progress notification's message to the user: the call asks for them as such a host
+    does (a server sends none to a client that asked for none)."""
+    target = mcp_target.InProcessMcpTarget(
+        _progress_server, kwargs={"token": "{bearer}", "careful": careful},
+        arguments={"fetch": {"item": "a"}}, tools=["fetch"], http_via="loopback",
+    )  # fmt: skip
+    with LeakCheck(seed=SEED, namespace=f"progress-{careful}") as check:
+        case = _case(check, target, "http_401", "authorization-header")
+        assert target.call(case)["isError"] is True
+        found = [leak for leak in check.findings() if not leak.allowed]
+        exposed = [
+            str(item.text)
+            for item in check.captured()
+            if item.path.startswith("mcp progress notification")
+        ]
+    where = {(leak.sink, leak.sink_class, leak.path.split(" $")[0]) for leak in found}
+    # (the careful message was heard and searched: not a pass for want of one)
+    assert any("fetching a from the upstream" in text for text in exposed), len(exposed)
+    if careful:
+        assert not found, where
+    else:
+        assert where == {("tool response", SinkClass.CALLER, "mcp progress notification")}
+
+
 def test_env_is_set_for_the_case_and_restored(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("TINY_URL", raising=False)
     monkeypatch.setenv("TINY_KEEP", "before")

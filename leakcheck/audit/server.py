@@ -434,10 +434,10 @@ class AuditHttpTarget(_Audit):
         return [ListedTool(t.name, (), _accepts_of(t.input_schema)) for t in listed]
 
     async def _call_tool(self, case: Case, values: Any, tool: str, args: Any) -> ToolCall:
-        notes, on_log, body = call_parts(tool, args, self.call_timeout)
+        heard, on_log, body = call_parts(tool, args, self.call_timeout)
         with provisioning():
-            result = await self._session(self._headers(values), body, on_log)
-        return ToolCall(result, notes)
+            heard.result = await self._session(self._headers(values), body, on_log)
+        return heard
 
 
 AuditTarget = AuditStdioTarget | AuditHttpTarget

@@ -16,6 +16,7 @@ bad-schema     the tool's input schema is not a valid JSON Schema
 no-request     the tool answers isError without calling the API
 home-log       careful, and logs each call's token to ``$HOME/.fake/debug.log``
 echo-arguments careful, and names each argument it does not know, with its value
+progress       careful, and reports progress naming the token (when asked for progress)
 =============  ==================================================================
 """
 
@@ -109,6 +110,12 @@ def main():
             if MODE == "hang":
                 continue
             args = (message.get("params") or {}).get("arguments") or {}
+            token = ((message.get("params") or {}).get("_meta") or {}).get("progressToken")
+            if MODE == "progress" and token is not None:
+                send({"jsonrpc": "2.0", "method": "notifications/progress", "params": {
+                    "progressToken": token, "progress": 1, "total": 2,
+                    "message": f"fetching with Authorization: Bearer {TOKEN}",
+                }})  # fmt: skip
             result = fetch(args.get("item", ""))
             unknown = {name: value for name, value in args.items() if name != "item"}
             if MODE == "echo-arguments" and unknown:
