@@ -13,14 +13,22 @@ tool response was never searched.
 
 from __future__ import annotations
 
+import importlib.util
+from typing import Any
+
 import pytest
 from conftest import failure_section, run_with_report, self_scan
 
 from leakcheck.canaries import CanaryFactory
+from leakcheck.pytest_plugin.session import _subtest_description
 
 pytest_plugins = ["pytester"]
 
-pytest.importorskip("_pytest.subtests", reason="pytest's subtests fixture came in pytest 9")
+#: pytest's own ``subtests`` fixture came in pytest 9 (before: the ``pytest-subtests`` plugin)
+needs_subtests = pytest.mark.skipif(
+    importlib.util.find_spec("_pytest.subtests") is None,
+    reason="pytest's subtests fixture came in pytest 9",
+)
 
 SEED = "subtests-1"
 
@@ -106,6 +114,7 @@ def _outcomes(result: pytest.RunResult) -> dict[str, str]:
     return found
 
 
+@needs_subtests
 @pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["serial", "xdist"])
 def test_what_a_subtest_prints_or_raises_is_the_tests_and_is_judged_once(
     pytester: pytest.Pytester, workers: tuple[str, ...]
@@ -142,6 +151,7 @@ def test_names_its_subtest_with_the_token(leakcheck, subtests):
 """
 
 
+@needs_subtests
 @pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["serial", "xdist"])
 def test_a_subtests_message_and_arguments_are_masked_where_they_are_shown(
     pytester: pytest.Pytester, workers: tuple[str, ...]
@@ -158,3 +168,19 @@ def test_a_subtests_message_and_arguments_are_masked_where_they_are_shown(
     ).secret("bearer")
     self_scan("\n".join(result.outlines + result.errlines), [token], "inner output")
     self_scan(junit.read_text(encoding="utf-8"), [token], "JUnit XML")
+
+
+class _Report:
+    when, context = "call", None
+
+
+def test_a_subtest_report_is_told_by_either_spelling() -> None:
+    """pytest 9's ``SubtestReport._sub_test_description`` and the ``pytest-subtests``
+    plugin's ``SubTestReport.sub_test_description`` (pytest 8; tried in a venv of its
+    own: a subtest's print passed green until both were read); a test's own report,
+    which has neither, is none."""
+    nine: Any = type("SubtestReport", (_Report,), {"_sub_test_description": lambda _: "[a]"})
+    eight: Any = type("SubTestReport", (_Report,), {"sub_test_description": lambda _: "[b]"})
+    assert _subtest_description(nine()) == "[a]"
+    assert _subtest_description(eight()) == "[b]"
+    assert _subtest_description(_Report()) is None  # type: ignore[arg-type]

@@ -326,8 +326,10 @@ class PluginSession:
         """``record_xml_attribute`` writes straight into the JUnit node, which junitxml
         freezes at the teardown report: mask its values just before. A subtest's report
         is handed over and masked (``_take_subtest``)."""
-        if report.when == "call" and hasattr(report, "_sub_test_description"):
-            self._take_subtest(report)
+        if report.when == "call":
+            described = _subtest_description(report)
+            if described is not None:
+                self._take_subtest(report, described)
         if report.when != "teardown":
             return
         from _pytest.junitxml import xml_key
@@ -342,7 +344,7 @@ class PluginSession:
             self.mask(name): self.mask(value) for name, value in reporter.attrs.items()
         }
 
-    def _take_subtest(self, report: pytest.TestReport) -> None:
+    def _take_subtest(self, report: pytest.TestReport, described: str) -> None:
         """A subtest (pytest's ``subtests`` fixture) captures its own output: what it
         printed is in its report's sections, never in the test's, where the verdict reads
         them. Handed to the running test's sinks, and the report masked in
@@ -352,7 +354,7 @@ class PluginSession:
         check = self.running.get(report.nodeid)
         context = getattr(report, "context", None)
         if check is not None and self.enabled:
-            described = self.mask(str(report._sub_test_description()))
+            described = self.mask(described)
             for title, content in report.sections:
                 if title == "Captured stdout call":
                     check.stdout.add(f"subtest {described}", content)
@@ -600,3 +602,14 @@ def request_id_problems(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     from ..contract import check_request_ids  # jsonschema: only when a matrix ran
 
     return [v.to_dict() for v in check_request_ids(ids)]
+
+
+def _subtest_description(report: pytest.TestReport) -> str | None:
+    """How a subtest's report names it (``[msg] (key=value)``), None for a test's own
+    report: pytest 9's ``SubtestReport`` and the ``pytest-subtests`` plugin's
+    ``SubTestReport`` (pytest 8) spell the method each their own way."""
+    for name in ("_sub_test_description", "sub_test_description"):
+        describe = getattr(report, name, None)
+        if callable(describe) and hasattr(report, "context"):
+            return str(describe())
+    return None
