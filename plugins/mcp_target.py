@@ -444,19 +444,16 @@ async def _call(
     request = mcp_types.CallToolRequest(
         params=mcp_types.CallToolRequestParams(name=tool, arguments=arguments)
     )
-    if heard_progress is None:
-        return await session.send_request(
-            request, mcp_types.CallToolResult, request_read_timeout_seconds=timeout
-        )
 
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        assert heard_progress is not None  # (asked for only then)
         heard_progress.append({"progress": progress, "total": total, "message": message})
 
     return await session.send_request(
         request,
         mcp_types.CallToolResult,
         request_read_timeout_seconds=timeout,
-        progress_callback=on_progress,
+        progress_callback=None if heard_progress is None else on_progress,
     )
 
 

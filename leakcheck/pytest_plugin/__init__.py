@@ -203,11 +203,11 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     funcargs = getattr(item, "funcargs", {})
     tapped: list[Any] = []
     if check:
-        state = item.config.stash[SESSION]
-        tapped = [funcargs[name] for name in CAPTURE_FIXTURES if name in funcargs]
+        mask = item.config.stash[SESSION].mask
         for name in CAPTURE_FIXTURES:
             if name in funcargs:
-                capture_fixtures.tap(funcargs[name], name, check, state.mask)
+                tapped.append(funcargs[name])
+                capture_fixtures.tap(funcargs[name], name, check, mask)
     item.stash[IN_CALL] = True
     try:
         yield
@@ -235,7 +235,7 @@ def pytest_runtest_makereport(
     if call.when == "call" and item.stash.get(IN_CALL, False):
         # a subtest's report, made while the test still runs: the test's verdict, at its
         # end, judges what the subtest raised (its context manager swallowed it) and
-        # printed (``reports.take_subtest_output``); a verdict here judged half a test,
+        # printed (``PluginSession._take_subtest``); a verdict here judged half a test,
         # and its findings came twice, in the subtest's failure and the test's
         outcome = yield
         raised = call.excinfo.value if call.excinfo is not None else None
