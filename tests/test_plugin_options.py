@@ -227,6 +227,47 @@ def test_ini_report_path(pytester: pytest.Pytester) -> None:
     assert (pytester.path / "cli.json").exists()
 
 
+@pytest.mark.parametrize(
+    ("where", "message"),
+    [
+        (".", "--leakcheck-report .: a directory; give a file's path"),
+        ("a-file/report.json", "--leakcheck-report a-file/report.json: cannot make its directory"),
+    ],
+)
+def test_a_report_path_it_cannot_write_is_a_usage_error_before_any_test(
+    pytester: pytest.Pytester, where: str, message: str
+) -> None:
+    """Found at the session's end, it was a traceback after the whole run."""
+    pytester.makefile("", **{"a-file": "not a directory"})
+    pytester.makepyfile(test_one="def test_one(leakcheck):\n    pass\n")
+    result = pytester.runpytest("-p", "no:randomly", *BASE, f"--leakcheck-report={where}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.ret
+    assert any(line.startswith("ERROR: ") and message in line for line in result.errlines), (
+        result.errlines
+    )
+    shown = "\n".join(result.outlines + result.errlines)
+    assert "Traceback" not in shown and "test_one" not in shown, shown  # (no test ran)
+
+
+def test_a_report_that_cannot_be_written_at_the_end_is_said_and_fails_the_run(
+    pytester: pytest.Pytester,
+) -> None:
+    """Writable when pytest started; a directory where the file goes by the end (a test
+    made it): said in the summary, the run's status a usage error, no traceback."""
+    pytester.makepyfile(
+        test_one="""
+        import os
+
+        def test_one(leakcheck):
+            os.makedirs("late/report.json")
+    """
+    )
+    result = pytester.runpytest("-p", "no:randomly", *BASE, "--leakcheck-report=late/report.json")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.ret
+    result.stdout.fnmatch_lines(["JSON report NOT written to late/report.json: IsADirectoryError*"])
+    assert "Traceback" not in "\n".join(result.outlines + result.errlines)
+
+
 def test_no_leakcheck(pytester: pytest.Pytester) -> None:
     result, data = run_suite(pytester, "--no-leakcheck")
     result.stdout.fnmatch_lines([f"leakcheck: OFF (--no-leakcheck), canary seed {SEED}"])

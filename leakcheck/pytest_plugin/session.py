@@ -79,9 +79,11 @@ class PluginSession:
             )
         except PolicyError as exc:
             raise pytest.UsageError(f"leakcheck ini: {exc}") from None
-        self.report_path = config.getoption("--leakcheck-report") or config.getini(
-            "leakcheck_report"
+        self.report_path = _writable_report_path(
+            config.getoption("--leakcheck-report") or config.getini("leakcheck_report")
         )
+        #: why the JSON report could not be written at the end, if it could not
+        self.report_error = ""
         #: leakcheck_secret_env names that are not set (said in the header)
         self.missing_env: list[str] = []
         capture = config.getoption("capture", "fd")
@@ -413,8 +415,6 @@ class PluginSession:
             }
             if any("matrix" in r for r in self.records):
                 document["request_ids"] = self.request_id_problems
-            path = Path(self.report_path)
-            path.parent.mkdir(parents=True, exist_ok=True)
             from .. import masking
 
             # Mask every string, then dump: masking the dumped text could swallow the
@@ -424,7 +424,13 @@ class PluginSession:
                 indent=2,
                 ensure_ascii=False,
             )
-            path.write_text(text + "\n", encoding="utf-8")
+            try:  # (checked when pytest started; the file system may have changed since)
+                path = Path(self.report_path)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(text + "\n", encoding="utf-8")
+            except OSError as exc:
+                self.report_error = f"{type(exc).__name__}: {exc.strerror or exc}"
+                session.exitstatus = pytest.ExitCode.USAGE_ERROR
 
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         state = "on" if self.enabled else "OFF (--no-leakcheck)"
@@ -453,7 +459,7 @@ class PluginSession:
         plugins = skipped_plugins() if self.verbose else broken_plugins()
         header_shown = terminalreporter.verbosity >= 0 and not terminalreporter.no_header
         unseen = [] if header_shown else self.unseen_notes()
-        if not self.records and not self.opt_outs and not plugins and not unseen:
+        if not (self.records or self.opt_outs or plugins or unseen or self.report_error):
             return
         terminalreporter.section("leakcheck")
         terminalreporter.write_line(
@@ -509,7 +515,11 @@ class PluginSession:
                 terminalreporter.write_line(f"  - {problem['rule']}: {problem['message']}")
         for name, why in sorted(plugins.items()):
             terminalreporter.write_line(f"plugin not loaded: {name} ({why})")
-        if self.report_path:
+        if self.report_error:
+            terminalreporter.write_line(
+                f"JSON report NOT written to {self.report_path}: {self.report_error}", red=True
+            )
+        elif self.report_path:
             terminalreporter.write_line(f"JSON report: {self.report_path}")
 
     def _summary_inactive(self) -> dict[str, set[str]]:
@@ -613,3 +623,24 @@ def _subtest_description(report: pytest.TestReport) -> str | None:
         if callable(describe) and hasattr(report, "context"):
             return str(describe())
     return None
+
+
+def _writable_report_path(path: str) -> str:
+    """``path`` (``--leakcheck-report``, ``leakcheck_report``), or a usage error before any
+    test runs when the report could not be written there: a directory, a parent that
+    cannot be made or written to (found at the session's end, it was a traceback after
+    the whole run). "" for none."""
+    if not path:
+        return ""
+    where = Path(path)
+    if where.is_dir():
+        raise pytest.UsageError(f"--leakcheck-report {path}: a directory; give a file's path")
+    try:
+        where.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise pytest.UsageError(
+            f"--leakcheck-report {path}: cannot make its directory ({exc.strerror or exc})"
+        ) from None
+    if not os.access(where.parent, os.W_OK) or (where.exists() and not os.access(where, os.W_OK)):
+        raise pytest.UsageError(f"--leakcheck-report {path}: not writable")
+    return path
