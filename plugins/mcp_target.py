@@ -55,6 +55,10 @@ without). What the model sees of a call, and what the checks read:
   show them to the model or the user), exposed as ``mcp log notification``; and its
   progress notifications (the call carries a progress token, as a host's that shows
   progress does: their ``message`` is shown to the user), ``mcp progress notification``;
+  and what it asks the host for during the call (elicitations shown to the user, sampling
+  requests handed to the model: a 2026-07-28 ``InputRequiredResult``, an earlier
+  protocol's requests to the client), answered as a user who declines, ``mcp input
+  request``;
 * the stdio server's stderr: an operator sink, ``mcp server stderr``
   (``McpServerStderrSink``). An in-process server's logging is the ``log record`` sink's.
 
@@ -89,7 +93,7 @@ import anyio.lowlevel
 import mcp  # noqa: F401 - the plugin is active only when the official SDK imports
 import mcp.types as mcp_types
 from leakcheck.plugins.process_sink import provisioning
-from mcp.client.session import ClientSession, LoggingFnT
+from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
@@ -428,33 +432,85 @@ def _run(fn: Callable[[], Any]) -> Any:
     return box["value"]
 
 
+#: rounds of input a call is answered for: a host asks its user (or its model) each time
+#: the server says it needs input; the audit declines, and a server that asks again
+#: after that many is judged on what it said last
+_INPUT_ROUNDS = 3
+_CALL_RESULT: Any = None  # (the result's type adapter, made on first use: pydantic)
+
+
+def _call_result() -> Any:
+    global _CALL_RESULT
+    if _CALL_RESULT is None:
+        from pydantic import TypeAdapter
+
+        _CALL_RESULT = TypeAdapter(mcp_types.CallToolResult | mcp_types.InputRequiredResult)
+    return _CALL_RESULT
+
+
 async def _call(
-    session: ClientSession,
-    tool: str,
-    arguments: Any,
-    timeout: float,
-    heard_progress: list[dict[str, Any]] | None = None,
+    session: ClientSession, tool: str, arguments: Any, timeout: float, heard: _Call | None = None
 ) -> Any:
     """``tools/call``, and the result as the server sent it: ``ClientSession.call_tool``
     would check it against the tool's output schema and raise instead (a host that does
-    not check hands the model what the server said, which is what is judged). With
-    ``heard_progress``, the request carries a progress token, as a host's that shows progress
-    does, and each progress notification's parameters are appended to it: a server sends
-    none to a client that asked for none, and a host shows their ``message`` to the user."""
-    request = mcp_types.CallToolRequest(
-        params=mcp_types.CallToolRequestParams(name=tool, arguments=arguments)
-    )
+    not check hands the model what the server said, which is what is judged).
+
+    With ``heard``, as a host does: the request carries a progress token, and each
+    progress notification's parameters go to ``heard.progress`` (a server sends none to a
+    client that asked for none; a host shows their ``message`` to the user); a result
+    that asks for input (``InputRequiredResult``: an elicitation shown to the user, a
+    sampling request handed to the model) goes to ``heard.input_requests`` and is answered
+    (declined, ``_declined``) for up to _INPUT_ROUNDS rounds, the call made again with the
+    answers and the server's state."""
 
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
-        assert heard_progress is not None  # (asked for only then)
-        heard_progress.append({"progress": progress, "total": total, "message": message})
+        assert heard is not None  # (asked for only then)
+        heard.progress.append({"progress": progress, "total": total, "message": message})
 
-    return await session.send_request(
-        request,
-        mcp_types.CallToolResult,
-        request_read_timeout_seconds=timeout,
-        progress_callback=None if heard_progress is None else on_progress,
-    )
+    answers: Any = None
+    state: str | None = None
+    for _ in range(_INPUT_ROUNDS + 1):
+        request = mcp_types.CallToolRequest(
+            params=mcp_types.CallToolRequestParams(
+                name=tool, arguments=arguments, input_responses=answers, request_state=state
+            )
+        )
+        result = await session.send_request(
+            request,
+            _call_result(),
+            request_read_timeout_seconds=timeout,
+            progress_callback=None if heard is None else on_progress,
+        )
+        if heard is None or not isinstance(result, mcp_types.InputRequiredResult):
+            return result
+        wired = _wire(result)
+        heard.input_requests.append(wired.get("inputRequests", wired))
+        answers, state = _declined(result.input_requests or {}), result.request_state
+    return result
+
+
+def _declined(requests: Mapping[str, Any]) -> dict[str, Any]:
+    """What a host whose user says no answers each of ``requests``: an elicitation
+    declined, no roots, and for a sampling request a reply of the audit's own (the
+    protocol has no refusal there) that holds nothing of the case."""
+    answers: dict[str, Any] = {}
+    for key, request in requests.items():
+        if isinstance(request, mcp_types.ElicitRequest):
+            answers[key] = mcp_types.ElicitResult(action="decline")
+        elif isinstance(request, mcp_types.ListRootsRequest):
+            answers[key] = mcp_types.ListRootsResult(roots=[])
+        else:
+            answers[key] = mcp_types.CreateMessageResult(
+                role="assistant",
+                content=mcp_types.TextContent(type="text", text=_NO_MODEL),
+                model="leakcheck-audit",
+                stop_reason="endTurn",
+            )
+    return answers
+
+
+#: the audit's reply to a sampling request (no model answers in an audit)
+_NO_MODEL = "No model is available: the user declined."
 
 
 async def _settle() -> None:
@@ -481,6 +537,25 @@ class _Call:
     notifications: list[dict[str, Any]]
     #: the progress notifications of the call (``_call``)
     progress: list[dict[str, Any]] = field(default_factory=list)
+    #: what the server asked the host for during the call, elicitations (shown to the
+    #: user) and sampling requests (handed to the model): in an ``InputRequiredResult``
+    #: (``_call``) or, on a connection of an earlier protocol, as requests of its own
+    #: (``on_elicitation``, ``on_sampling``)
+    input_requests: list[Any] = field(default_factory=list)
+
+    async def on_log(self, params: Any) -> None:
+        """A log notification: heard."""
+        self.notifications.append(_notification(params))
+
+    async def on_elicitation(self, context: Any, params: Any) -> Any:
+        """An earlier protocol's ``elicitation/create``: heard, declined."""
+        self.input_requests.append({"elicitation": _wire(params)})
+        return mcp_types.ElicitResult(action="decline")
+
+    async def on_sampling(self, context: Any, params: Any) -> Any:
+        """An earlier protocol's ``sampling/createMessage``: heard, refused."""
+        self.input_requests.append({"sampling": _wire(params)})
+        return mcp_types.ErrorData(code=-1, message="the user declined the sampling request")
 
 
 def _operation_name(tool: str) -> str:
@@ -611,6 +686,8 @@ class McpTarget(Target):
             case.check.expose(done.notifications, "mcp log notification")
         if done.progress:
             case.check.expose(done.progress, "mcp progress notification")
+        if done.input_requests:
+            case.check.expose(done.input_requests, "mcp input request")
         return _wire(done.result)
 
 
@@ -679,19 +756,28 @@ class InProcessMcpTarget(McpTarget):
     async def _call_tool(self, case: Case, values: _CaseValues, tool: str, args: Any) -> _Call:
         from fastmcp import Client
 
-        notes: list[dict[str, Any]] = []
-        progress: list[dict[str, Any]] = []
+        heard = _Call(None, [])
 
-        async def on_log(message: Any) -> None:
-            notes.append(_notification(message))
+        async def on_elicitation(message: str, kind: Any, params: Any, context: Any) -> Any:
+            return await heard.on_elicitation(context, params)
+
+        async def on_sampling(messages: Any, params: Any, context: Any) -> Any:
+            await heard.on_sampling(context, params)
+            raise RuntimeError("the user declined the sampling request")  # (fastmcp: an error)
 
         with self._environment(values):
             server = self._build(values)
             with anyio.fail_after(self.call_timeout):
-                async with Client(server, log_handler=on_log, timeout=self.call_timeout) as client:
-                    result = await _call(client.session, tool, args, self.call_timeout, progress)
+                async with Client(
+                    server,
+                    log_handler=heard.on_log,
+                    elicitation_handler=on_elicitation,
+                    sampling_handler=on_sampling,
+                    timeout=self.call_timeout,
+                ) as client:
+                    heard.result = await _call(client.session, tool, args, self.call_timeout, heard)
                     await _settle()
-        return _Call(result, notes, progress)
+        return heard
 
 
 class StdioMcpTarget(McpTarget):
@@ -733,14 +819,14 @@ class StdioMcpTarget(McpTarget):
         parameters: Any,
         errlog: Any,
         body: Callable[[ClientSession], Any],
-        on_log: LoggingFnT | None = None,
+        heard: _Call | None = None,
     ) -> Any:
         # the harness starting the server under test, configured as an operator would: its
         # environment is not a leak (its command line still is)
         with provisioning(), anyio.fail_after(self.startup_timeout + self.call_timeout):
             async with stdio_client(parameters, errlog=errlog) as (read, write):
                 async with ClientSession(
-                    read, write, read_timeout_seconds=self.startup_timeout, logging_callback=on_log
+                    read, write, read_timeout_seconds=self.startup_timeout, **_listening(heard)
                 ) as session:
                     await session.initialize()
                     return await body(session)
@@ -784,12 +870,12 @@ class StdioMcpTarget(McpTarget):
         return sink
 
     async def _call_tool(self, case: Case, values: _CaseValues, tool: str, args: Any) -> _Call:
-        heard, on_log, body = _call_parts(tool, args, self.call_timeout)
+        heard, body = _call_parts(tool, args, self.call_timeout)
         parameters = self._parameters(values, self._case_environment(case))
         sink = self._stderr_sink(case)
         with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:
             try:
-                result = await self._session(parameters, errlog, body, on_log)
+                result = await self._session(parameters, errlog, body, heard)
             finally:
                 errlog.flush()
                 errlog.seek(0)
@@ -802,35 +888,47 @@ class StdioMcpTarget(McpTarget):
 
 def _call_parts(
     tool: str, args: Any, timeout: float
-) -> tuple[_Call, LoggingFnT, Callable[[Any], Awaitable[Any]]]:
-    """(the call, its notifications to be filled and its result to be set; the session's
-    log callback; the body that calls ``tool`` in a session): one call, however the
+) -> tuple[_Call, Callable[[Any], Awaitable[Any]]]:
+    """(the call, what it hears to be filled and its result to be set; the body that calls
+    ``tool`` in a session, opened with ``_listening(call)``): one call, however the
     session is opened (stdio, HTTP). A ping after the result is a round trip: what the
     server sent before it has come in."""
     heard = _Call(None, [])
 
-    async def on_log(params: Any) -> None:
-        heard.notifications.append(_notification(params))
-
     async def body(session: Any) -> Any:
         with anyio.fail_after(timeout):
-            result = await _call(session, tool, args, timeout, heard.progress)
+            result = await _call(session, tool, args, timeout, heard)
             with contextlib.suppress(MCPError):
                 await session.send_ping()
             await _settle()
         return result
 
-    return heard, on_log, body
+    return heard, body
+
+
+def _listening(heard: _Call | None) -> dict[str, Any]:
+    """A ``ClientSession``'s callbacks that hand what the server sends the client during
+    ``heard`` to it: log notifications, and an earlier protocol's elicitation and sampling
+    requests (declared so, as a host that shows them declares them); none without it."""
+    if heard is None:
+        return {}
+    return {
+        "logging_callback": heard.on_log,
+        "elicitation_callback": heard.on_elicitation,
+        "sampling_callback": heard.on_sampling,
+    }
 
 
 # --- the parts an outside audit builds its targets from (``leakcheck mcp``) -----------------
 
 #: the parts of one tool call in a session (see ``_call_parts``)
 call_parts = _call_parts
+#: a session's callbacks for what the server sends the client during a call
+listening = _listening
 
 #: a listed tool (name, required arguments, the arguments its schema takes)
 ListedTool = _Tool
-#: what one call gave: the result as sent, the log and progress notifications meanwhile
+#: what one call gave: the result as sent, the notifications and input requests meanwhile
 ToolCall = _Call
 #: ``tools/call`` with the result as the server sent it (no output-schema check)
 call_tool = _call

@@ -391,6 +391,18 @@ def test_a_progress_notification_naming_the_token_fails(mcp) -> None:
     # (the output self-scanned by the ``mcp`` fixture)
 
 
+def test_an_elicitation_naming_the_token_fails(mcp) -> None:
+    """A server of an earlier protocol that asks the host for input during the call (an
+    ``elicitation/create``, shown to the user; 2026-07-28's ``InputRequiredResult``:
+    ``test_mcp_target.py``) is answered as a user who declines, and what it asked is
+    judged: the token in its message fails the case, whose result is the careful one."""
+    only = ["--stages", "http_401", "--placements", "authorization-header"]
+    run = mcp(*fake("elicit-legacy"), *only)
+    assert run.code == 1, run.out + run.err
+    assert "tool response mcp input request" in run.out, run.out
+    assert "http_401  0/1 l" in run.out, run.out  # (the leak alone: no contract, no hygiene)
+
+
 def test_invalid_input_stage(mcp) -> None:
     # the token where the schema's pattern does not take it: the careful server says a
     # fixed sentence (it calls the API, which refuses on this machine), the leaky one leaks

@@ -620,6 +620,71 @@ def test_progress_notifications_are_caller_visible(careful: str) -> None:
         assert where == {("tool response", SinkClass.CALLER, "mcp progress notification")}
 
 
+def _asking_server(token: str = "", careful: str = "", **_: Any) -> Any:
+    """A fastmcp server whose ``fetch`` first asks the host for input (an
+    ``InputRequiredResult``: an elicitation, and a sampling request for the model), the
+    token in its messages unless ``careful``; answered, it fails saying what came back."""
+    import mcp.types as types
+    from fastmcp.exceptions import ToolError
+
+    server = fastmcp.FastMCP("asking")
+
+    @server.tool
+    async def fetch(item: str, ctx: fastmcp.Context) -> Any:
+        if ctx.input_responses:
+            answers = {
+                key: getattr(a, "action", "sampled") for key, a in ctx.input_responses.items()
+            }
+            raise ToolError(f"could not fetch {item}: the user answered {answers}")
+        said = "the upstream refused" if careful else f"the upstream refused {token}"
+        return types.InputRequiredResult(
+            input_requests={
+                "retry": types.ElicitRequest(
+                    params=types.ElicitRequestFormParams(
+                        message=f"{said}: retry?",
+                        requested_schema={"type": "object", "properties": {}},
+                    )
+                ),
+                "explain": types.CreateMessageRequest(
+                    params=types.CreateMessageRequestParams(
+                        messages=[
+                            types.SamplingMessage(
+                                role="user", content=types.TextContent(type="text", text=said)
+                            )
+                        ],
+                        max_tokens=50,
+                    )
+                ),
+            },
+            request_state="round-1",
+        )
+
+    return server
+
+
+@pytest.mark.parametrize("careful", ["", "yes"], ids=["leaky", "careful"])
+def test_a_servers_requests_for_input_are_caller_visible_and_declined(careful: str) -> None:
+    """A 2026-07-28 server asks the host for input in an ``InputRequiredResult`` (the
+    elicitation is shown to the user, the sampling request handed to the model): what
+    it asks is judged, and the call is made again with a declining user's answers."""
+    target = mcp_target.InProcessMcpTarget(
+        _asking_server, kwargs={"token": "{bearer}", "careful": careful},
+        arguments={"fetch": {"item": "a"}}, tools=["fetch"], http_via="loopback",
+    )  # fmt: skip
+    with LeakCheck(seed=SEED, namespace=f"asking-{careful}") as check:
+        case = _case(check, target, "http_401", "authorization-header")
+        result = target.call(case)
+        found = [leak for leak in check.findings() if not leak.allowed]
+    # answered as a user who declines, with the audit's own reply to the sampling request
+    said = result["content"][0]["text"]
+    assert result["isError"] is True and "'retry': 'decline'" in said, said
+    assert "'explain': 'sampled'" in said, said
+    where = {(leak.sink, leak.sink_class, leak.path.split(" $")[0]) for leak in found}
+    assert where == (
+        set() if careful else {("tool response", SinkClass.CALLER, "mcp input request")}
+    )
+
+
 def test_env_is_set_for_the_case_and_restored(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("TINY_URL", raising=False)
     monkeypatch.setenv("TINY_KEEP", "before")

@@ -43,6 +43,7 @@ from leakcheck.plugins.mcp_target import (
     ToolCall,
     call_parts,
     check_fields,
+    listening,
     placeholder,
     render,
     run_sync,
@@ -403,7 +404,7 @@ class AuditHttpTarget(_Audit):
         self,
         headers: Mapping[str, str],
         body: Callable[[Any], Any],
-        on_log: Any = None,
+        heard: ToolCall | None = None,
     ) -> Any:
         import httpx2
         from mcp.client.session import ClientSession
@@ -418,7 +419,7 @@ class AuditHttpTarget(_Audit):
                         read,
                         write,
                         read_timeout_seconds=self.spec.startup_timeout,
-                        logging_callback=on_log,
+                        **listening(heard),
                     ) as session:
                         await session.initialize()
                         return await body(session)
@@ -434,9 +435,9 @@ class AuditHttpTarget(_Audit):
         return [ListedTool(t.name, (), _accepts_of(t.input_schema)) for t in listed]
 
     async def _call_tool(self, case: Case, values: Any, tool: str, args: Any) -> ToolCall:
-        heard, on_log, body = call_parts(tool, args, self.call_timeout)
+        heard, body = call_parts(tool, args, self.call_timeout)
         with provisioning():
-            heard.result = await self._session(self._headers(values), body, on_log)
+            heard.result = await self._session(self._headers(values), body, heard)
         return heard
 
 

@@ -17,6 +17,9 @@ no-request     the tool answers isError without calling the API
 home-log       careful, and logs each call's token to ``$HOME/.fake/debug.log``
 echo-arguments careful, and names each argument it does not know, with its value
 progress       careful, and reports progress naming the token (when asked for progress)
+elicit-legacy  speaks protocol 2025-06-18 (an ``InputRequiredResult`` is 2026-07-28's)
+               and, during a call, sends an ``elicitation/create`` naming the token
+               (when the client declared it)
 =============  ==================================================================
 """
 
@@ -30,6 +33,8 @@ MODE = os.environ.get("FAKE_MODE", "careful")
 TOKEN = os.environ.get("API_TOKEN", "")
 URL = os.environ.get("API_URL", "").rstrip("/")
 TIMEOUT = float(os.environ.get("API_TIMEOUT", "0.5"))
+#: what the client declared at ``initialize`` (elicit-legacy)
+CLIENT = {}
 
 SCHEMA = {
     "type": "object",
@@ -93,6 +98,9 @@ def main():
             if MODE == "hang-start":
                 continue
             params = message.get("params") or {}
+            if MODE == "elicit-legacy":
+                CLIENT["elicitation"] = "elicitation" in (params.get("capabilities") or {})
+                params = {"protocolVersion": "2025-06-18"}
             send({"jsonrpc": "2.0", "id": ident, "result": {
                 "protocolVersion": params.get("protocolVersion", "2025-06-18"),
                 "capabilities": {"tools": {}},
@@ -116,6 +124,14 @@ def main():
                     "progressToken": token, "progress": 1, "total": 2,
                     "message": f"fetching with Authorization: Bearer {TOKEN}",
                 }})  # fmt: skip
+            if MODE == "elicit-legacy" and CLIENT.get("elicitation"):
+                send({"jsonrpc": "2.0", "id": "ask-1", "method": "elicitation/create", "params": {
+                    "mode": "form", "requestedSchema": {"type": "object", "properties": {}},
+                    "message": f"The API refused Authorization: Bearer {TOKEN}; retry?",
+                }})  # fmt: skip
+                for answer in sys.stdin:  # the client's answer (declined, accepted: either)
+                    if json.loads(answer).get("id") == "ask-1":
+                        break
             result = fetch(args.get("item", ""))
             unknown = {name: value for name, value in args.items() if name != "item"}
             if MODE == "echo-arguments" and unknown:
