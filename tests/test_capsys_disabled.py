@@ -40,6 +40,11 @@ def test_shows_progress(leakcheck, capsys):
     leakcheck.secret("bearer")
     outer = sys.stdout
     with capsys.disabled():
+        shown = sys.__stdout__
+        # the terminal's own answers, as without the plugin
+        assert sys.stdout.encoding == shown.encoding and sys.stdout.errors == shown.errors
+        assert sys.stdout.fileno() == shown.fileno()
+        assert sys.stdout.isatty() == shown.isatty()
         print("progress: 50% of the upstream calls")
     assert sys.stdout is outer
     print("captured again")

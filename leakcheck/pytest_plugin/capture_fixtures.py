@@ -103,6 +103,27 @@ class MaskingTee(io.TextIOBase):
     def writable(self) -> bool:
         return True
 
+    # (``io.TextIOBase`` answers these itself, ``encoding`` None, ``fileno`` raising: the
+    # stream's own answers, or code that asks, a subprocess given ``sys.stdout`` or a
+    # terminal check, would behave otherwise under the plugin)
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return self._stream.encoding
+
+    @property
+    def errors(self) -> str | None:  # type: ignore[override]
+        return self._stream.errors
+
+    @property
+    def newlines(self) -> Any:  # type: ignore[override]
+        return self._stream.newlines
+
+    def fileno(self) -> int:
+        return self._stream.fileno()
+
+    def isatty(self) -> bool:
+        return self._stream.isatty()
+
     def write(self, text: str) -> int:
         if self.closed:
             raise ValueError("I/O operation on closed file.")
