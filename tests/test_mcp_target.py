@@ -593,31 +593,34 @@ def _progress_server(token: str = "", careful: str = "", **_: Any) -> Any:
     return server
 
 
+def _fetch_once(factory: Any, careful: str, heard: str) -> tuple[Any, set[Any], list[str]]:
+    """Call ``fetch`` of the server ``factory`` makes (``careful`` or not) once, at
+    http_401: its result, where its forbidden hits were (sink, class, path) and the texts
+    exposed at ``heard``."""
+    target = mcp_target.InProcessMcpTarget(
+        factory, kwargs={"token": "{bearer}", "careful": careful},
+        arguments={"fetch": {"item": "a"}}, tools=["fetch"], http_via="loopback",
+    )  # fmt: skip
+    with LeakCheck(seed=SEED, namespace=f"{heard}-{careful}") as check:
+        case = _case(check, target, "http_401", "authorization-header")
+        result = target.call(case)
+        found = [leak for leak in check.findings() if not leak.allowed]
+        exposed = [str(item.text) for item in check.captured() if item.path.startswith(heard)]
+    where = {(leak.sink, leak.sink_class, leak.path.split(" $")[0]) for leak in found}
+    return result, where, exposed
+
+
 @pytest.mark.parametrize("careful", ["", "yes"], ids=["leaky", "careful"])
 def test_progress_notifications_are_caller_visible(careful: str) -> None:
     """A host that shows progress sends a progress token with the call and shows each
     progress notification's message to the user: the call asks for them as such a host
     does (a server sends none to a client that asked for none)."""
-    target = mcp_target.InProcessMcpTarget(
-        _progress_server, kwargs={"token": "{bearer}", "careful": careful},
-        arguments={"fetch": {"item": "a"}}, tools=["fetch"], http_via="loopback",
-    )  # fmt: skip
-    with LeakCheck(seed=SEED, namespace=f"progress-{careful}") as check:
-        case = _case(check, target, "http_401", "authorization-header")
-        assert target.call(case)["isError"] is True
-        found = [leak for leak in check.findings() if not leak.allowed]
-        exposed = [
-            str(item.text)
-            for item in check.captured()
-            if item.path.startswith("mcp progress notification")
-        ]
-    where = {(leak.sink, leak.sink_class, leak.path.split(" $")[0]) for leak in found}
+    heard = "mcp progress notification"
+    result, where, exposed = _fetch_once(_progress_server, careful, heard)
+    assert result["isError"] is True
     # (the careful message was heard and searched: not a pass for want of one)
     assert any("fetching a from the upstream" in text for text in exposed), len(exposed)
-    if careful:
-        assert not found, where
-    else:
-        assert where == {("tool response", SinkClass.CALLER, "mcp progress notification")}
+    assert where == (set() if careful else {("tool response", SinkClass.CALLER, heard)})
 
 
 def _asking_server(token: str = "", careful: str = "", **_: Any) -> Any:
@@ -667,22 +670,14 @@ def test_a_servers_requests_for_input_are_caller_visible_and_declined(careful: s
     """A 2026-07-28 server asks the host for input in an ``InputRequiredResult`` (the
     elicitation is shown to the user, the sampling request handed to the model): what
     it asks is judged, and the call is made again with a declining user's answers."""
-    target = mcp_target.InProcessMcpTarget(
-        _asking_server, kwargs={"token": "{bearer}", "careful": careful},
-        arguments={"fetch": {"item": "a"}}, tools=["fetch"], http_via="loopback",
-    )  # fmt: skip
-    with LeakCheck(seed=SEED, namespace=f"asking-{careful}") as check:
-        case = _case(check, target, "http_401", "authorization-header")
-        result = target.call(case)
-        found = [leak for leak in check.findings() if not leak.allowed]
+    heard = "mcp input request"
+    result, where, exposed = _fetch_once(_asking_server, careful, heard)
     # answered as a user who declines, with the audit's own reply to the sampling request
     said = result["content"][0]["text"]
     assert result["isError"] is True and "'retry': 'decline'" in said, said
     assert "'explain': 'sampled'" in said, said
-    where = {(leak.sink, leak.sink_class, leak.path.split(" $")[0]) for leak in found}
-    assert where == (
-        set() if careful else {("tool response", SinkClass.CALLER, "mcp input request")}
-    )
+    assert any("the upstream refused" in text for text in exposed), len(exposed)
+    assert where == (set() if careful else {("tool response", SinkClass.CALLER, heard)})
 
 
 def test_env_is_set_for_the_case_and_restored(monkeypatch: pytest.MonkeyPatch) -> None:
