@@ -784,7 +784,8 @@ class StdioMcpTarget(McpTarget):
     """An MCP server started as ``command args`` over stdio by the official SDK client,
     per case, with ``env`` rendered from the case (over the SDK's default inherited
     environment) and the fault's ``child_environment()``. ``startup_timeout`` bounds the
-    server's start and handshake, ``call_timeout`` the tool call."""
+    server's start and handshake, ``call_timeout`` the tool call; ``handshake``
+    (``HANDSHAKES``) how the session is opened, ``auto`` as a 2026 host does."""
 
     http_via = "loopback"
 
@@ -795,6 +796,7 @@ class StdioMcpTarget(McpTarget):
         *,
         cwd: str | Path | None = None,
         startup_timeout: float = 30.0,
+        handshake: str = "auto",
         **options: Any,
     ) -> None:
         super().__init__(**options)
@@ -804,6 +806,7 @@ class StdioMcpTarget(McpTarget):
         self._choose_placements([*self.env.values(), *self.args])
         self.cwd = cwd
         self.startup_timeout = startup_timeout
+        self.handshake = _checked_handshake(handshake)
 
     def _parameters(self, lookup: Callable[[str], Any], extra: Mapping[str, str]) -> Any:
         env = {k: render(v, lookup, text=True) for k, v in self.env.items()}
@@ -828,7 +831,7 @@ class StdioMcpTarget(McpTarget):
                 async with ClientSession(
                     read, write, read_timeout_seconds=self.startup_timeout, **_listening(heard)
                 ) as session:
-                    await session.initialize()
+                    await _handshake(session, self.handshake)
                     return await body(session)
 
     async def _list_tools(self) -> list[_Tool]:
@@ -908,15 +911,42 @@ def _call_parts(
 
 def _listening(heard: _Call | None) -> dict[str, Any]:
     """A ``ClientSession``'s callbacks that hand what the server sends the client during
-    ``heard`` to it: log notifications, and an earlier protocol's elicitation and sampling
-    requests (declared so, as a host that shows them declares them); none without it."""
+    ``heard`` to it: log notifications (on a 2026-07-28 connection a server sends them only
+    to a request that opts in, with a level: every level asked for, as a host that shows
+    them all asks), and an earlier protocol's elicitation and sampling requests (declared
+    so, as a host that shows them declares them); none without it."""
     if heard is None:
         return {}
     return {
+        "log_level": "debug",
         "logging_callback": heard.on_log,
         "elicitation_callback": heard.on_elicitation,
         "sampling_callback": heard.on_sampling,
     }
+
+
+#: How a session is opened: ``auto`` as a 2026 host does (``server/discover`` for the
+#: 2026-07-28 protocol, the ``initialize`` handshake where the server has no such method,
+#: the SDK's own policy: ``fastmcp.Client``'s default), ``legacy`` as an older host does
+#: (``initialize``, 2025-11-25 at most). A server can differ between them: an
+#: ``InputRequiredResult`` exists only on a modern connection.
+HANDSHAKES = ("auto", "legacy")
+
+
+async def _handshake(session: ClientSession, how: str) -> None:
+    """Open ``session`` as ``how`` (``HANDSHAKES``) says."""
+    if how == "legacy":
+        await session.initialize()
+        return
+    from mcp.client._probe import negotiate_auto  # (the SDK's connect policy, not exported)
+
+    await negotiate_auto(session)
+
+
+def _checked_handshake(how: str) -> str:
+    if how not in HANDSHAKES:
+        raise McpTemplateError(f"handshake {how!r} is none of {', '.join(HANDSHAKES)}")
+    return how
 
 
 # --- the parts an outside audit builds its targets from (``leakcheck mcp``) -----------------
@@ -925,6 +955,8 @@ def _listening(heard: _Call | None) -> dict[str, Any]:
 call_parts = _call_parts
 #: a session's callbacks for what the server sends the client during a call
 listening = _listening
+#: open a session as ``HANDSHAKES`` says
+handshake = _handshake
 
 #: a listed tool (name, required arguments, the arguments its schema takes)
 ListedTool = _Tool

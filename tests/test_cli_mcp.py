@@ -24,7 +24,7 @@ import pytest
 from conftest import self_scan
 
 from leakcheck import KINDS, CanaryFactory, Secret
-from leakcheck.audit import HTTP_STAGES, Outcome, audit_mcp_server
+from leakcheck.audit import HTTP_STAGES, AuditError, Outcome, audit_mcp_server
 from leakcheck.audit.testing import check_audit, mcp_audit_test
 from leakcheck.cli import main
 from leakcheck.placements import PLACEMENTS
@@ -401,6 +401,33 @@ def test_an_elicitation_naming_the_token_fails(mcp) -> None:
     assert run.code == 1, run.out + run.err
     assert "tool response mcp input request" in run.out, run.out
     assert "http_401  0/1 l" in run.out, run.out  # (the leak alone: no contract, no hygiene)
+
+
+ASKING = str(ROOT / "tests" / "data" / "mcp_asking_server.py")
+
+
+def test_the_handshake_is_a_2026_hosts_unless_told_legacy(mcp) -> None:
+    """``auto`` (the default) opens each session as a 2026 host does: a fastmcp 4 server's
+    ``InputRequiredResult`` is heard, answered and judged (its token: a leak). ``legacy``
+    opens it with ``initialize`` as an older host does, where such a result is not the
+    protocol's: the case says the server raised. (The stdlib fake server knows no
+    ``server/discover``: every other test of it runs ``auto`` through the fallback.)"""
+    args = ["--env", "API_TOKEN={bearer}", "--env", "API_URL={upstream}", "--stages", "http_401",
+            "--placements", "authorization-header", "--call-timeout", "20"]  # fmt: skip
+    modern = mcp(*args, server=[sys.executable, ASKING])
+    assert modern.code == 1 and "tool response mcp input request" in modern.out, modern.out
+    legacy = mcp(*args, "--handshake", "legacy", server=[sys.executable, ASKING])
+    assert "mcp input request" not in legacy.out, legacy.out
+    assert "http_401  0/1 x" in legacy.out, legacy.out
+
+
+def test_an_unknown_handshake_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as ended:
+        main(["mcp", "--handshake", "modern", "--", sys.executable, FAKE])
+    assert ended.value.code == 2
+    assert "invalid choice: 'modern'" in capsys.readouterr().err
+    with pytest.raises(AuditError, match="--handshake is one of auto, legacy"):
+        audit_mcp_server([sys.executable, FAKE], handshake="modern")
 
 
 def test_invalid_input_stage(mcp) -> None:

@@ -50,6 +50,8 @@ class ServerSpec:
     timeout: float = 0.5
     #: a fresh HOME (and TMPDIR) per case, whose files are read as an operator sink
     isolate_home: bool = True
+    #: how each session is opened (``mcp_target.HANDSHAKES``): ``auto`` as a 2026 host
+    handshake: str = "auto"
 
     def describe(self) -> str:
         """The server as a person would name it (the command line, or the URL)."""

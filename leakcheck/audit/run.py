@@ -369,6 +369,7 @@ def audit_mcp_server(
     progress: Progress | None = None,
     url: str = "",
     headers: Mapping[str, str] | None = None,
+    handshake: str = "auto",
 ) -> AuditResult:
     """Audit the MCP server started by ``command`` (a command line as a list, or its
     program alone) over stdio, or the streamable-HTTP server running at ``url`` (each
@@ -380,8 +381,10 @@ def audit_mcp_server(
     patterns narrowing the run; ``arguments`` pins a tool's arguments (a mapping, or a
     JSON file). Raises ``AuditError`` (one line) when the audit cannot run: the server
     does not start, lists no tools, offers an invalid input schema, a template or a name
-    is unknown."""
-    from leakcheck.plugins.mcp_target import McpTemplateError
+    is unknown. ``handshake``: how each session is opened, ``auto`` as a 2026 host does
+    (``server/discover``, else ``initialize``), ``legacy`` as an older one (``initialize``
+    only)."""
+    from leakcheck.plugins.mcp_target import HANDSHAKES, McpTemplateError
 
     began = time.monotonic()
     argv = [command] if isinstance(command, str) else list(command)
@@ -396,6 +399,8 @@ def audit_mcp_server(
         raise AuditError("--header is for a streamable-HTTP server (--url); over stdio use --env")
     if jobs < 1:
         raise AuditError("--jobs is at least 1")
+    if handshake not in HANDSHAKES:
+        raise AuditError(f"--handshake is one of {', '.join(HANDSHAKES)}")
     for name, value in (("call", call_timeout), ("startup", startup_timeout)):
         if not value > 0:
             raise AuditError(f"--{name}-timeout is a positive number of seconds")
@@ -404,6 +409,7 @@ def audit_mcp_server(
         url=url, headers=dict(headers or {}),
         cwd=str(cwd) if cwd is not None else None, startup_timeout=startup_timeout,
         call_timeout=call_timeout, timeout=timeout, isolate_home=isolate_home,
+        handshake=handshake,
     )  # fmt: skip
     pinned = load_pinned(arguments) if isinstance(arguments, str | Path) else dict(arguments or {})
     chosen_stages = _pick(AUDIT_STAGES, stages, "stages")

@@ -43,6 +43,7 @@ from leakcheck.plugins.mcp_target import (
     ToolCall,
     call_parts,
     check_fields,
+    handshake,
     listening,
     placeholder,
     render,
@@ -345,6 +346,7 @@ class AuditStdioTarget(_Audit, StdioMcpTarget):
             env=dict(spec.env),
             cwd=spec.cwd,
             startup_timeout=spec.startup_timeout,
+            handshake=spec.handshake,
             call_timeout=spec.call_timeout,
             timeout=spec.timeout,
             **options,
@@ -421,7 +423,7 @@ class AuditHttpTarget(_Audit):
                         read_timeout_seconds=self.spec.startup_timeout,
                         **listening(heard),
                     ) as session:
-                        await session.initialize()
+                        await handshake(session, self.spec.handshake)
                         return await body(session)
 
     def _headers(self, lookup: Callable[[str], Any]) -> dict[str, str]:

@@ -120,6 +120,13 @@ def add_mcp_parser(commands: Any) -> None:
         help="the server's start and MCP handshake (default 30)",
     )
     mcp.add_argument(
+        "--handshake",
+        choices=("auto", "legacy"),
+        default="auto",
+        help="how each MCP session is opened: auto as a 2026 host does (server/discover, "
+        "else initialize; the default), legacy as an older host does (initialize only)",
+    )
+    mcp.add_argument(
         "--timeout",
         type=float,
         default=0.5,
@@ -231,6 +238,7 @@ def mcp_command(args: argparse.Namespace, output: Output) -> int:
             progress=progress,
             url=args.url,
             headers=headers,
+            handshake=args.handshake,
         )
     except AuditError as exc:
         raise UsageError(str(exc)) from None
