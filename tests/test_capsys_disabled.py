@@ -36,6 +36,14 @@ def test_writes_its_token_in_pieces_to_stderr(leakcheck, capfd):
     leakcheck.expose({"ok": False})
 
 
+def test_keeps_a_stream_made_inside_the_block(leakcheck, capsys):
+    token = leakcheck.secret("bearer")
+    with capsys.disabled():
+        kept = sys.stdout  # (a log handler made here keeps it)
+    kept.write(f"later: {token}\\n")  # to pytest's capture, as without the plugin: judged
+    leakcheck.expose({"ok": False})
+
+
 def test_shows_progress(leakcheck, capsys):
     leakcheck.secret("bearer")
     outer = sys.stdout
@@ -62,6 +70,7 @@ def test_what_is_printed_under_a_disabled_capture_is_masked_and_judged(
     assert inner_outcomes(result) == {
         "test_prints_its_token": "FAILED",
         "test_writes_its_token_in_pieces_to_stderr": "FAILED",
+        "test_keeps_a_stream_made_inside_the_block": "FAILED",
         "test_shows_progress": "PASSED",
     }, result.stdout.str()
     printed = failure_section(result, "test_prints_its_token")
@@ -73,6 +82,8 @@ def test_what_is_printed_under_a_disabled_capture_is_masked_and_judged(
     assert "using token «canary:bearer:raw»" in shown, shown
     assert "auth failed for «canary:bearer:raw» (retrying)" in shown, shown
     assert "progress: 50% of the upstream calls" in shown, shown
+    kept = failure_section(result, "test_keeps_a_stream_made_inside_the_block")
+    assert "[LEAK] caller: stdout, while the test ran  form raw" in kept, kept
     assert (
         "could not inspect in test_inner.py::test_shows_progress: stdout capsys.disabled()" in shown
     ), shown

@@ -78,7 +78,7 @@ def _tapped_disabled(
             finally:
                 sys.stdout, sys.stderr = shown
                 for tee in tees:
-                    tee.close()
+                    tee.hand_over()
                 check.stdout.add_uninspected(f"{name}.disabled()", UNSEEN_WHEN_DISABLED)
 
     return tapped
@@ -87,14 +87,18 @@ def _tapped_disabled(
 class MaskingTee(io.TextIOBase):
     """A text stream that writes each line to ``stream`` masked (a line at a time: a
     secret written in pieces is masked whole) and hands everything written, as written,
-    to ``sink`` at ``close``. Anything else is the stream's (``fileno``, ``buffer``...)."""
+    to ``sink`` at ``hand_over``. It stays open after, writing straight through:
+    something made inside the block may keep it (a log handler given ``sys.stdout``), and
+    what it writes then goes where it would without the plugin (pytest's capture, once
+    the block has ended: judged and masked there). Anything else is the stream's
+    (``fileno``, ``buffer``...)."""
 
     def __init__(
         self, stream: TextIO, sink: TextSink, path: str, mask: Callable[[str], str]
     ) -> None:
         super().__init__()
         self._stream = stream
-        self._sink = sink
+        self._sink: TextSink | None = sink
         self._path = path
         self._mask = mask
         self._written: list[str] = []
@@ -127,6 +131,8 @@ class MaskingTee(io.TextIOBase):
     def write(self, text: str) -> int:
         if self.closed:
             raise ValueError("I/O operation on closed file.")
+        if self._sink is None:  # (after the hand-over: straight through)
+            return self._stream.write(text)
         self._written.append(text)
         self._pending += text
         if "\n" in text:
@@ -140,13 +146,12 @@ class MaskingTee(io.TextIOBase):
             self._stream.write(self._mask(pending))
         self._stream.flush()
 
-    def close(self) -> None:
-        if self.closed:
-            return
+    def hand_over(self) -> None:
+        """Write out what is pending, masked, and hand what was written to the sink."""
         self.flush()
-        if self._written:
+        if self._sink is not None and self._written:
             self._sink.add(self._path, "".join(self._written))
-        super().close()
+        self._sink, self._written = None, []
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
