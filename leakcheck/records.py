@@ -118,6 +118,9 @@ class TestRecord:
     #: exposed, no exception reached it, nothing on stdout (its tool response, a local,
     #: was never searched); written only when true
     nothing_exposed: bool = False
+    #: the test catches exceptions itself (``try``/``except``) and this Python could not
+    #: watch what it caught (``sys.monitoring``: 3.12+); written only when true
+    catches_unjudged: bool = False
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -136,6 +139,8 @@ class TestRecord:
             data["reason"] = self.reason
         if self.nothing_exposed:
             data["nothing_exposed"] = True
+        if self.catches_unjudged:
+            data["catches_unjudged"] = True
         return data
 
     @classmethod
@@ -152,4 +157,5 @@ class TestRecord:
             outcome=str(data.get("outcome", "")),
             reason=str(data.get("reason", "")),
             nothing_exposed=bool(data.get("nothing_exposed", False)),
+            catches_unjudged=bool(data.get("catches_unjudged", False)),
         )

@@ -25,8 +25,10 @@ import pytest
 from . import capture_fixtures, options, reports, snapshots
 from .capture_fixtures import CAPTURE_FIXTURES
 from .caught import caught_by_test
+from .caught_try import caught_by_try
 from .options import LeakcheckOptions, options_for
 from .session import (
+    CATCHES_UNJUDGED,
     CHECK,
     EARLIER_BATCHES,
     IN_CALL,
@@ -184,7 +186,11 @@ def leakcheck() -> Iterator[LeakCheck]:
     try:
         if state.enabled:
             check.start()
-        with caught_by_test(check) if state.enabled else contextlib.nullcontext():
+        with contextlib.ExitStack() as catching:
+            if state.enabled:
+                catching.enter_context(caught_by_test(check))
+                if catching.enter_context(caught_by_try(check, node)) is False:
+                    node.stash[CATCHES_UNJUDGED] = True  # (said in the summary)
             yield check
     finally:
         # the session masker takes the secrets over before the check stops being asked

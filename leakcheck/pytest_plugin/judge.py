@@ -37,7 +37,7 @@ from ..verdict import (
     root_causes,
 )
 from . import reports, snapshots
-from .session import CHECK, EARLIER_BATCHES, PluginSession
+from .session import CATCHES_UNJUDGED, CHECK, EARLIER_BATCHES, PluginSession
 
 __all__ = ["CHECK", "failure_text", "judge_report", "own_verdict"]
 
@@ -128,6 +128,7 @@ def judge_report(
             # reason has said so already)
             nothing_exposed=not check.caller_output_judged()
             and ExposedSink.name not in check.skip_sinks,
+            catches_unjudged=bool(item.stash.get(CATCHES_UNJUDGED, False)),
         )
         state.set_up.update(
             sink.name for sink in check.sinks if not getattr(sink, "inactive_reason", "")

@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import random
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -46,6 +47,9 @@ EARLIER_BATCHES = pytest.StashKey[int]()
 #: set while a test's call phase runs: a report made then is a subtest's (pytest's
 #: ``subtests`` fixture, ``unittest``'s ``subTest``), not the test's own
 IN_CALL = pytest.StashKey[bool]()
+#: set for a test that catches exceptions itself where they could not be watched
+#: (``caught_try``: Python < 3.12)
+CATCHES_UNJUDGED = pytest.StashKey[bool]()
 #: Texts masked are kept for the reports that repeat them: the last this many, each of
 #: at least that many characters (a shorter one costs less to mask than to keep) and at
 #: most that many (a large one is kept by nobody else).
@@ -480,6 +484,18 @@ class PluginSession:
                 f"nothing caller-visible judged in {len(unexposed)} test(s): each made "
                 "secrets, exposed nothing and no exception reached it, so what the gateway "
                 "returned was never searched (leakcheck.expose(result)): "
+                + ", ".join(shown)
+                + (f" and {more} more (-v lists them)" if more else "")
+            )
+        unwatched = [r["test"] for r in self.records if r.get("catches_unjudged")]
+        if unwatched:
+            shown = unwatched if self.verbose else unwatched[:_UNEXPOSED_SHOWN]
+            more = len(unwatched) - len(shown)
+            terminalreporter.write_line(
+                f"exceptions a test catches itself (try/except) not judged in "
+                f"{len(unwatched)} test(s): Python {sys.version_info[0]}.{sys.version_info[1]} "
+                "cannot watch them (3.12 and later can: sys.monitoring); catch with "
+                "pytest.raises, or run on 3.12+: "
                 + ", ".join(shown)
                 + (f" and {more} more (-v lists them)" if more else "")
             )

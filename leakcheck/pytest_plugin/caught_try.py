@@ -1,0 +1,101 @@
+"""An error a test catches with its own ``try``/``except`` was handed to it all the same.
+
+``try: gateway.call(...) except GatewayError as exc: assert exc.code == "AUTH"`` plays the
+caller as ``pytest.raises`` does (``caught.py``): the error is what an agent is handed. It
+never reached the test's end, where the plugin judges an exception the test let through,
+so a token in it passed green. On Python 3.12 and later, ``sys.monitoring`` says when an
+exception is handled: while a test whose own code handles exceptions runs, each one its
+frame handles that was raised below it (in a call it made: the gateway, a library) is
+handed over as one that reached the caller. One the test's own line raised (``int(token)``,
+an ``assert`` it catches) is the test's, not a caller's. Earlier Pythons have no such
+event short of tracing every call: those tests are said (``caught_by_try`` yields False).
+
+Only the test function's own frame, and only a test of the suite's (a function of
+leakcheck's own, a stage matrix's test, judges what it catches itself).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dis
+import inspect
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import CodeType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..harness import LeakCheck
+
+__all__ = ["caught_by_try"]
+
+#: ``sys.monitoring`` tool ids leakcheck may take, the first free one (by convention 0 is
+#: a debugger's, 1 coverage's, 2 a profiler's, 5 an optimizer's)
+_TOOL_IDS = (4, 3)
+_PACKAGE = str(Path(__file__).resolve().parent.parent)
+#: the opcodes of a typed ``except X:`` clause (3.11+, and 3.10's); a ``with`` has none
+_EXCEPT_MATCH = tuple(
+    bytes([dis.opmap[name]])
+    for name in ("CHECK_EXC_MATCH", "JUMP_IF_NOT_EXC_MATCH")
+    if name in dis.opmap
+)
+
+
+def _code_of(test: Any) -> CodeType | None:
+    """The code of the test function an item runs (a method's function's, unwrapped)."""
+    function: Any = getattr(test, "obj", None)
+    function = getattr(function, "__func__", function)
+    if callable(function):
+        with contextlib.suppress(Exception):
+            function = inspect.unwrap(function)
+    code = getattr(function, "__code__", None)
+    if not isinstance(code, CodeType) or code.co_filename.startswith(_PACKAGE):
+        return None
+    return code
+
+
+def _catches_itself(code: CodeType) -> bool:
+    """Whether ``code`` has a typed ``except`` clause (read from its bytecode: no source
+    parsed)."""
+    opcodes = code.co_code[::2]
+    return any(opcode in opcodes for opcode in _EXCEPT_MATCH)
+
+
+@contextlib.contextmanager
+def caught_by_try(check: LeakCheck, test: Any) -> Iterator[bool | None]:
+    """Hand ``check`` each exception the frame of ``test``'s function (a pytest item)
+    handles that was raised below it, until exit. Yields True when that is watched, False
+    when the test catches exceptions itself and they cannot be (``sys.monitoring``
+    missing, Python < 3.12, or no free tool id), None when there is nothing to watch."""
+    code = _code_of(test)
+    monitoring = getattr(sys, "monitoring", None)
+    tool = None
+    if monitoring is not None:
+        tool = next((t for t in _TOOL_IDS if monitoring.get_tool(t) is None), None)
+    # (a code that handles nothing has no exception table: 3.11+; 3.10 has no monitoring)
+    if code is None or not getattr(code, "co_exceptiontable", True):
+        yield None
+        return
+    if monitoring is None or tool is None:
+        yield False if _catches_itself(code) else None
+        return
+    handled_event = monitoring.events.EXCEPTION_HANDLED
+
+    def handled(where: CodeType, offset: int, exc: BaseException) -> None:
+        # (every handled exception of the process comes here while the test runs: a
+        # global event only; the test's frame alone is judged)
+        if where is code:
+            traceback = exc.__traceback__
+            if traceback is not None and traceback.tb_next is not None:
+                check.exception_reached_caller(exc)
+
+    monitoring.use_tool_id(tool, "leakcheck")
+    try:
+        monitoring.register_callback(tool, handled_event, handled)
+        monitoring.set_events(tool, handled_event)
+        yield True
+    finally:
+        monitoring.set_events(tool, 0)
+        monitoring.register_callback(tool, handled_event, None)
+        monitoring.free_tool_id(tool)
