@@ -127,7 +127,7 @@ def test_the_monitoring_tool_is_given_back() -> None:
     if not WATCHED:
         pytest.skip("sys.monitoring came in Python 3.12")
     from leakcheck.harness import LeakCheck
-    from leakcheck.pytest_plugin.caught_try import _TOOL_IDS, caught_by_try
+    from leakcheck.pytest_plugin.caught_try import _TOOL_IDS, caught_by_try, to_watch
 
     def test_body() -> None:
         try:
@@ -142,7 +142,9 @@ def test_the_monitoring_tool_is_given_back() -> None:
         obj = test_body
 
     before = [sys.monitoring.get_tool(t) for t in _TOOL_IDS]
-    with LeakCheck(seed=SEED, sinks=[]) as check, caught_by_try(check, Item()) as watched:
+    code, unwatched = to_watch(Item())
+    assert code is test_body.__code__ and not unwatched
+    with LeakCheck(seed=SEED, sinks=[]) as check, caught_by_try(check, code) as watched:
         assert watched
         test_body()
         assert check.caller_output_judged()  # (the exception was handed over)

@@ -25,7 +25,7 @@ import pytest
 from . import capture_fixtures, options, reports, snapshots
 from .capture_fixtures import CAPTURE_FIXTURES
 from .caught import caught_by_test
-from .caught_try import caught_by_try
+from .caught_try import caught_by_try, to_watch
 from .options import LeakcheckOptions, options_for
 from .session import (
     CATCHES_UNJUDGED,
@@ -186,12 +186,17 @@ def leakcheck() -> Iterator[LeakCheck]:
     try:
         if state.enabled:
             check.start()
-        with contextlib.ExitStack() as catching:
-            if state.enabled:
-                catching.enter_context(caught_by_test(check))
-                if catching.enter_context(caught_by_try(check, node)) is False:
+        code, unwatched = to_watch(node) if state.enabled else (None, False)
+        with caught_by_test(check) if state.enabled else contextlib.nullcontext():
+            if code is None:
+                if unwatched:
                     node.stash[CATCHES_UNJUDGED] = True  # (said in the summary)
-            yield check
+                yield check
+            else:
+                with caught_by_try(check, code) as watched:
+                    if not watched:  # (no free tool id)
+                        node.stash[CATCHES_UNJUDGED] = True
+                    yield check
     finally:
         # the session masker takes the secrets over before the check stops being asked
         state.masker.add(check.secrets, check.built_masker(), by=node.nodeid)

@@ -8,7 +8,7 @@ exception is handled: while a test whose own code handles exceptions runs, each 
 frame handles that was raised below it (in a call it made: the gateway, a library) is
 handed over as one that reached the caller. One the test's own line raised (``int(token)``,
 an ``assert`` it catches) is the test's, not a caller's. Earlier Pythons have no such
-event short of tracing every call: those tests are said (``caught_by_try`` yields False).
+event short of tracing every call: those tests are said (``to_watch``).
 
 Only the test function's own frame, and only a test of the suite's (a function of
 leakcheck's own, a stage matrix's test, judges what it catches itself).
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import dis
+import functools
 import inspect
 import sys
 from collections.abc import Iterator
@@ -28,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # pragma: no cover
     from ..harness import LeakCheck
 
-__all__ = ["caught_by_try"]
+__all__ = ["caught_by_try", "to_watch"]
 
 #: ``sys.monitoring`` tool ids leakcheck may take, the first free one (by convention 0 is
 #: a debugger's, 1 coverage's, 2 a profiler's, 5 an optimizer's)
@@ -42,17 +43,33 @@ _EXCEPT_MATCH = tuple(
 )
 
 
-def _code_of(test: Any) -> CodeType | None:
-    """The code of the test function an item runs (a method's function's, unwrapped)."""
+def to_watch(test: Any) -> tuple[CodeType | None, bool]:
+    """For a pytest item: the code of its test function to watch (``caught_by_try``), or
+    None; and whether it catches exceptions itself that this Python cannot watch (said in
+    the summary). Made once per test function (a parametrized test's items share it)."""
     function: Any = getattr(test, "obj", None)
     function = getattr(function, "__func__", function)
+    try:
+        return _plan(function)
+    except TypeError:  # (unhashable: made each time)
+        return _plan.__wrapped__(function)
+
+
+@functools.lru_cache(maxsize=4096)
+def _plan(function: Any) -> tuple[CodeType | None, bool]:
     if callable(function):
         with contextlib.suppress(Exception):
             function = inspect.unwrap(function)
     code = getattr(function, "__code__", None)
+    # (a function of leakcheck's own, a stage matrix's test, judges what it catches)
     if not isinstance(code, CodeType) or code.co_filename.startswith(_PACKAGE):
-        return None
-    return code
+        return None, False
+    # (a code that handles nothing has no exception table: 3.11+; 3.10 has none at all)
+    if not getattr(code, "co_exceptiontable", True):
+        return None, False
+    if getattr(sys, "monitoring", None) is None:
+        return None, _catches_itself(code)
+    return code, False
 
 
 def _catches_itself(code: CodeType) -> bool:
@@ -63,22 +80,16 @@ def _catches_itself(code: CodeType) -> bool:
 
 
 @contextlib.contextmanager
-def caught_by_try(check: LeakCheck, test: Any) -> Iterator[bool | None]:
-    """Hand ``check`` each exception the frame of ``test``'s function (a pytest item)
-    handles that was raised below it, until exit. Yields True when that is watched, False
-    when the test catches exceptions itself and they cannot be (``sys.monitoring``
-    missing, Python < 3.12, or no free tool id), None when there is nothing to watch."""
-    code = _code_of(test)
-    monitoring = getattr(sys, "monitoring", None)
+def caught_by_try(check: LeakCheck, code: CodeType) -> Iterator[bool]:
+    """Hand ``check`` each exception the frame of ``code`` (a test function's, from
+    ``to_watch``) handles that was raised below it, until exit. Yields whether that is
+    watched: False when ``sys.monitoring`` has no free tool id (or is missing)."""
+    monitoring: Any = getattr(sys, "monitoring", None)
     tool = None
     if monitoring is not None:
         tool = next((t for t in _TOOL_IDS if monitoring.get_tool(t) is None), None)
-    # (a code that handles nothing has no exception table: 3.11+; 3.10 has no monitoring)
-    if code is None or not getattr(code, "co_exceptiontable", True):
-        yield None
-        return
-    if monitoring is None or tool is None:
-        yield False if _catches_itself(code) else None
+    if tool is None:
+        yield False
         return
     handled_event = monitoring.events.EXCEPTION_HANDLED
 
