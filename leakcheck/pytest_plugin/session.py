@@ -476,29 +476,31 @@ class PluginSession:
             terminalreporter.write_line(
                 f"opted out: {opt['test']}: sink {opt['sink']!r} ({opt['reason']})"
             )
-        unexposed = [r["test"] for r in self.records if r.get("nothing_exposed")]
-        if unexposed:
-            shown = unexposed if self.verbose else unexposed[:_UNEXPOSED_SHOWN]
-            more = len(unexposed) - len(shown)
-            terminalreporter.write_line(
-                f"nothing caller-visible judged in {len(unexposed)} test(s): each made "
-                "secrets, exposed nothing and no exception reached it, so what the gateway "
-                "returned was never searched (leakcheck.expose(result)): "
-                + ", ".join(shown)
-                + (f" and {more} more (-v lists them)" if more else "")
-            )
-        unwatched = [r["test"] for r in self.records if r.get("catches_unjudged")]
-        if unwatched:
-            shown = unwatched if self.verbose else unwatched[:_UNEXPOSED_SHOWN]
-            more = len(unwatched) - len(shown)
-            terminalreporter.write_line(
-                f"exceptions a test catches itself (try/except) not judged in "
-                f"{len(unwatched)} test(s): Python {sys.version_info[0]}.{sys.version_info[1]} "
-                "cannot watch them (3.12 and later can: sys.monitoring); catch with "
-                "pytest.raises, or run on 3.12+: "
-                + ", ".join(shown)
-                + (f" and {more} more (-v lists them)" if more else "")
-            )
+        python = f"{sys.version_info[0]}.{sys.version_info[1]}"
+        for flag, said in (
+            (
+                "nothing_exposed",
+                "nothing caller-visible judged in {count} test(s): each made secrets, exposed "
+                "nothing and no exception reached it, so what the gateway returned was never "
+                "searched (leakcheck.expose(result))",
+            ),
+            (
+                "catches_unjudged",
+                "exceptions a test catches itself (try/except) not judged in {count} test(s): "
+                f"Python {python} cannot watch them (3.12 and later can: sys.monitoring); "
+                "catch with pytest.raises, or run on 3.12+",
+            ),
+        ):
+            flagged = [r["test"] for r in self.records if r.get(flag)]
+            if flagged:
+                shown = flagged if self.verbose else flagged[:_UNEXPOSED_SHOWN]
+                more = len(flagged) - len(shown)
+                terminalreporter.write_line(
+                    said.format(count=len(flagged))
+                    + ": "
+                    + ", ".join(shown)
+                    + (f" and {more} more (-v lists them)" if more else "")
+                )
         for what, tests in sorted(self._summary_inactive().items()):
             terminalreporter.write_line(f"sink inactive in {len(tests)} test(s): {what}")
         uninspected = [
