@@ -149,3 +149,25 @@ def test_the_monitoring_tool_is_given_back() -> None:
         test_body()
         assert check.caller_output_judged()  # (the exception was handed over)
     assert [sys.monitoring.get_tool(t) for t in _TOOL_IDS] == before
+
+
+def test_leakchecks_own_functions_are_not_watched() -> None:
+    """A function of leakcheck's own (a stage matrix's test) judges what it catches
+    itself: neither watched nor said, though it has an ``except`` clause."""
+    from leakcheck.pytest_plugin import caught
+    from leakcheck.pytest_plugin.caught_try import to_watch
+
+    class Item:
+        obj = staticmethod(caught._matches)  # (``except Exception:`` in it)
+
+    class Suites:
+        @staticmethod
+        def obj(token: str) -> int:
+            try:
+                return int(token)
+            except ValueError:
+                return 0
+
+    assert to_watch(Item()) == (None, False)
+    suites = to_watch(Suites())  # (a suite's: watched on 3.12+, said before)
+    assert suites == ((Suites.obj.__code__, False) if WATCHED else (None, True)), suites

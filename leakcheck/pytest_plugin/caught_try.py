@@ -22,9 +22,10 @@ import functools
 import inspect
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 from types import CodeType
 from typing import TYPE_CHECKING, Any
+
+from .reports import leakcheck_file
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..harness import LeakCheck
@@ -34,7 +35,6 @@ __all__ = ["caught_by_try", "to_watch"]
 #: ``sys.monitoring`` tool ids leakcheck may take, the first free one (by convention 0 is
 #: a debugger's, 1 coverage's, 2 a profiler's, 5 an optimizer's)
 _TOOL_IDS = (4, 3)
-_PACKAGE = str(Path(__file__).resolve().parent.parent)
 #: the opcodes of a typed ``except X:`` clause (3.11+, and 3.10's); a ``with`` has none
 _EXCEPT_MATCH = tuple(
     bytes([dis.opmap[name]])
@@ -62,7 +62,7 @@ def _plan(function: Any) -> tuple[CodeType | None, bool]:
             function = inspect.unwrap(function)
     code = getattr(function, "__code__", None)
     # (a function of leakcheck's own, a stage matrix's test, judges what it catches)
-    if not isinstance(code, CodeType) or code.co_filename.startswith(_PACKAGE):
+    if not isinstance(code, CodeType) or leakcheck_file(code.co_filename):
         return None, False
     # (a code that handles nothing has no exception table: 3.11+; 3.10 has none at all)
     if not getattr(code, "co_exceptiontable", True):

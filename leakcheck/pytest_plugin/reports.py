@@ -19,9 +19,11 @@ from ..serialize import safe_str
 
 __all__ = [
     "fail_report",
+    "leakcheck_file",
     "mask_fields",
     "mask_junit",
     "mask_report",
+    "mask_subtest_context",
     "mask_test_ids",
     "mask_warning",
     "shown_at_the_caller",
@@ -54,7 +56,7 @@ def shown_at_the_caller(config: pytest.Config, call: pytest.CallInfo[Any]) -> No
     while raw is not None:
         frames.append(raw)
         raw = raw.tb_next
-    kept = [tb for tb in frames if not _ours(tb.tb_frame.f_code.co_filename)]
+    kept = [tb for tb in frames if not leakcheck_file(tb.tb_frame.f_code.co_filename)]
     if not kept or len(kept) == len(frames):  # (a mistake inside leakcheck alone: as it is)
         return
     # a chain of the caller's frames alone: pytest cuts a traceback at the test's frame
@@ -66,7 +68,8 @@ def shown_at_the_caller(config: pytest.Config, call: pytest.CallInfo[Any]) -> No
     call.excinfo = pytest.ExceptionInfo.from_exc_info((excinfo.type, excinfo.value, trimmed))
 
 
-def _ours(path: str) -> bool:
+def leakcheck_file(path: str) -> bool:
+    """Whether ``path`` (a code object's file) is one of leakcheck's own modules."""
     return path.startswith(_our_roots())
 
 
