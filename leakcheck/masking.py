@@ -40,7 +40,14 @@ from typing import Any
 from .canaries import Secret
 from .decode import all_decoders, decode_runs
 from .detect import JOIN_SEPARATOR, Scanner
-from .engine import KEY_CODE, KeptKeys, KeySet, available_backends, substring_keys_in
+from .engine import (
+    KEY_CODE,
+    KeptKeys,
+    KeySet,
+    available_backends,
+    substring_key_set,
+    substring_keys_in,
+)
 from .extensions import masking_forms
 from .findings import MASK_LABEL, mask_label
 from .forms import (
@@ -185,6 +192,10 @@ _HELD_KEPT, _HELD_KEPT_UP_TO = 8, 64 * 1024
 _KEPT_FROM, _KEPT_UP_TO = 1024, 16 * 1024
 #: Long texts whose hashes are remembered, so that one coming again is kept.
 _SEEN_TEXTS = 256
+#: Short texts (under _KEPT_FROM bytes) that came again, kept with their layers, their
+#: 4-byte substrings and the keys they held at the batches looked at (``_Again``), up to
+#: this many (some 64 KiB each at most).
+_AGAIN_TEXTS = 64
 #: Joins a text's layers for one lookup of their keys (see ``_held``).
 _LAYER_SEPARATOR = b"\n"
 #: Decoding layers looked into: as many as a masking scanner decodes.
@@ -214,6 +225,16 @@ def masking_scanner(secrets: Iterable[Secret]) -> Scanner:
 def _common(present: KeySet, keys: frozenset[int] | KeySet) -> set[int]:
     """The keys in both (the smaller side iterated, in C)."""
     return present.keys() & (keys.keys() if isinstance(keys, dict) else keys)
+
+
+class _Again:
+    """A short text that came again: its layers, every 4-byte substring of them
+    (``present``), the keys of the first ``upto`` batches among those (``held``)."""
+
+    __slots__ = ("layers", "present", "held", "upto")
+
+    def __init__(self, layers: Sequence[bytes], present: KeySet, held: set[int], upto: int):
+        self.layers, self.present, self.held, self.upto = layers, present, held, upto
 
 
 class SessionMasker:
@@ -251,6 +272,11 @@ class SessionMasker:
         self._kept = KeptKeys(texts=32, layer_bytes=2 * 1024 * 1024, keys=100_000)
         #: the hashes of long texts looked up lately: the second sighting keeps one
         self._seen: OrderedDict[int, None] = OrderedDict()
+        #: the hashes of short texts looked up at every key lately, and those that came
+        #: again (a test's texts are alike in test after test: its log lines, its tool's
+        #: error envelope), each looked up since only at the batches added since
+        self._seen_short: OrderedDict[int, None] = OrderedDict()
+        self._again: OrderedDict[bytes, _Again] = OrderedDict()
         self._seen_lock = threading.Lock()
         #: the hashes of long texts looked up for earlier secrets lately
         self._looked_up: OrderedDict[int, None] = OrderedDict()
@@ -367,6 +393,10 @@ class SessionMasker:
         (under the lock)."""
         if len(text) > _HELD_KEPT_UP_TO:  # (kept, its layers would outweigh a second look)
             return self._held(text, self._keys)
+        if len(text) < _KEPT_FROM:
+            again = self._again_at_every_key(text)
+            if again is not None:
+                return again.layers, again.held
         kept = self._held_everywhere
         found = kept.get(text)
         if found is None:
@@ -374,6 +404,35 @@ class SessionMasker:
             if len(kept) > _HELD_KEPT:
                 kept.popitem(last=False)
         return found
+
+    def _again_at_every_key(self, text: bytes) -> _Again | None:
+        """``text`` (a short one) as ``_held_at_every_key`` looks it up, if it came
+        before: looked up the second time at every key with every 4-byte substring of its
+        layers kept, since then at the keys of the batches added since only (under the
+        lock). None the first time, or when more batches came since than ``_recent``
+        keeps the keys of (then looked up at every key again)."""
+        again = self._again.get(text)
+        count = len(self._batches)
+        if again is None:
+            if not _remembered(self._seen_short, hash(text)):
+                return None
+            layers = self._layers(text)
+            present = substring_key_set(_joined(layers))
+            again = _Again(layers, present, _common(present, self._keys), count)
+            self._again[text] = again
+            if len(self._again) > _AGAIN_TEXTS:
+                self._again.popitem(last=False)
+            return again
+        self._again.move_to_end(text)
+        if again.upto < count:
+            since = [self._recent.get(index) for index in range(again.upto, count)]
+            if any(keys is None for keys in since):
+                held = _common(again.present, self._keys)
+            else:
+                held = again.held.union(*(_common(again.present, keys) for keys in since))  # type: ignore[arg-type]  # (None ruled out above)
+            # (a new set: a caller may still hold the one handed out before)
+            again.held, again.upto = held, count
+        return again
 
     def proves_absent(self, secrets: Iterable[Secret], texts: Iterable[bytes]) -> bool:
         """Whether no text of ``texts`` holds any needle of ``secrets`` (of the masking
@@ -405,8 +464,11 @@ class SessionMasker:
         for text in texts:
             with self._lock:
                 looked_up = self._held_everywhere.get(text)
+                again = self._again.get(text) if looked_up is None else None
             if looked_up is not None:
                 layers, held = looked_up[0], looked_up[1] & keys
+            elif again is not None:
+                layers, held = again.layers, _common(again.present, keys)
             else:
                 layers, held = self._held(text, keys)
             if held:

@@ -176,3 +176,46 @@ def test_a_text_holding_a_kinds_fixed_text_names_no_earlier_test() -> None:
     leaked = f"upstream error: {hosts[1].value} unavailable".encode()
     found = masker.earlier_secrets_in([leaked], before=3, leaving_out=[])
     assert found is not None and set(found[1].values()) == {"test_1"}
+
+
+def _looked_up_again(masker: object, text: bytes, times: int) -> None:
+    """Look ``text`` up at every key ``times`` times (as the verdicts of tests whose
+    texts are alike do: the second look-up keeps it, the ones after read what it kept)."""
+    for _ in range(times):
+        masker.earlier_secrets_in([text], before=0, leaving_out=[])  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("between", [1, 70])
+def test_a_short_text_that_comes_again_is_looked_up_at_the_batches_added_since(
+    between: int,
+) -> None:
+    """A short text that comes test after test (a log line, a tool's error envelope) is
+    kept with its 4-byte substrings after its second look-up, and each look-up after it
+    asks only the batches added since (issue 13: the same three texts were looked up at
+    every key of the session in each of 1,000 tests). A batch added since whose secret the
+    text holds is found, whether its keys are at hand (the last batch added) or long gone
+    from the recent ones (69 batches added after it: looked up at every key again). The
+    mask and, for a recent batch, the test's own absence proof read the kept text too."""
+    from leakcheck.masking import _AGAIN_TEXTS, SessionMasker
+
+    factory = CanaryFactory("again")
+    masker = SessionMasker()
+    masker.add([factory.secret("bearer")], by="test_0")
+    registered = factory.secret("api_key")
+    text = f"tool error: upstream refused {registered.value} (401)".encode()
+    _looked_up_again(masker, text, 3)
+    assert text in masker._again and len(masker._again) <= _AGAIN_TEXTS  # (kept)
+    assert masker.earlier_secrets_in([text], before=1, leaving_out=[]) is None
+    masker.add([registered], by="test_registered")
+    for n in range(1, between):
+        masker.add([factory.secret("bearer")], by=f"test_{n}")
+    found = masker.earlier_secrets_in([text], before=between + 1, leaving_out=[])
+    assert found is not None and found[1] == {registered.id: "test_registered"}
+    masked = masker.mask(text.decode())
+    assert registered.value not in masked and "tool error" in masked
+    clean = b"tool error: upstream refused the call (401)"
+    _looked_up_again(masker, clean, 3)
+    if between == 1:  # (an absence proof asks about recent batches only)
+        assert not masker.proves_absent([registered], [text])
+        assert masker.proves_absent([registered], [clean])
+    assert masker.earlier_secrets_in([clean], before=between + 1, leaving_out=[]) is None
