@@ -33,7 +33,7 @@ import threading
 from array import array
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Sequence
-from itertools import compress
+from itertools import chain, compress
 from operator import itemgetter
 from typing import Any
 
@@ -267,7 +267,7 @@ class SessionMasker:
         self._scanners: OrderedDict[tuple[int, ...], Scanner] = OrderedDict()
         #: the keys of the heads of the batches added last and of those asked about since
         #: (``proves_absent``: a test's texts are looked up for its own batches only)
-        self._recent: OrderedDict[int, frozenset[int]] = OrderedDict()
+        self._recent: OrderedDict[int, KeySet] = OrderedDict()
         #: long texts looked up lately: their layers and keys (``_keyed_layers``)
         self._kept = KeptKeys(texts=32, layer_bytes=2 * 1024 * 1024, keys=100_000)
         #: the hashes of long texts looked up lately: the second sighting keeps one
@@ -323,10 +323,10 @@ class SessionMasker:
             self._values.update(secret.value for secret in fresh)
             self._batch_of.update(dict.fromkeys(fresh, index))
             heads = self._index(long_needles, index)
-            # (the ints made once: the session's keys take them from the frozenset with
-            # their hashes, not from the array again)
-            keys = frozenset(array(KEY_CODE, _first_fours(heads)))
-            self._keys.update(dict.fromkeys(keys))
+            # (the ints made once, in a KeySet: the session's keys take them from it with
+            # their hashes, a dict merged into a dict, not from the array again)
+            keys = dict.fromkeys(array(KEY_CODE, _first_fours(heads)))
+            self._keys.update(keys)
             self._recent[index] = keys
             while len(self._recent) > _RECENT_BATCHES:
                 self._recent.popitem(last=False)
@@ -450,7 +450,7 @@ class SessionMasker:
                 return False
             if not batches:
                 return True
-            own: list[frozenset[int]] = []
+            own: list[KeySet] = []
             for batch in batches:
                 keys = self._recent.get(batch)
                 if keys is None:  # (long gone from the recent ones: a scanner searches)
@@ -460,13 +460,13 @@ class SessionMasker:
         # (a text is looked up only at its batches' keys: a few hundred, not the session's
         # hundreds of thousands; or taken from a look-up at every key made since the last
         # ``add``: the plugin looks its short texts up for earlier tests' secrets first)
-        keys = own[0] if len(own) == 1 else frozenset().union(*own)
+        keys = own[0] if len(own) == 1 else dict.fromkeys(chain.from_iterable(own))
         for text in texts:
             with self._lock:
                 looked_up = self._held_everywhere.get(text)
                 again = self._again.get(text) if looked_up is None else None
             if looked_up is not None:
-                layers, held = looked_up[0], looked_up[1] & keys
+                layers, held = looked_up[0], keys.keys() & looked_up[1]
             elif again is not None:
                 layers, held = again.layers, _common(again.present, keys)
             else:
