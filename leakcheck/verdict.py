@@ -336,16 +336,19 @@ def proven_clean(
     policy: Policy,
     *,
     forbidden_only: bool = False,
+    groups: dict[SinkClass, list[bytes]] | None = None,
 ) -> bool:
     """Whether ``index`` shows that ``captured`` holds none of ``secrets`` (then ``judge``
     would find nothing), or with ``forbidden_only`` none that ``policy`` forbids in each
     text's sink class (then ``judge`` with ``allowed_details=False`` would find nothing:
     every group holding hits would be allowed only, left out). The texts of a sink class
-    are looked up together, the short ones joined; False when they are too long."""
+    are looked up together, the short ones joined; False when they are too long.
+    ``groups``: ``lookup_texts(captured)``, if made already (a test's verdict looks its
+    texts up for earlier tests' secrets first)."""
     items = list(captured)
     if sum(len(item.text) for item in items) >= PROOF_UP_TO:
         return False
-    for sink_class, texts in lookup_texts(items).items():
+    for sink_class, texts in (lookup_texts(items) if groups is None else groups).items():
         wanted = secrets
         if forbidden_only:
             wanted = [s for s in secrets if not policy.allows(s.secret_class, sink_class)]

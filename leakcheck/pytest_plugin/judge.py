@@ -195,7 +195,7 @@ def findings(
         groups = lookup_texts(items)
         outlived = _earlier_secrets(masker, check, items, groups, earlier)
         if check.built_masker() is None and proven_clean(
-            masker, check.secrets, items, check.policy, forbidden_only=not details
+            masker, check.secrets, items, check.policy, forbidden_only=not details, groups=groups
         ):
             verdict = clean_verdict(items)
             verdict += outlived
