@@ -20,6 +20,7 @@ from ..serialize import safe_str
 __all__ = [
     "fail_report",
     "leakcheck_file",
+    "mask_added_attributes",
     "mask_fields",
     "mask_junit",
     "mask_report",
@@ -208,6 +209,63 @@ def mask_report(report: pytest.TestReport | pytest.CollectReport, mask: Any) -> 
         report.user_properties = [  # type: ignore[union-attr]  # it has them: getattr above
             (_mask_value(name, mask), _mask_value(value, mask)) for name, value in properties
         ]
+
+
+#: A report's own attributes (pytest's, and those ``mask_report`` masks); any other was set
+#: by a plugin or a conftest (pytest-html's ``extras``, a hook's ``report.response``), and
+#: pytest's report log, xdist and pytest-html write it as it is.
+_REPORT_OWN_ATTRIBUTES = frozenset(
+    {
+        "nodeid",
+        "location",
+        "keywords",
+        "outcome",
+        "longrepr",
+        "when",
+        "user_properties",
+        "sections",
+        "duration",
+        "start",
+        "stop",
+        "wasxfail",
+        "result",
+        "context",
+    }
+)
+
+
+def mask_added_attributes(report: pytest.TestReport, mask: Any) -> None:
+    """Mask, in place, the strings of every attribute a plugin or a conftest added to
+    ``report`` (those of JSON data, in lists, tuples and dicts, keys too): pytest-html
+    writes its ``extras`` (a text, a URL, a base64 image the test attached) into the
+    HTML report, and ``--report-log`` and xdist every attribute of a report, all as they
+    are. An object that is not such data is left as it is: no writer reads it as text."""
+    for name in report.__dict__.keys() - _REPORT_OWN_ATTRIBUTES:
+        value = report.__dict__[name]
+        masked = _masked_data(value, mask)
+        if masked is not value:
+            setattr(report, name, masked)
+
+
+def _masked_data(value: Any, mask: Any) -> Any:
+    """``value`` with every string of it masked; ``value`` itself when none changed."""
+    if isinstance(value, str):
+        masked = mask(value)
+        return value if masked == value else masked
+    if isinstance(value, (list, tuple)):
+        items = [_masked_data(item, mask) for item in value]
+        if all(new is old for new, old in zip(items, value, strict=True)):
+            return value
+        return items if isinstance(value, list) else tuple(items)
+    if isinstance(value, dict):
+        pairs = [(_masked_data(k, mask), _masked_data(v, mask)) for k, v in value.items()]
+        if all(
+            k is old_k and v is old_v
+            for (k, v), (old_k, old_v) in zip(pairs, value.items(), strict=True)
+        ):
+            return value
+        return dict(pairs)
+    return value
 
 
 def mask_subtest_context(context: Any, mask: Any) -> None:

@@ -331,7 +331,10 @@ class PluginSession:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """``record_xml_attribute`` writes straight into the JUnit node, which junitxml
         freezes at the teardown report: mask its values just before. A subtest's report
-        is handed over and masked (``_take_subtest``)."""
+        is handed over and masked (``_take_subtest``). What plugins added to a report
+        after ``pytest_runtest_makereport`` masked it (pytest-html's ``extras``) is masked
+        here, before pytest-html, the report log or xdist read it."""
+        reports.mask_added_attributes(report, self.mask)
         if report.when == "call":
             described = _subtest_description(report)
             if described is not None:
