@@ -69,9 +69,7 @@ def test_attributes_added_after_makereport_are_masked(
     result = pytester.runpytest(*args)
     assert inner_outcomes(result) == {"test_attaches_its_token": "PASSED"}
     written = Path(pytester.path, "report-log.jsonl").read_text(encoding="utf-8")
-    token = CanaryFactory(SEED, namespace="test_inner.py::test_attaches_its_token").secret(
-        "bearer"
-    )
+    token = CanaryFactory(SEED, namespace="test_inner.py::test_attaches_its_token").secret("bearer")
     self_scan(written, [token], "report log")
     # masked where they lay, the data kept as written: a label, a tuple, a count
     call = next(line for line in written.splitlines() if '"when": "call"' in line)
