@@ -589,9 +589,9 @@ def test_prints(leakcheck):
 @pytest.mark.parametrize(
     ("capture", "note"),
     [
-        ("-s", "stdout and stderr are neither scanned nor masked"),
+        ("-s", "reach the terminal masked, a line at a time, and are scanned; writes to file"),
         ("--capture=sys", "writes to file descriptors 1 and 2"),
-        ("--capture=tee-sys", "also echoed to the terminal unmasked"),
+        ("--capture=tee-sys", "echoed to the terminal masked, a line at a time; writes to file"),
     ],
 )
 def test_capture_modes_that_let_output_through_are_named(
@@ -603,16 +603,10 @@ def test_capture_modes_that_let_output_through_are_named(
     quiet = run_inner(pytester, SHOUTS, capture, "-q")
     said = [line for line in quiet.result.outlines if note in line]
     assert len(said) == 1 and not said[0].startswith("leakcheck: "), said
+    # what a test prints reaches a sink in each mode (under -s, through the masked echo:
+    # tests/test_echo_masked.py); what it leaves unseen is the note above
     inactive = inner.record("test_prints")["inactive_sinks"]
-    if capture == "-s":
-        # never silently clean: the summary says what was not looked at
-        assert {"stdout", "stderr"} <= set(inactive), inactive
-        assert any(
-            "sink inactive in 1 test(s): stdout (pytest -s/--capture=no" in line
-            for line in inner.result.outlines
-        )
-    else:
-        assert "stdout" not in inactive, inactive
+    assert "stdout" not in inactive, inactive
 
 
 def test_default_capture_adds_no_header_note(pytester: pytest.Pytester) -> None:

@@ -97,6 +97,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SESSION] = state
     config.pluginmanager.register(state, "leakcheck-state")
     state.mask_terminal()
+    state.mask_echo()
     state.mask_debug_trace()
     state.watch_secrets()
     snapshots.install(config, lambda: state.secrets)
@@ -106,6 +107,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(SESSION, None)
     if state is not None:
         state.unwatch_secrets()
+        state.unmask_echo()
 
 
 class _Running(threading.local):
@@ -186,6 +188,7 @@ def leakcheck() -> Iterator[LeakCheck]:
     try:
         if state.enabled:
             check.start()
+            state.start_echo_record()  # (-s: what the test prints, for its sinks)
         code, unwatched = to_watch(node) if state.enabled else (None, False)
         with caught_by_test(check) if state.enabled else contextlib.nullcontext():
             if code is None:
@@ -198,6 +201,7 @@ def leakcheck() -> Iterator[LeakCheck]:
                         node.stash[CATCHES_UNJUDGED] = True
                     yield check
     finally:
+        state.record_echo(None)  # (-s: recording no longer; handed over after the call)
         # the session masker takes the secrets over before the check stops being asked
         state.masker.add(check.secrets, check.built_masker(), by=node.nodeid)
         state.running.pop(node.nodeid, None)
@@ -224,6 +228,8 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
         yield
     finally:
         del item.stash[IN_CALL]
+        if check:
+            item.config.stash[SESSION].record_echo(check)  # (-s: before the verdict)
         for fixture in tapped:
             capture_fixtures.untap(fixture)  # the class's own methods again
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import io
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -84,25 +85,20 @@ def _tapped_disabled(
     return tapped
 
 
-class MaskingTee(io.TextIOBase):
-    """A text stream that writes each line to ``stream`` masked (a line at a time: a
-    secret written in pieces is masked whole) and hands everything written, as written,
-    to ``sink`` at ``hand_over``. It stays open after, writing straight through:
-    something made inside the block may keep it (a log handler given ``sys.stdout``), and
-    what it writes then goes where it would without the plugin (pytest's capture, once
-    the block has ended: judged and masked there). Anything else is the stream's
-    (``fileno``, ``buffer``...)."""
+class MaskedEcho(io.TextIOBase):
+    """A text stream that writes to ``stream`` masked, a line at a time (a secret written
+    in pieces is masked whole; a line without its newline when flushed), and, while
+    ``recording``, keeps what is written, as written, for ``stop_recording``. Anything
+    else is the stream's (``fileno``, ``buffer``...). Thread-safe: a test's threads print
+    too."""
 
-    def __init__(
-        self, stream: TextIO, sink: TextSink, path: str, mask: Callable[[str], str]
-    ) -> None:
+    def __init__(self, stream: TextIO, mask: Callable[[str], str]) -> None:
         super().__init__()
-        self._stream = stream
-        self._sink: TextSink | None = sink
-        self._path = path
+        self.stream = stream
         self._mask = mask
-        self._written: list[str] = []
         self._pending = ""
+        self._written: list[str] | None = None
+        self._lock = threading.Lock()
 
     def writable(self) -> bool:
         return True
@@ -112,46 +108,83 @@ class MaskingTee(io.TextIOBase):
     # terminal check, would behave otherwise under the plugin)
     @property
     def encoding(self) -> str:  # type: ignore[override]
-        return self._stream.encoding
+        return self.stream.encoding
 
     @property
     def errors(self) -> str | None:  # type: ignore[override]
-        return self._stream.errors
+        return self.stream.errors
 
     @property
     def newlines(self) -> Any:  # type: ignore[override]
-        return self._stream.newlines
+        return self.stream.newlines
 
     def fileno(self) -> int:
-        return self._stream.fileno()
+        return self.stream.fileno()
 
     def isatty(self) -> bool:
-        return self._stream.isatty()
+        return self.stream.isatty()
 
     def write(self, text: str) -> int:
         if self.closed:
             raise ValueError("I/O operation on closed file.")
-        if self._sink is None:  # (after the hand-over: straight through)
-            return self._stream.write(text)
-        self._written.append(text)
-        self._pending += text
-        if "\n" in text:
-            lines, _, self._pending = self._pending.rpartition("\n")
-            self._stream.write(self._mask(lines + "\n"))
+        with self._lock:
+            if self._written is not None:
+                self._written.append(text)
+            self._pending += text
+            if "\n" in text:
+                lines, _, self._pending = self._pending.rpartition("\n")
+                self.stream.write(self._mask(lines + "\n"))
         return len(text)
 
     def flush(self) -> None:
-        if self._pending:  # (a prompt without its newline: shown when flushed)
-            pending, self._pending = self._pending, ""
-            self._stream.write(self._mask(pending))
-        self._stream.flush()
+        with self._lock:
+            if self._pending:  # (a prompt without its newline: shown when flushed)
+                pending, self._pending = self._pending, ""
+                self.stream.write(self._mask(pending))
+        self.stream.flush()
+
+    def start_recording(self) -> None:
+        """Keep what is written from now on (what is pending is written out first)."""
+        self.flush()
+        with self._lock:
+            self._written = []
+
+    def stop_recording(self) -> str:
+        """Write out what is pending; what was written since ``start_recording``."""
+        self.flush()
+        with self._lock:
+            written, self._written = self._written or [], None
+        return "".join(written)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
+class MaskingTee(MaskedEcho):
+    """A ``MaskedEcho`` of ``stream`` that hands everything written to ``sink`` at
+    ``hand_over``. It stays open after, writing straight through: something made inside
+    the block may keep it (a log handler given ``sys.stdout``), and what it writes then
+    goes where it would without the plugin (pytest's capture, once the block has ended:
+    judged and masked there)."""
+
+    def __init__(
+        self, stream: TextIO, sink: TextSink, path: str, mask: Callable[[str], str]
+    ) -> None:
+        super().__init__(stream, mask)
+        self._sink: TextSink | None = sink
+        self._path = path
+        self.start_recording()
+
+    def write(self, text: str) -> int:
+        if self._sink is None:  # (after the hand-over: straight through)
+            if self.closed:
+                raise ValueError("I/O operation on closed file.")
+            return self.stream.write(text)
+        return super().write(text)
 
     def hand_over(self) -> None:
         """Write out what is pending, masked, and hand what was written to the sink."""
-        self.flush()
-        if self._sink is not None and self._written:
-            self._sink.add(self._path, "".join(self._written))
-        self._sink, self._written = None, []
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._stream, name)
+        written = self.stop_recording()
+        if self._sink is not None and written:
+            self._sink.add(self._path, written)
+        self._sink = None

@@ -27,6 +27,7 @@ from .options import MARKER, options_for
 if TYPE_CHECKING:  # pragma: no cover
     from ..harness import LeakCheck
     from ..masking import SessionMasker
+    from .capture_fixtures import MaskedEcho
 
 __all__ = [
     "CHECK",
@@ -90,11 +91,15 @@ class PluginSession:
         self.report_error = ""
         #: leakcheck_secret_env names that are not set (said in the header)
         self.missing_env: list[str] = []
-        capture = config.getoption("capture", "fd")
+        self.capture = capture = config.getoption("capture", "fd")
         #: why the stdout/stderr sinks see nothing, when pytest does not capture output
         self.uncaptured = _UNCAPTURED.get(capture, "")
         #: what the capture mode lets through unscanned or unmasked, for the header
         self.capture_note = _CAPTURE_NOTES.get(capture, "")
+        #: ``sys.stdout`` and ``sys.stderr`` as ``-s`` leaves them, masked (``mask_echo``):
+        #: what a test prints there is recorded for its sinks while it runs
+        self.echoes: tuple[MaskedEcho, MaskedEcho] | None = None
+        self._unmask_echo: list[Callable[[], None]] = []
         #: the secrets of every test that ended (the snapshots' guard reads them)
         self.secrets: list[Secret] = []
         #: every secret of every test that ended and of the session (``masker``), made
@@ -223,6 +228,75 @@ class PluginSession:
             write(msg, **markup)
 
         writer.write = masked_write
+
+    def mask_echo(self) -> None:
+        """Where pytest lets a test's ``sys.stdout`` and ``sys.stderr`` reach the terminal
+        (``-s``; ``--capture=tee-sys``'s echo of what it captures), they reach it masked, a
+        line at a time. Under ``-s`` nothing else sees them: what a test writes there is
+        recorded for its stdout and stderr sinks (``record_echo``). pytest's capture
+        internals that this reads (``--capture=tee-sys``'s tee) missing in another
+        version: said as before, unmasked."""
+        from .capture_fixtures import MaskedEcho
+
+        if self.capture == "no":
+            shown = sys.stdout, sys.stderr
+            if not all(callable(getattr(stream, "write", None)) for stream in shown):
+                return  # (closed, or replaced by something that is no stream)
+            echoes = MaskedEcho(shown[0], self.mask), MaskedEcho(shown[1], self.mask)
+            sys.stdout, sys.stderr = echoes
+            self.echoes = echoes
+
+            def restore() -> None:
+                for echo in echoes:
+                    echo.flush()
+                if sys.stdout is echoes[0]:
+                    sys.stdout = shown[0]
+                if sys.stderr is echoes[1]:
+                    sys.stderr = shown[1]
+
+            self._unmask_echo.append(restore)
+            self.uncaptured = ""
+            self.capture_note = _CAPTURE_NOTES_MASKED["no"]
+        elif self.capture == "tee-sys":
+            capture = self.config.pluginmanager.get_plugin("capturemanager")
+            multi = getattr(capture, "_global_capturing", None)
+            tees = [getattr(getattr(multi, name, None), "tmpfile", None) for name in ("out", "err")]
+            if not all(hasattr(tee, "_other") for tee in tees):
+                return
+            for tee in tees:
+                echoed = tee._other  # type: ignore[union-attr]  # checked above
+                tee._other = MaskedEcho(echoed, self.mask)  # type: ignore[union-attr]
+
+                def restore(tee: Any = tee, echoed: Any = echoed) -> None:
+                    tee._other.flush()
+                    tee._other = echoed
+
+                self._unmask_echo.append(restore)
+            self.capture_note = _CAPTURE_NOTES_MASKED["tee-sys"]
+
+    def unmask_echo(self) -> None:
+        """Give pytest's streams back (what is pending written out, masked)."""
+        while self._unmask_echo:
+            self._unmask_echo.pop()()
+
+    def record_echo(self, check: LeakCheck | None) -> None:
+        """Under ``-s``: hand what was written since the last call to ``check``'s stdout
+        and stderr sinks (none: dropped, it was shown masked), and record from now on for
+        the test that runs (``check``) or for no one (None)."""
+        if self.echoes is None:
+            return
+        for echo in self.echoes:
+            written = echo.stop_recording()
+            if check is not None:
+                sink = check.stdout if echo is self.echoes[0] else check.stderr
+                if written:
+                    sink.add(_ECHOED_PATH, written)
+
+    def start_echo_record(self) -> None:
+        """Under ``-s``: record what a test writes from now on (``record_echo``)."""
+        if self.echoes is not None:
+            for echo in self.echoes:
+                echo.start_recording()
 
     def mask_debug_trace(self) -> None:
         """``--debug`` writes every hook call's arguments and results to its file as they
@@ -585,6 +659,18 @@ _UNCAPTURED = {
     "no": "pytest -s/--capture=no: output goes straight to the terminal, neither scanned nor "
     "masked",
 }
+#: the capture notes once ``mask_echo`` masks what reaches the terminal
+_CAPTURE_NOTES_MASKED = {
+    "no": "-s/--capture=no: a test's stdout and stderr reach the terminal masked, a line at a "
+    "time, and are scanned; writes to file descriptors 1 and 2 (subprocesses, C code, "
+    "os.write) are neither scanned nor masked",
+    "tee-sys": "--capture=tee-sys: stdout and stderr are scanned and echoed to the terminal "
+    "masked, a line at a time; writes to file descriptors 1 and 2 (subprocesses, C code, "
+    "os.write) are neither scanned nor masked",
+}
+#: where a test's writes under -s are said to be (what they leave unseen, the writes to
+#: file descriptors 1 and 2, is said once, in the capture note, as for --capture=sys)
+_ECHOED_PATH = "printed with pytest -s"
 _CAPTURE_NOTES = {
     "no": "-s/--capture=no: stdout and stderr are neither scanned nor masked, and a test's "
     "output reaches the terminal as it is",

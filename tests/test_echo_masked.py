@@ -1,0 +1,103 @@
+"""Where pytest lets a test's output reach the terminal, it reaches it masked.
+
+``-s``/``--capture=no`` and ``--capture=tee-sys``'s echo of what it captures wrote a
+gateway's printed token to the terminal as it was (found trying the plugin as a newcomer:
+``leakcheck scan --canaries-from`` on the terminal output found it); under ``-s`` nothing
+scanned it, and the test passed. Now both echoes are masked a line at a time (a token
+written in two pieces is masked whole; a prompt without its newline when flushed), and
+under ``-s`` what a test writes to ``sys.stdout``/``sys.stderr`` while it runs is judged
+(``printed with pytest -s``). Writes past them, to file descriptors 1 and 2, are said in
+the capture note. Run in a subprocess: the streams are the process's own."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import inner_outcomes, self_scan
+
+from leakcheck.canaries import CanaryFactory
+
+pytest_plugins = ["pytester"]
+
+SEED = "echo-masked"
+
+TESTS = """
+import sys
+
+def test_prints_its_token(leakcheck):
+    token = leakcheck.secret("bearer")
+    print(f"calling upstream with {token}")
+    leakcheck.expose({"ok": False})
+
+def test_writes_its_token_in_pieces(leakcheck):
+    token = leakcheck.secret("bearer")
+    sys.stderr.write("auth failed for " + token[:20])
+    sys.stderr.write(token[20:] + " (retrying)\\n")
+    leakcheck.expose({"ok": False})
+
+def test_prompts_with_its_token(leakcheck):
+    token = leakcheck.secret("bearer")
+    print(f"token {token}? ", end="", flush=True)
+    leakcheck.expose({"ok": False})
+
+def test_prints_nothing_secret(leakcheck):
+    leakcheck.secret("bearer")
+    print("calling upstream")
+    leakcheck.expose({"ok": False})
+
+def test_without_the_fixture():
+    print("plain line, shown as it is")
+"""
+
+LEAKY = ["test_prints_its_token", "test_writes_its_token_in_pieces", "test_prompts_with_its_token"]
+
+
+@pytest.mark.parametrize("capture", ["-s", "--capture=tee-sys"])
+def test_output_that_reaches_the_terminal_is_masked(
+    pytester: pytest.Pytester, capture: str
+) -> None:
+    pytester.makepyfile(test_inner=TESTS)
+    result = pytester.runpytest_subprocess(
+        "-p", "no:randomly", "-rA", f"--leakcheck-seed={SEED}", capture
+    )
+    assert inner_outcomes(result) == {
+        **dict.fromkeys(LEAKY, "FAILED"),
+        "test_prints_nothing_secret": "PASSED",
+        "test_without_the_fixture": "PASSED",
+    }
+    shown = "\n".join(result.outlines + result.errlines)
+    tokens = [
+        CanaryFactory(SEED, namespace=f"test_inner.py::{test}").secret("bearer") for test in LEAKY
+    ]
+    self_scan(shown, tokens, f"terminal under {capture}")
+    assert "calling upstream with «canary:bearer:raw»" in shown, shown
+    assert "plain line, shown as it is" in shown
+    if capture == "-s":  # (nothing else saw it: the echo is the sink)
+        assert "stdout printed with pytest -s  form raw" in shown, shown
+        assert "stderr printed with pytest -s  form raw" in shown, shown
+
+
+def test_the_echo_masks_a_line_at_a_time_and_shows_a_prompt_when_flushed() -> None:
+    """A token written a character at a time is masked whole (masked write by write, each
+    character went out as it was); a prompt without its newline is shown, masked, when
+    flushed; what is written while recording is kept as written."""
+    import io
+
+    from leakcheck.pytest_plugin.capture_fixtures import MaskedEcho
+
+    def mask(text: str) -> str:
+        return text.replace("SECRET", "«masked»")
+
+    terminal = io.StringIO()
+    echo = MaskedEcho(terminal, mask)
+    echo.start_recording()
+    for char in "using SECRET\n":
+        echo.write(char)
+    echo.write("retry with SEC")
+    echo.write("RET? ")
+    assert terminal.getvalue() == "using «masked»\n"
+    echo.flush()
+    assert terminal.getvalue() == "using «masked»\nretry with «masked»? "
+    assert echo.stop_recording() == "using SECRET\nretry with SECRET? "
+    echo.write("after\n")
+    assert echo.stop_recording() == ""  # (no longer recording)
+    assert terminal.getvalue().endswith("? after\n")
