@@ -246,7 +246,7 @@ class PluginSession:
             sys.stdout, sys.stderr = echoes
             self.echoes = echoes
 
-            def restore() -> None:
+            def unmask() -> None:
                 for echo in echoes:
                     echo.flush()
                 if sys.stdout is echoes[0]:
@@ -254,7 +254,7 @@ class PluginSession:
                 if sys.stderr is echoes[1]:
                     sys.stderr = shown[1]
 
-            self._unmask_echo.append(restore)
+            self._unmask_echo.append(unmask)
             self.uncaptured = ""
             self.capture_note = _CAPTURE_NOTES_MASKED["no"]
         elif self.capture == "tee-sys":
