@@ -620,6 +620,57 @@ def _renderer_name(handler: logging.Handler) -> str:
     return type_name(handler.formatter)
 
 
+#: ``rich.traceback.Traceback.from_exception``'s options, by the ``RichHandler``
+#: attribute that holds each (those a rich version has)
+_RICH_TRACEBACK_OPTIONS = {
+    "width": "tracebacks_width",
+    "code_width": "tracebacks_code_width",
+    "extra_lines": "tracebacks_extra_lines",
+    "theme": "tracebacks_theme",
+    "word_wrap": "tracebacks_word_wrap",
+    "show_locals": "tracebacks_show_locals",
+    "locals_max_length": "locals_max_length",
+    "locals_max_string": "locals_max_string",
+    "suppress": "tracebacks_suppress",
+    "max_frames": "tracebacks_max_frames",
+}
+
+
+def _rich_traceback(handler: logging.Handler, record: logging.LogRecord) -> str | None:
+    """The traceback a rich ``RichHandler`` writes for ``record``'s exception when it
+    shows each frame's locals (``rich_tracebacks`` and ``tracebacks_show_locals``), as its
+    console lays it out: what it adds to the record's fields (a local holding a token,
+    written to the app's log), while its ``format`` is a plain formatter's. None for any
+    other handler or record, or when rich cannot render it here."""
+    if not (
+        getattr(handler, "rich_tracebacks", False) is True
+        and getattr(handler, "tracebacks_show_locals", False) is True
+        and (type(handler).__module__ or "").partition(".")[0] == "rich"
+    ):
+        return None
+    exc_info = record.exc_info
+    if not isinstance(exc_info, tuple) or len(exc_info) != 3 or exc_info[1] is None:
+        return None
+    try:
+        import io
+
+        from rich.console import Console
+        from rich.traceback import Traceback
+
+        options = {
+            option: getattr(handler, attribute)
+            for option, attribute in _RICH_TRACEBACK_OPTIONS.items()
+            if hasattr(handler, attribute)
+        }
+        shown = Traceback.from_exception(*exc_info, **options)
+        width = getattr(getattr(handler, "console", None), "width", 80)
+        buffer = io.StringIO()
+        Console(file=buffer, width=width, color_system=None, force_terminal=False).print(shown)
+        return buffer.getvalue()
+    except Exception:  # noqa: BLE001 - a rich we do not fit: its record is judged as plain
+        return None
+
+
 def _rendered(record: logging.LogRecord, logger: logging.Logger) -> tuple[bool, bool, list[_Text]]:
     """How the app's handlers render ``record``, now: ``(plain, args shown, renderings)``.
     ``plain``: some handler (or, with none of the app's, the default) renders the standard
@@ -638,6 +689,10 @@ def _rendered(record: logging.LogRecord, logger: logging.Logger) -> tuple[bool, 
             plain = True
             style = getattr(formatter, "_style", None)
             args = args or bool(_ARGS_FIELD.search(safe_str(getattr(style, "_fmt", ""))))
+            shown = _rich_traceback(handler, record)
+            if shown is not None:
+                label = f"rendered by {type_name(handler)} (tracebacks_show_locals)"
+                rendered.append(_Text(label, shown, rendered=True))
             continue
         key = handler.formatter if type(handler).format is logging.Handler.format else handler
         if any(key is other for other in seen):
