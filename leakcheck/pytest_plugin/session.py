@@ -663,10 +663,10 @@ _UNCAPTURED = {
 _CAPTURE_NOTES_MASKED = {
     "no": "-s/--capture=no: a test's stdout and stderr reach the terminal masked, a line at a "
     "time, and are scanned; writes to file descriptors 1 and 2 (subprocesses, C code, "
-    "os.write) are neither scanned nor masked",
+    "os.write, sys.__stdout__) are neither scanned nor masked",
     "tee-sys": "--capture=tee-sys: stdout and stderr are scanned and echoed to the terminal "
     "masked, a line at a time; writes to file descriptors 1 and 2 (subprocesses, C code, "
-    "os.write) are neither scanned nor masked",
+    "os.write, sys.__stdout__) are neither scanned nor masked",
 }
 #: where a test's writes under -s are said to be (what they leave unseen, the writes to
 #: file descriptors 1 and 2, is said once, in the capture note, as for --capture=sys)
