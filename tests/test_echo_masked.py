@@ -11,6 +11,8 @@ the capture note. Run in a subprocess: the streams are the process's own."""
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 from conftest import inner_outcomes, self_scan
 
@@ -101,3 +103,30 @@ def test_the_echo_masks_a_line_at_a_time_and_shows_a_prompt_when_flushed() -> No
     echo.write("after\n")
     assert echo.stop_recording() == ""  # (no longer recording)
     assert terminal.getvalue().endswith("? after\n")
+
+
+DEBUGS = """
+def test_debugs(leakcheck):
+    token = leakcheck.secret("bearer")
+    breakpoint()
+    print("after the debugger")
+    leakcheck.expose({"ok": True})
+"""
+
+
+def test_a_debugger_session_under_s_is_shown_masked_and_not_judged(
+    pytester: pytest.Pytester,
+) -> None:
+    """``p token`` at a ``breakpoint()`` under ``-s`` is the developer's output, not the
+    test's (pytest suspends its capture for the debugger in every other mode): shown
+    masked, never a failure."""
+    pytester.makepyfile(test_inner=DEBUGS)
+    result = pytester.run(
+        sys.executable, "-m", "pytest", "-p", "no:randomly", "-rA",
+        f"--leakcheck-seed={SEED}", "-s", stdin=b"p token\nc\n",
+    )  # fmt: skip
+    assert inner_outcomes(result) == {"test_debugs": "PASSED"}
+    shown = "\n".join(result.outlines + result.errlines)
+    assert "(Pdb) '«canary:bearer:raw»'" in shown and "after the debugger" in shown, shown
+    token = CanaryFactory(SEED, namespace="test_inner.py::test_debugs").secret("bearer")
+    self_scan(shown, [token], "terminal under -s")

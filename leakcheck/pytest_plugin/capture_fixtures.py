@@ -98,6 +98,9 @@ class MaskedEcho(io.TextIOBase):
         self._mask = mask
         self._pending = ""
         self._written: list[str] | None = None
+        #: while set, what is written is not kept (a debugger's session: its output is
+        #: the developer's, not the test's)
+        self.paused = False
         self._lock = threading.Lock()
 
     def writable(self) -> bool:
@@ -128,7 +131,7 @@ class MaskedEcho(io.TextIOBase):
         if self.closed:
             raise ValueError("I/O operation on closed file.")
         with self._lock:
-            if self._written is not None:
+            if self._written is not None and not self.paused:
                 self._written.append(text)
             self._pending += text
             if "\n" in text:

@@ -292,6 +292,19 @@ class PluginSession:
                 if written:
                     sink.add(_ECHOED_PATH, written)
 
+    def pytest_enter_pdb(self) -> None:
+        """A debugger's session under ``-s`` (``breakpoint()``, ``--pdb``) is the
+        developer's: what it prints (``p token``) is shown masked, not judged as the
+        test's (pytest suspends its capture for it in the other modes)."""
+        for echo in self.echoes or ():
+            echo.flush()
+            echo.paused = True
+
+    def pytest_leave_pdb(self) -> None:
+        for echo in self.echoes or ():
+            echo.flush()
+            echo.paused = False
+
     def start_echo_record(self) -> None:
         """Under ``-s``: record what a test writes from now on (``record_echo``)."""
         if self.echoes is not None:
