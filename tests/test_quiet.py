@@ -324,31 +324,6 @@ def test_sentry_is_said_once_the_app_set_it_up(pytester: pytest.Pytester) -> Non
     _scan(result, "test_a_app_sets_sentry_up", "test_b_without_a_client")
 
 
-def test_a_real_blind_spot_is_still_said(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A sink library the app first imports during the test (loguru, lazily): nothing
-    watched it, and that is said in every failure (``-s`` was the example here until its
-    output was masked and judged: tests/test_echo_masked.py)."""
-    pytester.makepyfile(
-        test_inner="""
-        def test_leaks(leakcheck):
-            token = leakcheck.secret("bearer")
-            from loguru import logger  # the app imports its logger lazily, mid-test
-
-            logger.remove()
-            logger.add(lambda message: None)
-            leakcheck.expose({"detail": f"bad token {token}"})
-        """
-    )
-    result, _, imported = _run_subprocess(pytester, monkeypatch, "-rA")
-    assert "loguru" in imported
-    failure = "\n".join(_section(result, "test_leaks"))
-    assert "sinks inactive: loguru sink (loguru was first imported during the test" in failure
-    assert "sentry event" not in failure
-    _scan(result, "test_leaks")
-
-
 def _modules(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """Plugin modules on sys.path: one whose library is not installed, one whose library
     imports but not the part it needs, one that raises."""
@@ -770,15 +745,23 @@ def test_a_sink_library_first_imported_during_a_test_is_named_as_not_watched(
             logger.remove()
             logger.add(lambda message: None)
             logger.info("calling upstream with {}", token)
+            leakcheck.expose({"detail": f"bad token {token}"})
         """
     )
-    result, report, imported = _run_subprocess(pytester, monkeypatch)
-    result.assert_outcomes(passed=1)
+    result, report, imported = _run_subprocess(pytester, monkeypatch, "-rA")
+    result.assert_outcomes(failed=1)  # (the tool response; the loguru record went unseen)
     assert "loguru" in imported
     (record,) = report["tests"]
     reason = record["inactive_sinks"].get("loguru sink", "")
     assert "loguru was first imported during the test" in reason, record["inactive_sinks"]
     assert "conftest.py" in reason
+    assert {finding["sink"] for finding in record["findings"]} == {"tool response"}
+    # a real blind spot is said in every failure (a quiet one, sentry-sdk that the app
+    # never set up, is not: above)
+    failure = "\n".join(_section(result, "test_call"))
+    assert "sinks inactive: loguru sink (loguru was first imported during the test" in failure
+    assert "sentry event" not in failure
+    _scan(result, "test_call")
 
 
 def test_a_sink_library_imported_before_the_test_is_watched(
