@@ -81,8 +81,9 @@ def test_attributes_added_after_makereport_are_masked(
 
 def test_added_data_is_masked_in_place_and_kept_when_clean() -> None:
     """Strings in lists, tuples and dicts (keys too) are masked, the container kind kept;
-    an attribute with nothing to mask is the same object; one that is not such data (an
-    object no writer reads as text) is left as it is; pytest's own are not touched here."""
+    an attribute with nothing to mask is the same object; one that is not such data is
+    left as it is unless its ``str`` or ``repr`` shows a secret (``--report-log`` writes
+    the ``str`` of what JSON cannot hold); pytest's own are not touched here."""
     from types import SimpleNamespace
 
     from leakcheck.pytest_plugin.reports import mask_added_attributes
@@ -92,6 +93,15 @@ def test_added_data_is_masked_in_place_and_kept_when_clean() -> None:
 
     clean_extras = [{"name": "log", "content": "nothing here"}]
     opaque = object()
+    refused = ConnectionError("refused for SECRET")
+
+    class Shown:
+        def __str__(self) -> str:
+            return "a client"
+
+        def __repr__(self) -> str:
+            return "Shown(token='SECRET')"
+
     report = SimpleNamespace(
         nodeid="test_x.py::test_SECRET",  # (pytest's own: masked by mask_report)
         extras=clean_extras,
@@ -99,9 +109,13 @@ def test_added_data_is_masked_in_place_and_kept_when_clean() -> None:
         by_key={"SECRET": ["a", ("b", "SECRET")]},
         opaque=opaque,
         count=3,
+        exception=refused,
+        shown=Shown(),
     )
     mask_added_attributes(report, mask)  # type: ignore[arg-type]
     assert report.extras is clean_extras and report.opaque is opaque and report.count == 3
+    # an object whose str or repr shows a secret: its masked text (a report log writes it)
+    assert report.exception == "refused for «masked»" and report.shown == "Shown(token='«masked»')"
     assert report.headers == ("Authorization", "Bearer «masked»")
     assert report.by_key == {"«masked»": ["a", ("b", "«masked»")]}
     assert report.nodeid == "test_x.py::test_SECRET"

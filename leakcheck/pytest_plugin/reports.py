@@ -15,7 +15,7 @@ from typing import Any, cast
 import pytest
 
 from ..errors import LeakcheckUsageError
-from ..serialize import safe_str
+from ..serialize import safe_repr, safe_str
 
 __all__ = [
     "fail_report",
@@ -239,7 +239,10 @@ def mask_added_attributes(report: pytest.TestReport, mask: Any) -> None:
     ``report`` (those of JSON data, in lists, tuples and dicts, keys too): pytest-html
     writes its ``extras`` (a text, a URL, a base64 image the test attached) into the
     HTML report, and ``--report-log`` and xdist every attribute of a report, all as they
-    are. An object that is not such data is left as it is: no writer reads it as text."""
+    are. An object that is not such data is left as it is unless its ``str`` or ``repr``
+    shows a secret: the report log writes the ``str`` of what JSON cannot hold (a hook's
+    ``report.exception = call.excinfo.value``), so such an object is replaced by its
+    masked ``str``."""
     for name in report.__dict__.keys() - _REPORT_OWN_ATTRIBUTES:
         value = report.__dict__[name]
         masked = _masked_data(value, mask)
@@ -248,7 +251,8 @@ def mask_added_attributes(report: pytest.TestReport, mask: Any) -> None:
 
 
 def _masked_data(value: Any, mask: Any) -> Any:
-    """``value`` with every string of it masked; ``value`` itself when none changed."""
+    """``value`` with every string of it masked; ``value`` itself when none changed (an
+    object that is not JSON data: itself, or its masked text when that shows a secret)."""
     if isinstance(value, str):
         masked = mask(value)
         return value if masked == value else masked
@@ -265,7 +269,15 @@ def _masked_data(value: Any, mask: Any) -> Any:
         ):
             return value
         return dict(pairs)
-    return value
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    text = safe_str(value)
+    masked = mask(text)
+    if masked != text:
+        return masked
+    shown = safe_repr(value)
+    masked = mask(shown)
+    return value if masked == shown else masked
 
 
 def mask_subtest_context(context: Any, mask: Any) -> None:
