@@ -45,6 +45,7 @@ from .engine import (
     KeptKeys,
     KeySet,
     available_backends,
+    key_positions,
     substring_key_set,
     substring_keys_in,
 )
@@ -198,6 +199,9 @@ _SEEN_TEXTS = 256
 _AGAIN_TEXTS = 64
 #: Joins a text's layers for one lookup of their keys (see ``_held``).
 _LAYER_SEPARATOR = b"\n"
+#: Up to this many key-bytes (keys held x a text's bytes), a text's heads are found with a
+#: ``find`` loop a key; past it, with one pass over the text (``engine.key_positions``).
+_FIND_LOOP_UP_TO = 1 << 20
 #: Decoding layers looked into: as many as a masking scanner decodes.
 _DECODE_DEPTH = 2
 
@@ -559,10 +563,15 @@ class SessionMasker:
         """The owners of the heads (other than ``leaving_out``) at each place in ``layers``
         where one of ``keys`` (a head's first four bytes) occurs (under the lock)."""
         found: set[int] = set()
-        for key in keys:
-            start = key.to_bytes(4, sys.byteorder)
-            for data in layers:
-                self._owners_at(data, start, found, leaving_out)
+        keys = keys if isinstance(keys, Collection) else list(keys)
+        for data in layers:
+            if len(keys) * len(data) > _FIND_LOOP_UP_TO:
+                # (a long text holding many keys: one pass over it, not one a key)
+                for position in key_positions(data, keys):
+                    self._owner_of(data[position : position + HEAD_BYTES], found, leaving_out)
+                continue
+            for key in keys:
+                self._owners_at(data, key.to_bytes(4, sys.byteorder), found, leaving_out)
         return found
 
     def _owners_at(
@@ -571,15 +580,19 @@ class SessionMasker:
         """Add to ``found`` the owners of the heads at each place ``start`` occurs."""
         position = data.find(start)
         while position >= 0:
-            head = data[position : position + HEAD_BYTES]
-            owner = self._heads.get(head)
-            if owner is None or head in leaving_out:
-                pass
-            elif owner == SHARED:
-                found.update(self._shared[head])
-            else:
-                found.add(owner)
+            self._owner_of(data[position : position + HEAD_BYTES], found, leaving_out)
             position = data.find(start, position + 1)
+
+    def _owner_of(self, head: bytes, found: set[int], leaving_out: Collection[bytes]) -> None:
+        """Add to ``found`` the owners of ``head``, if any batch has it (and it is not one
+        of ``leaving_out``)."""
+        owner = self._heads.get(head)
+        if owner is None or head in leaving_out:
+            return
+        if owner == SHARED:
+            found.update(self._shared[head])
+        else:
+            found.add(owner)
 
     def _scanner(self, indexes: tuple[int, ...]) -> Scanner:
         with self._lock:
