@@ -394,24 +394,30 @@ class SessionMasker:
 
     def _held_at_every_key(self, text: bytes) -> tuple[Sequence[bytes], set[int]]:
         """``_held(text, self._keys)``, kept until the next ``add`` for the last few texts
-        (under the lock)."""
+        (a test's texts are looked up for earlier tests' secrets, then for its own, then
+        masked), and for a short text that comes again after an ``add`` (in the next test:
+        ``_again_at_every_key``) (under the lock)."""
         if len(text) > _HELD_KEPT_UP_TO:  # (kept, its layers would outweigh a second look)
             return self._held(text, self._keys)
+        kept = self._held_everywhere
+        found = kept.get(text)
+        if found is not None:
+            return found
         if len(text) < _KEPT_FROM:
             again = self._again_at_every_key(text)
             if again is not None:
                 return again.layers, again.held
-        kept = self._held_everywhere
-        found = kept.get(text)
-        if found is None:
-            found = kept[text] = self._held(text, self._keys)
-            if len(kept) > _HELD_KEPT:
-                kept.popitem(last=False)
+        found = kept[text] = self._held(text, self._keys)
+        if len(kept) > _HELD_KEPT:
+            kept.popitem(last=False)
         return found
 
     def _again_at_every_key(self, text: bytes) -> _Again | None:
         """``text`` (a short one) as ``_held_at_every_key`` looks it up, if it came
-        before: looked up the second time at every key with every 4-byte substring of its
+        before the last ``add`` (a text of an earlier test: one a test looks up again
+        before the next ``add`` is kept apart, in ``_held_everywhere``; a text holding a
+        test's canary comes in that test alone, and keeping its substrings would cost
+        more than it saves): looked up at every key with every 4-byte substring of its
         layers kept, since then at the keys of the batches added since only (under the
         lock). None the first time, or when more batches came since than ``_recent``
         keeps the keys of (then looked up at every key again)."""
