@@ -642,9 +642,9 @@ def _rich_traceback(handler: logging.Handler, record: logging.LogRecord) -> str 
     console lays it out: what it adds to the record's fields (a local holding a token,
     written to the app's log), while its ``format`` is a plain formatter's. None for any
     other handler or record, or when rich cannot render it here."""
-    if not (
-        getattr(handler, "rich_tracebacks", False) is True
-        and getattr(handler, "tracebacks_show_locals", False) is True
+    if not (  # (locals first: off in nearly every handler that has the attribute)
+        getattr(handler, "tracebacks_show_locals", False) is True
+        and getattr(handler, "rich_tracebacks", False) is True
         and (type(handler).__module__ or "").partition(".")[0] == "rich"
     ):
         return None
