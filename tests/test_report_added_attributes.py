@@ -119,3 +119,24 @@ def test_added_data_is_masked_in_place_and_kept_when_clean() -> None:
     assert report.headers == ("Authorization", "Bearer «masked»")
     assert report.by_key == {"«masked»": ["a", ("b", "«masked»")]}
     assert report.nodeid == "test_x.py::test_SECRET"
+
+
+def test_pytests_own_report_attributes_are_not_asked_about() -> None:
+    """A report with nothing added costs no masking: pytest's own attributes (pytest 9's
+    ``_id`` node id object among them) are masked where pytest writes them, and asking
+    about each of them, every report of every test, was 0.8 M instructions a test."""
+    from leakcheck.pytest_plugin.reports import mask_added_attributes
+
+    asked: list[str] = []
+
+    def mask(text: str) -> str:
+        asked.append(text)
+        return text
+
+    report = pytest.TestReport(
+        "test_x.py::test_y[1]", ("test_x.py", 1, "test_y[1]"), {}, "passed", None, "call",
+        user_properties=[("k", "v")],
+    )  # fmt: skip
+    report.wasxfail = "reason"
+    mask_added_attributes(report, mask)
+    assert asked == [], asked

@@ -230,6 +230,7 @@ _REPORT_OWN_ATTRIBUTES = frozenset(
         "wasxfail",
         "result",
         "context",
+        "_id",  # (pytest 9's node id object: test ids are masked as such, mask_test_ids)
     }
 )
 
