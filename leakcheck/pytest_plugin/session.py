@@ -280,9 +280,9 @@ class PluginSession:
             self._unmask_echo.pop()()
 
     def record_echo(self, check: LeakCheck | None) -> None:
-        """Under ``-s``: hand what was written since the last call to ``check``'s stdout
-        and stderr sinks (none: dropped, it was shown masked), and record from now on for
-        the test that runs (``check``) or for no one (None)."""
+        """Under ``-s``: stop recording, and hand what was written since
+        ``start_echo_record`` to ``check``'s stdout and stderr sinks (None: dropped; it
+        was shown masked)."""
         if self.echoes is None:
             return
         for echo in self.echoes:
