@@ -130,3 +130,46 @@ def test_a_debugger_session_under_s_is_shown_masked_and_not_judged(
     assert "(Pdb) '«canary:bearer:raw»'" in shown and "after the debugger" in shown, shown
     token = CanaryFactory(SEED, namespace="test_inner.py::test_debugs").secret("bearer")
     self_scan(shown, [token], "terminal under -s")
+
+
+BASIC_CONFIG = """
+import logging, sys
+import pytest
+
+logging.basicConfig(stream=sys.stdout, level=logging.INFO, format="%(message)s", force=True)
+HANDLER = logging.getLogger().handlers[0]
+SHOWN = sys.stdout
+
+@pytest.hookimpl(trylast=True)  # after leakcheck gave the streams back
+def pytest_unconfigure(config):
+    with open("restored.txt", "w") as out:
+        out.write(str(HANDLER.stream is SHOWN and sys.stdout is SHOWN))
+"""
+
+LOGS = """
+import logging
+
+def test_logs_its_token(leakcheck):
+    token = leakcheck.secret("bearer")
+    logging.getLogger("gw").info("calling upstream with %s", token)
+    leakcheck.expose({"ok": False})
+"""
+
+
+def test_a_conftests_log_handler_on_the_terminal_is_masked_under_s(
+    pytester: pytest.Pytester,
+) -> None:
+    """A conftest's ``logging.basicConfig(stream=sys.stdout)`` made its handler before the
+    plugin put the echo in place: the handler held the terminal's stream itself, and under
+    ``-s`` printed the token raw (the test failed on the log record). It is pointed at the
+    echo for the session, and given its stream back at the end."""
+    pytester.makeconftest(BASIC_CONFIG)
+    pytester.makepyfile(test_inner=LOGS)
+    result = pytester.runpytest_subprocess(
+        "-p", "no:randomly", "-rA", f"--leakcheck-seed={SEED}", "-s"
+    )
+    assert inner_outcomes(result) == {"test_logs_its_token": "FAILED"}  # (the log record)
+    assert "calling upstream with «canary:bearer:raw»" in result.stdout.str()
+    token = CanaryFactory(SEED, namespace="test_inner.py::test_logs_its_token").secret("bearer")
+    self_scan("\n".join(result.outlines + result.errlines), [token], "terminal under -s")
+    assert (pytester.path / "restored.txt").read_text() == "True"

@@ -245,6 +245,16 @@ class PluginSession:
             echoes = MaskedEcho(shown[0], self.mask), MaskedEcho(shown[1], self.mask)
             sys.stdout, sys.stderr = echoes
             self.echoes = echoes
+            # log handlers made before now (a conftest's logging.basicConfig) hold the
+            # terminal's streams themselves: pointed at the echoes too
+            pointed = [
+                (handler, echo)
+                for handler in _stream_handlers()
+                for stream, echo in zip(shown, echoes, strict=True)
+                if handler.stream is stream
+            ]
+            for handler, echo in pointed:
+                handler.setStream(echo)
 
             def unmask() -> None:
                 for echo in echoes:
@@ -253,6 +263,9 @@ class PluginSession:
                     sys.stdout = shown[0]
                 if sys.stderr is echoes[1]:
                     sys.stderr = shown[1]
+                for handler, echo in pointed:
+                    if handler.stream is echo:
+                        handler.setStream(echo.stream)
 
             self._unmask_echo.append(unmask)
             self.uncaptured = ""
@@ -672,6 +685,20 @@ _UNCAPTURED = {
     "no": "pytest -s/--capture=no: output goes straight to the terminal, neither scanned nor "
     "masked",
 }
+
+
+def _stream_handlers() -> list[logging.StreamHandler[Any]]:
+    """Every ``logging.StreamHandler`` that exists (``logging._handlerList``, the weak
+    references logging keeps for its shutdown; else those of the loggers)."""
+    refs = getattr(logging, "_handlerList", None)
+    if isinstance(refs, list):
+        handlers = [ref() for ref in refs if callable(ref)]
+    else:  # (a logging without that list: the loggers' own handlers)
+        loggers = [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]
+        handlers = [h for lg in loggers if isinstance(lg, logging.Logger) for h in lg.handlers]
+    return [h for h in handlers if isinstance(h, logging.StreamHandler)]
+
+
 #: the capture notes once ``mask_echo`` masks what reaches the terminal
 _CAPTURE_NOTES_MASKED = {
     "no": "-s/--capture=no: a test's stdout and stderr reach the terminal masked, a line at a "
