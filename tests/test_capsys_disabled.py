@@ -1,4 +1,5 @@
-"""``capsys.disabled()`` (and ``capfd``'s): pytest's capture is off inside it.
+"""``capsys.disabled()`` (and ``capfd``'s, ``capteesys``'s): pytest's capture is off
+inside it.
 
 Found trying the fixture as a newcomer: a gateway that printed its token inside
 ``with capsys.disabled():`` passed green, and the token was on the terminal, raw. Inside it
@@ -8,6 +9,7 @@ the test's sinks as written; writes past them are said as not inspected.
 
 from __future__ import annotations
 
+import _pytest.capture
 import pytest
 from conftest import failure_section, inner_outcomes, self_scan
 
@@ -58,13 +60,32 @@ def test_shows_progress(leakcheck, capsys):
     print("captured again")
     assert capsys.readouterr().out == "captured again\\n"
     leakcheck.expose({"ok": False})
+
+"""
+
+#: pytest 8.4 on: capteesys (its disabled() printed a token raw and passed green)
+TEES = """
+
+def test_tees_and_then_disables(leakcheck, capteesys):
+    token = leakcheck.secret("bearer")
+    with capteesys.disabled():
+        print(f"tee off, calling with {token}")
+    leakcheck.expose({"ok": False})
+
+
+def test_tees_and_reads_back(leakcheck, capteesys):
+    token = leakcheck.secret("bearer")
+    print(f"tee on, calling with {token}")
+    assert "calling with" in capteesys.readouterr().out
+    leakcheck.expose({"ok": False})
 """
 
 
 def test_what_is_printed_under_a_disabled_capture_is_masked_and_judged(
     pytester: pytest.Pytester,
 ) -> None:
-    pytester.makepyfile(test_inner=INNER)
+    has_tee = hasattr(_pytest.capture, "capteesys")
+    pytester.makepyfile(test_inner=INNER + (TEES if has_tee else ""))
     # (a subprocess: the terminal the inner pytest writes to under disabled() is its own)
     result = pytester.runpytest_subprocess("-p", "no:randomly", "-rA", f"--leakcheck-seed={SEED}")
     assert inner_outcomes(result) == {
@@ -72,7 +93,17 @@ def test_what_is_printed_under_a_disabled_capture_is_masked_and_judged(
         "test_writes_its_token_in_pieces_to_stderr": "FAILED",
         "test_keeps_a_stream_made_inside_the_block": "FAILED",
         "test_shows_progress": "PASSED",
+        **(
+            {"test_tees_and_then_disables": "FAILED", "test_tees_and_reads_back": "FAILED"}
+            if has_tee
+            else {}
+        ),
     }, result.stdout.str()
+    if has_tee:
+        teed = failure_section(result, "test_tees_and_then_disables")
+        assert "stdout printed under capteesys.disabled()  form raw" in teed, teed
+        read = failure_section(result, "test_tees_and_reads_back")
+        assert "stdout the test read back itself (capteesys)  form raw" in read, read
     printed = failure_section(result, "test_prints_its_token")
     assert "[LEAK] caller: stdout printed under capsys.disabled()  form raw" in printed, printed
     pieces = failure_section(result, "test_writes_its_token_in_pieces_to_stderr")

@@ -25,7 +25,9 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["CAPTURE_FIXTURES", "tap", "untap"]
 
 #: pytest's fixtures that take a test's output away from the report sections
-CAPTURE_FIXTURES = ("capsys", "capsysbinary", "capfd", "capfdbinary")
+#: (``capteesys``, pytest 8.4 on: what it tees reaches the report sections too, and its
+#: ``disabled()`` printed a token raw)
+CAPTURE_FIXTURES = ("capsys", "capsysbinary", "capfd", "capfdbinary", "capteesys")
 #: what ``disabled()`` leaves unseen, as the summary's "could not inspect" says it
 UNSEEN_WHEN_DISABLED = (
     "writes past sys.stdout and sys.stderr inside it (file descriptors 1 and 2: "
