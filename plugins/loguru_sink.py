@@ -38,7 +38,7 @@ from __future__ import annotations
 import copy
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import loguru._better_exceptions
@@ -49,7 +49,7 @@ from leakcheck.capture import Captured, LogOrigin
 from leakcheck.policy import SinkClass
 from leakcheck.serialize import safe_repr
 
-__all__ = ["LoguruSink", "SINKS"]
+__all__ = ["POINT_STREAMS", "LoguruSink", "SINKS", "point_streams"]
 
 _LOCK = threading.Lock()
 _ACTIVE: list[LoguruSink] = []
@@ -323,4 +323,28 @@ def _uninstall() -> None:
         loguru._logger.Logger.remove = original  # type: ignore[method-assign]  # loguru's own
 
 
+def point_streams(streams: Mapping[int, Any]) -> Callable[[], None]:
+    """Point the app's loguru handlers that write to one of the streams ``streams`` names
+    (by ``id``: the terminal's ``sys.stdout`` and ``sys.stderr``, held by loguru's default
+    handler since its import) at the stream it maps to (leakcheck's masked echo under
+    ``-s``); the callable returned points them back."""
+    pointed: list[tuple[Any, Any, Any]] = []
+    for handler in _handlers().values():
+        sink = getattr(handler, "_sink", None)
+        stream = getattr(sink, "_stream", None)
+        echo = streams.get(id(stream)) if stream is not None else None
+        if echo is not None:
+            sink._stream = echo  # type: ignore[union-attr]  # loguru's StreamSink
+            pointed.append((sink, stream, echo))
+
+    def point_back() -> None:
+        for sink, stream, echo in pointed:
+            if sink._stream is echo:
+                sink._stream = stream
+
+    return point_back
+
+
 SINKS = [LoguruSink]
+#: what leakcheck's ``-s`` echo calls to point this library's writers at it
+POINT_STREAMS = point_streams

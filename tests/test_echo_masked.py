@@ -173,3 +173,47 @@ def test_a_conftests_log_handler_on_the_terminal_is_masked_under_s(
     token = CanaryFactory(SEED, namespace="test_inner.py::test_logs_its_token").secret("bearer")
     self_scan("\n".join(result.outlines + result.errlines), [token], "terminal under -s")
     assert (pytester.path / "restored.txt").read_text() == "True"
+
+
+LOGURU_CONFTEST = """
+import sys
+import pytest
+from loguru import logger  # its default handler holds the terminal's stderr from here on
+
+logger.remove()
+HANDLER = logger.add(sys.stderr, format="{message}")
+SHOWN = sys.stderr
+
+@pytest.hookimpl(trylast=True)  # after leakcheck gave the streams back
+def pytest_unconfigure(config):
+    stream = logger._core.handlers[HANDLER]._sink._stream
+    with open("restored.txt", "w") as out:
+        out.write(str(stream is SHOWN))
+"""
+
+LOGURU_LOGS = """
+from loguru import logger
+
+def test_logs_its_token(leakcheck):
+    token = leakcheck.secret("bearer")
+    logger.info("calling upstream with {}", token)
+    leakcheck.expose({"ok": False})
+"""
+
+
+def test_a_loguru_handler_made_by_a_conftest_is_masked_under_s(pytester: pytest.Pytester) -> None:
+    """loguru's handler on ``sys.stderr``, added when a conftest imported the app: it held
+    the terminal's stream itself. The loguru sink points it at the echo for the session
+    (``POINT_STREAMS``) and back at the end."""
+    pytest.importorskip("loguru")  # (a dev dependency: never skipped in CI)
+    pytester.makeconftest(LOGURU_CONFTEST)
+    pytester.makepyfile(test_inner=LOGURU_LOGS)
+    result = pytester.runpytest_subprocess(
+        "-p", "no:randomly", "-rA", f"--leakcheck-seed={SEED}", "-s"
+    )
+    assert inner_outcomes(result) == {"test_logs_its_token": "FAILED"}  # (the loguru sink)
+    shown = "\n".join(result.outlines + result.errlines)
+    assert "calling upstream with «canary:bearer:raw»" in shown, shown
+    token = CanaryFactory(SEED, namespace="test_inner.py::test_logs_its_token").secret("bearer")
+    self_scan(shown, [token], "terminal under -s")
+    assert (pytester.path / "restored.txt").read_text() == "True"

@@ -18,7 +18,7 @@ import pytest
 
 from .. import canaries
 from ..canaries import CANARY_GENERATION, Secret, check_kind_name
-from ..extensions import broken_plugins, not_set_up_reasons, skipped_plugins
+from ..extensions import broken_plugins, load_plugins, not_set_up_reasons, skipped_plugins
 from ..forms import WINDOW_CHARS
 from ..policy import DEFAULT_POLICY, PolicyError
 from . import reports
@@ -255,6 +255,12 @@ class PluginSession:
             ]
             for handler, echo in pointed:
                 handler.setStream(echo)
+            # and the writers of the sink plugins' libraries (loguru's default handler)
+            by_id = {id(stream): echo for stream, echo in zip(shown, echoes, strict=True)}
+            for module in load_plugins():
+                point = getattr(module, "POINT_STREAMS", None)
+                if callable(point):
+                    self._unmask_echo.append(point(by_id))
 
             def unmask() -> None:
                 for echo in echoes:
