@@ -100,6 +100,9 @@ class PluginSession:
         #: what a test prints there is recorded for its sinks while it runs
         self.echoes: tuple[MaskedEcho, MaskedEcho] | None = None
         self._unmask_echo: list[Callable[[], None]] = []
+        #: the terminal's streams by id -> their echoes, until the sink plugins' writers
+        #: are pointed at them (``start_echo_record``)
+        self._point_plugins: dict[int, MaskedEcho] = {}
         #: the secrets of every test that ended (the snapshots' guard reads them)
         self.secrets: list[Secret] = []
         #: every secret of every test that ended and of the session (``masker``), made
@@ -255,12 +258,12 @@ class PluginSession:
             ]
             for handler, echo in pointed:
                 handler.setStream(echo)
-            # and the writers of the sink plugins' libraries (loguru's default handler)
-            by_id = {id(stream): echo for stream, echo in zip(shown, echoes, strict=True)}
-            for module in load_plugins():
-                point = getattr(module, "POINT_STREAMS", None)
-                if callable(point):
-                    self._unmask_echo.append(point(by_id))
+            # and the writers of the sink plugins' libraries (loguru's default handler),
+            # when the first test asks for the fixture (the plugins are loaded then: a
+            # session that never asks imports none of them)
+            self._point_plugins = {
+                id(stream): echo for stream, echo in zip(shown, echoes, strict=True)
+            }
 
             def unmask() -> None:
                 for echo in echoes:
@@ -325,10 +328,18 @@ class PluginSession:
             echo.paused = False
 
     def start_echo_record(self) -> None:
-        """Under ``-s``: record what a test writes from now on (``record_echo``)."""
-        if self.echoes is not None:
-            for echo in self.echoes:
-                echo.start_recording()
+        """Under ``-s``: record what a test writes from now on (``record_echo``); the
+        first time, point the sink plugins' writers at the echoes (``POINT_STREAMS``)."""
+        if self.echoes is None:
+            return
+        if self._point_plugins:
+            by_id, self._point_plugins = self._point_plugins, {}
+            for module in load_plugins():
+                point = getattr(module, "POINT_STREAMS", None)
+                if callable(point):
+                    self._unmask_echo.append(point(by_id))
+        for echo in self.echoes:
+            echo.start_recording()
 
     def mask_debug_trace(self) -> None:
         """``--debug`` writes every hook call's arguments and results to its file as they
