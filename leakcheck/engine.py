@@ -371,12 +371,9 @@ def key_positions(
         automaton.make_automaton()
         return sorted(end - width + 1 for end, width in automaton.iter(data.decode("latin-1")))
     found: list[int] = []
-    length = len(data)
-    for shift in range(size):
-        end = shift + (length - shift) // size * size
-        if end > shift:
-            run = array(code, data[shift:end])
-            found += compress(count(shift, size), map(keys.__contains__, run))
+    # (the runs come in the order of their offsets; only the last ones can be empty)
+    for shift, run in enumerate(_substring_runs(data, size, code)):
+        found += compress(count(shift, size), map(keys.__contains__, run))
     found.sort()
     return found
 

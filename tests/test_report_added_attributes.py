@@ -111,11 +111,14 @@ def test_added_data_is_masked_in_place_and_kept_when_clean() -> None:
         count=3,
         exception=refused,
         shown=Shown(),
+        clients=[Shown(), 2],
     )
     mask_added_attributes(report, mask)  # type: ignore[arg-type]
     assert report.extras is clean_extras and report.opaque is opaque and report.count == 3
     # an object whose str or repr shows a secret: its masked text (a report log writes it)
     assert report.exception == "refused for «masked»" and report.shown == "Shown(token='«masked»')"
+    # (inside a container too: the report log writes the str of the list, each repr in it)
+    assert report.clients == ["Shown(token='«masked»')", 2]
     assert report.headers == ("Authorization", "Bearer «masked»")
     assert report.by_key == {"«masked»": ["a", ("b", "«masked»")]}
     assert report.nodeid == "test_x.py::test_SECRET"

@@ -253,7 +253,9 @@ def mask_added_attributes(report: pytest.TestReport, mask: Any) -> None:
 
 def _masked_data(value: Any, mask: Any) -> Any:
     """``value`` with every string of it masked; ``value`` itself when none changed (an
-    object that is not JSON data: itself, or its masked text when that shows a secret)."""
+    object that is not JSON data: itself, or its masked text when that shows a secret).
+    (Not ``masking.mask_strings``: that walks JSON data alone, and the report log writes
+    the ``str`` of a container that holds an object, the object's ``repr`` in it.)"""
     if isinstance(value, str):
         masked = mask(value)
         return value if masked == value else masked
