@@ -188,7 +188,8 @@ def leakcheck() -> Iterator[LeakCheck]:
     try:
         if state.enabled:
             check.start()
-            state.start_echo_record()  # (-s: what the test prints, for its sinks)
+            if state.echo is not None:  # (-s: what the test prints, for its sinks)
+                state.echo.start_recording()
         code, unwatched = to_watch(node) if state.enabled else (None, False)
         with caught_by_test(check) if state.enabled else contextlib.nullcontext():
             if code is None:
@@ -201,7 +202,8 @@ def leakcheck() -> Iterator[LeakCheck]:
                         node.stash[CATCHES_UNJUDGED] = True
                     yield check
     finally:
-        state.record_echo(None)  # (-s: recording no longer; handed over after the call)
+        if state.echo is not None:  # (-s: recording no longer; handed over after the call)
+            state.echo.hand_over(None)
         # the session masker takes the secrets over before the check stops being asked
         state.masker.add(check.secrets, check.built_masker(), by=node.nodeid)
         state.running.pop(node.nodeid, None)
@@ -228,8 +230,9 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
         yield
     finally:
         del item.stash[IN_CALL]
-        if check:
-            item.config.stash[SESSION].record_echo(check)  # (-s: before the verdict)
+        echo = item.config.stash[SESSION].echo
+        if check and echo is not None:
+            echo.hand_over(check)  # (-s: before the verdict)
         for fixture in tapped:
             capture_fixtures.untap(fixture)  # the class's own methods again
 

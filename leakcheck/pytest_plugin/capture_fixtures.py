@@ -7,22 +7,36 @@ output away from the report sections the verdict reads: tapped while the test ru
   the terminal. Inside it, ``sys.stdout`` and ``sys.stderr`` are tees: each line reaches
   the terminal masked and the sinks as written. Writes past them (to file descriptors 1
   and 2: subprocesses, C code; to ``sys.stdout.buffer``) are said as not inspected.
+
+Where pytest itself lets a test's output reach the terminal (``-s``, the echo of
+``--capture=tee-sys``), ``TerminalEcho`` masks it the same way, for the whole session.
 """
 
 from __future__ import annotations
 
 import contextlib
 import io
+import logging
 import sys
 import threading
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, TextIO
 
+import pytest
+
 if TYPE_CHECKING:  # pragma: no cover
     from ..capture import TextSink
     from ..harness import LeakCheck
 
-__all__ = ["CAPTURE_FIXTURES", "tap", "untap"]
+__all__ = [
+    "CAPTURE_FIXTURES",
+    "ECHOED_PATH",
+    "MaskedEcho",
+    "MaskingTee",
+    "TerminalEcho",
+    "tap",
+    "untap",
+]
 
 #: pytest's fixtures that take a test's output away from the report sections
 #: (``capteesys``, pytest 8.4 on: what it tees reaches the report sections too, and its
@@ -193,3 +207,153 @@ class MaskingTee(MaskedEcho):
         if self._sink is not None and written:
             self._sink.add(self._path, written)
         self._sink = None
+
+
+#: the capture notes once ``TerminalEcho`` masks what reaches the terminal
+ECHO_NOTES = {
+    "no": "-s/--capture=no: a test's stdout and stderr reach the terminal masked, a line at a "
+    "time, and are scanned; writes to file descriptors 1 and 2 (subprocesses, C code, "
+    "os.write, sys.__stdout__) are neither scanned nor masked",
+    "tee-sys": "--capture=tee-sys: stdout and stderr are scanned and echoed to the terminal "
+    "masked, a line at a time; writes to file descriptors 1 and 2 (subprocesses, C code, "
+    "os.write, sys.__stdout__) are neither scanned nor masked",
+}
+#: where a test's writes under -s are said to be (what they leave unseen, the writes to
+#: file descriptors 1 and 2, is said once, in the capture note, as for --capture=sys)
+ECHOED_PATH = "printed with pytest -s"
+
+
+class TerminalEcho:
+    """What pytest lets reach the terminal of a test's ``sys.stdout`` and ``sys.stderr``,
+    masked a line at a time (``MaskedEcho``): under ``-s`` the streams themselves, the
+    log handlers made before (a conftest's ``logging.basicConfig``) and the sink plugins'
+    writers (``POINT_STREAMS``: loguru's default handler); under ``--capture=tee-sys``
+    the stream pytest's tee echoes to. Under ``-s`` nothing else sees what a test writes:
+    it is recorded for the test's stdout and stderr sinks. ``restore`` gives everything
+    back. pytest's internals this reads (the tee's) missing in another version: not
+    installed, and the capture note says the echo is unmasked, as before."""
+
+    def __init__(self, capture: str, mask: Callable[[str], str]) -> None:
+        self.note = ECHO_NOTES.get(capture, "")
+        self._mask = mask
+        #: under ``-s``: the echoes of ``sys.stdout`` and ``sys.stderr``
+        self.echoes: tuple[MaskedEcho, MaskedEcho] | None = None
+        self._undo: list[Callable[[], None]] = []
+        #: the terminal's streams by id -> their echoes, until the sink plugins' writers
+        #: are pointed at them (``start_recording``)
+        self._for_plugins: dict[int, MaskedEcho] = {}
+
+    @classmethod
+    def install(
+        cls, config: pytest.Config, capture: str, mask: Callable[[str], str]
+    ) -> TerminalEcho | None:
+        """The echo for pytest's ``capture`` mode, in place; None where nothing reaches
+        the terminal unmasked (or where pytest's internals are not those expected)."""
+        echo = cls(capture, mask)
+        if capture == "no" and echo._install_streams():
+            return echo
+        if capture == "tee-sys" and echo._install_tee(config):
+            return echo
+        return None
+
+    def _install_streams(self) -> bool:
+        shown = sys.stdout, sys.stderr
+        if not all(callable(getattr(stream, "write", None)) for stream in shown):
+            return False  # (closed, or replaced by something that is no stream)
+        echoes = MaskedEcho(shown[0], self._mask), MaskedEcho(shown[1], self._mask)
+        sys.stdout, sys.stderr = echoes
+        self.echoes = echoes
+        # log handlers made before now hold the terminal's streams themselves
+        pointed = [
+            (handler, echo)
+            for handler in _stream_handlers()
+            for stream, echo in zip(shown, echoes, strict=True)
+            if handler.stream is stream
+        ]
+        for handler, echo in pointed:
+            handler.setStream(echo)
+        # and the sink plugins' libraries' writers, when the first test asks for the
+        # fixture (the plugins are loaded then: a session that never asks imports none)
+        self._for_plugins = {id(stream): echo for stream, echo in zip(shown, echoes, strict=True)}
+
+        def undo() -> None:
+            for echo in echoes:
+                echo.flush()
+            if sys.stdout is echoes[0]:
+                sys.stdout = shown[0]
+            if sys.stderr is echoes[1]:
+                sys.stderr = shown[1]
+            for handler, echo in pointed:
+                if handler.stream is echo:
+                    handler.setStream(echo.stream)
+
+        self._undo.append(undo)
+        return True
+
+    def _install_tee(self, config: pytest.Config) -> bool:
+        manager = config.pluginmanager.get_plugin("capturemanager")
+        multi = getattr(manager, "_global_capturing", None)
+        tees = [getattr(getattr(multi, name, None), "tmpfile", None) for name in ("out", "err")]
+        if not all(hasattr(tee, "_other") for tee in tees):
+            return False
+        for tee in tees:
+            echoed = tee._other  # type: ignore[union-attr]  # checked above
+            tee._other = MaskedEcho(echoed, self._mask)  # type: ignore[union-attr]
+
+            def undo(tee: Any = tee, echoed: Any = echoed) -> None:
+                tee._other.flush()
+                tee._other = echoed
+
+            self._undo.append(undo)
+        return True
+
+    def start_recording(self) -> None:
+        """Under ``-s``: record what a test writes from now on (``hand_over``); the first
+        time, point the sink plugins' writers at the echoes (``POINT_STREAMS``)."""
+        if self.echoes is None:
+            return
+        if self._for_plugins:
+            from ..extensions import load_plugins
+
+            by_id, self._for_plugins = self._for_plugins, {}
+            for module in load_plugins():
+                point = getattr(module, "POINT_STREAMS", None)
+                if callable(point):
+                    self._undo.append(point(by_id))
+        for echo in self.echoes:
+            echo.start_recording()
+
+    def hand_over(self, check: LeakCheck | None) -> None:
+        """Under ``-s``: stop recording, and hand what was written since
+        ``start_recording`` to ``check``'s stdout and stderr sinks (None: dropped; it was
+        shown masked)."""
+        if self.echoes is None:
+            return
+        for echo, sink in zip(self.echoes, ("stdout", "stderr"), strict=True):
+            written = echo.stop_recording()
+            if check is not None and written:
+                getattr(check, sink).add(ECHOED_PATH, written)
+
+    def pause(self, paused: bool) -> None:
+        """Keep nothing while ``paused`` (a debugger's session is the developer's)."""
+        for echo in self.echoes or ():
+            echo.flush()
+            echo.paused = paused
+
+    def restore(self) -> None:
+        """Give pytest's streams and every writer pointed at an echo back (what is pending
+        written out, masked)."""
+        while self._undo:
+            self._undo.pop()()
+
+
+def _stream_handlers() -> list[logging.StreamHandler[Any]]:
+    """Every ``logging.StreamHandler`` that exists (``logging._handlerList``, the weak
+    references logging keeps for its shutdown; else those of the loggers)."""
+    refs = getattr(logging, "_handlerList", None)
+    if isinstance(refs, list):
+        handlers = [ref() for ref in refs if callable(ref)]
+    else:  # (a logging without that list: the loggers' own handlers)
+        loggers = [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]
+        handlers = [h for lg in loggers if isinstance(lg, logging.Logger) for h in lg.handlers]
+    return [h for h in handlers if isinstance(h, logging.StreamHandler)]

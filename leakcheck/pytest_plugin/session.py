@@ -18,7 +18,7 @@ import pytest
 
 from .. import canaries
 from ..canaries import CANARY_GENERATION, Secret, check_kind_name
-from ..extensions import broken_plugins, load_plugins, not_set_up_reasons, skipped_plugins
+from ..extensions import broken_plugins, not_set_up_reasons, skipped_plugins
 from ..forms import WINDOW_CHARS
 from ..policy import DEFAULT_POLICY, PolicyError
 from . import reports
@@ -27,7 +27,7 @@ from .options import MARKER, options_for
 if TYPE_CHECKING:  # pragma: no cover
     from ..harness import LeakCheck
     from ..masking import SessionMasker
-    from .capture_fixtures import MaskedEcho
+    from .capture_fixtures import TerminalEcho
 
 __all__ = [
     "CHECK",
@@ -96,13 +96,9 @@ class PluginSession:
         self.uncaptured = _UNCAPTURED.get(capture, "")
         #: what the capture mode lets through unscanned or unmasked, for the header
         self.capture_note = _CAPTURE_NOTES.get(capture, "")
-        #: ``sys.stdout`` and ``sys.stderr`` as ``-s`` leaves them, masked (``mask_echo``):
-        #: what a test prints there is recorded for its sinks while it runs
-        self.echoes: tuple[MaskedEcho, MaskedEcho] | None = None
-        self._unmask_echo: list[Callable[[], None]] = []
-        #: the terminal's streams by id -> their echoes, until the sink plugins' writers
-        #: are pointed at them (``start_echo_record``)
-        self._point_plugins: dict[int, MaskedEcho] = {}
+        #: what reaches the terminal under ``-s`` and ``--capture=tee-sys``, masked
+        #: (``mask_echo``); under ``-s`` what a test prints is recorded for its sinks
+        self.echo: TerminalEcho | None = None
         #: the secrets of every test that ended (the snapshots' guard reads them)
         self.secrets: list[Secret] = []
         #: every secret of every test that ended and of the session (``masker``), made
@@ -234,112 +230,29 @@ class PluginSession:
 
     def mask_echo(self) -> None:
         """Where pytest lets a test's ``sys.stdout`` and ``sys.stderr`` reach the terminal
-        (``-s``; ``--capture=tee-sys``'s echo of what it captures), they reach it masked, a
-        line at a time. Under ``-s`` nothing else sees them: what a test writes there is
-        recorded for its stdout and stderr sinks (``record_echo``). pytest's capture
-        internals that this reads (``--capture=tee-sys``'s tee) missing in another
-        version: said as before, unmasked."""
-        from .capture_fixtures import MaskedEcho
+        (``-s``, ``--capture=tee-sys``), they reach it masked (``TerminalEcho``); the
+        capture note says so, and under ``-s`` the stdout and stderr sinks are no longer
+        inactive."""
+        from .capture_fixtures import TerminalEcho
 
-        if self.capture == "no":
-            shown = sys.stdout, sys.stderr
-            if not all(callable(getattr(stream, "write", None)) for stream in shown):
-                return  # (closed, or replaced by something that is no stream)
-            echoes = MaskedEcho(shown[0], self.mask), MaskedEcho(shown[1], self.mask)
-            sys.stdout, sys.stderr = echoes
-            self.echoes = echoes
-            # log handlers made before now (a conftest's logging.basicConfig) hold the
-            # terminal's streams themselves: pointed at the echoes too
-            pointed = [
-                (handler, echo)
-                for handler in _stream_handlers()
-                for stream, echo in zip(shown, echoes, strict=True)
-                if handler.stream is stream
-            ]
-            for handler, echo in pointed:
-                handler.setStream(echo)
-            # and the writers of the sink plugins' libraries (loguru's default handler),
-            # when the first test asks for the fixture (the plugins are loaded then: a
-            # session that never asks imports none of them)
-            self._point_plugins = {
-                id(stream): echo for stream, echo in zip(shown, echoes, strict=True)
-            }
-
-            def unmask() -> None:
-                for echo in echoes:
-                    echo.flush()
-                if sys.stdout is echoes[0]:
-                    sys.stdout = shown[0]
-                if sys.stderr is echoes[1]:
-                    sys.stderr = shown[1]
-                for handler, echo in pointed:
-                    if handler.stream is echo:
-                        handler.setStream(echo.stream)
-
-            self._unmask_echo.append(unmask)
+        self.echo = TerminalEcho.install(self.config, self.capture, self.mask)
+        if self.echo is not None:
+            self.capture_note = self.echo.note
             self.uncaptured = ""
-            self.capture_note = _CAPTURE_NOTES_MASKED["no"]
-        elif self.capture == "tee-sys":
-            capture = self.config.pluginmanager.get_plugin("capturemanager")
-            multi = getattr(capture, "_global_capturing", None)
-            tees = [getattr(getattr(multi, name, None), "tmpfile", None) for name in ("out", "err")]
-            if not all(hasattr(tee, "_other") for tee in tees):
-                return
-            for tee in tees:
-                echoed = tee._other  # type: ignore[union-attr]  # checked above
-                tee._other = MaskedEcho(echoed, self.mask)  # type: ignore[union-attr]
-
-                def restore(tee: Any = tee, echoed: Any = echoed) -> None:
-                    tee._other.flush()
-                    tee._other = echoed
-
-                self._unmask_echo.append(restore)
-            self.capture_note = _CAPTURE_NOTES_MASKED["tee-sys"]
 
     def unmask_echo(self) -> None:
-        """Give pytest's streams back (what is pending written out, masked)."""
-        while self._unmask_echo:
-            self._unmask_echo.pop()()
-
-    def record_echo(self, check: LeakCheck | None) -> None:
-        """Under ``-s``: stop recording, and hand what was written since
-        ``start_echo_record`` to ``check``'s stdout and stderr sinks (None: dropped; it
-        was shown masked)."""
-        if self.echoes is None:
-            return
-        for echo in self.echoes:
-            written = echo.stop_recording()
-            if check is not None:
-                sink = check.stdout if echo is self.echoes[0] else check.stderr
-                if written:
-                    sink.add(_ECHOED_PATH, written)
+        if self.echo is not None:
+            self.echo.restore()
 
     def pytest_enter_pdb(self) -> None:
         """A debugger's session under ``-s`` (``breakpoint()``, ``--pdb``) is the
-        developer's: what it prints (``p token``) is shown masked, not judged as the
-        test's (pytest suspends its capture for it in the other modes)."""
-        for echo in self.echoes or ():
-            echo.flush()
-            echo.paused = True
+        developer's: shown masked, not judged as the test's output."""
+        if self.echo is not None:
+            self.echo.pause(True)
 
     def pytest_leave_pdb(self) -> None:
-        for echo in self.echoes or ():
-            echo.flush()
-            echo.paused = False
-
-    def start_echo_record(self) -> None:
-        """Under ``-s``: record what a test writes from now on (``record_echo``); the
-        first time, point the sink plugins' writers at the echoes (``POINT_STREAMS``)."""
-        if self.echoes is None:
-            return
-        if self._point_plugins:
-            by_id, self._point_plugins = self._point_plugins, {}
-            for module in load_plugins():
-                point = getattr(module, "POINT_STREAMS", None)
-                if callable(point):
-                    self._unmask_echo.append(point(by_id))
-        for echo in self.echoes:
-            echo.start_recording()
+        if self.echo is not None:
+            self.echo.pause(False)
 
     def mask_debug_trace(self) -> None:
         """``--debug`` writes every hook call's arguments and results to its file as they
@@ -704,30 +617,6 @@ _UNCAPTURED = {
 }
 
 
-def _stream_handlers() -> list[logging.StreamHandler[Any]]:
-    """Every ``logging.StreamHandler`` that exists (``logging._handlerList``, the weak
-    references logging keeps for its shutdown; else those of the loggers)."""
-    refs = getattr(logging, "_handlerList", None)
-    if isinstance(refs, list):
-        handlers = [ref() for ref in refs if callable(ref)]
-    else:  # (a logging without that list: the loggers' own handlers)
-        loggers = [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]
-        handlers = [h for lg in loggers if isinstance(lg, logging.Logger) for h in lg.handlers]
-    return [h for h in handlers if isinstance(h, logging.StreamHandler)]
-
-
-#: the capture notes once ``mask_echo`` masks what reaches the terminal
-_CAPTURE_NOTES_MASKED = {
-    "no": "-s/--capture=no: a test's stdout and stderr reach the terminal masked, a line at a "
-    "time, and are scanned; writes to file descriptors 1 and 2 (subprocesses, C code, "
-    "os.write, sys.__stdout__) are neither scanned nor masked",
-    "tee-sys": "--capture=tee-sys: stdout and stderr are scanned and echoed to the terminal "
-    "masked, a line at a time; writes to file descriptors 1 and 2 (subprocesses, C code, "
-    "os.write, sys.__stdout__) are neither scanned nor masked",
-}
-#: where a test's writes under -s are said to be (what they leave unseen, the writes to
-#: file descriptors 1 and 2, is said once, in the capture note, as for --capture=sys)
-_ECHOED_PATH = "printed with pytest -s"
 _CAPTURE_NOTES = {
     "no": "-s/--capture=no: stdout and stderr are neither scanned nor masked, and a test's "
     "output reaches the terminal as it is",
