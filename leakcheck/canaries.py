@@ -134,9 +134,22 @@ class Secret(Value, frozen=True):
             raise NotASecretError(f"secret {id!r}: expected str, got {type(value).__name__}")
         if secret_class is None:
             secret_class = KINDS[kind].secret_class if kind in KINDS else SecretClass.DIRECT
-        # (a kind without a name's shape may be a value: described, never quoted)
-        shown = kind if is_kind_name(kind) else f"of {len(str(kind))} characters"
-        label = f"secret {id!r} (kind {shown}, {len(value)} chars)"
+
+        def label() -> str:
+            # The id and the kind are the caller's, and may share pieces with a weak value:
+            # blotted. The rest of the message is ours: blotting a piece of it that the
+            # value shares ("********* 63 ****" for "estimated 63 bits") spelled the value
+            # out. (A kind without a name's shape may be a value: described, never quoted.)
+            if kind == "secret" or kind in KINDS:  # (our own: public words, never blotted)
+                shown = kind
+            elif is_kind_name(kind):
+                shown = _without_pieces_of(value, kind)
+            else:
+                shown = f"of {len(str(kind))} characters"
+            return (
+                f"secret {_without_pieces_of(value, repr(id))} (kind {shown}, {len(value)} chars)"
+            )
+
         early = _early_bits(value, min_bits) if len(value.strip()) >= 12 else None
         mask_bits: tuple[float, ...] = ()
         if early is None:
@@ -147,22 +160,16 @@ class Secret(Value, frozen=True):
         if len(value.strip()) < 12:
             _announce_refused(value, kind, id, secret_class)
             raise WeakSecretError(
-                _without_pieces_of(
-                    value,
-                    f"{label} is too short for reliable detection: use at least 12 characters "
-                    "(every hit must be attributable and fragments distinctive)",
-                )
+                f"{label()} is too short for reliable detection: use at least 12 characters "
+                "(every hit must be attributable and fragments distinctive)"
             )
         if total < min_bits:
             _announce_refused(value, kind, id, secret_class)
             raise WeakSecretError(
-                _without_pieces_of(
-                    value,
-                    f"{label} is too guessable for reliable detection: estimated {total:.0f} "
-                    f"bits, need {min_bits:.0f}. Dictionary words, repeats, sequences and "
-                    "common token prefixes count for little because they occur in ordinary "
-                    "text; use a random token or let leakcheck generate a canary",
-                )
+                f"{label()} is too guessable for reliable detection: estimated {total:.0f} "
+                f"bits, need {min_bits:.0f}. Dictionary words, repeats, sequences and "
+                "common token prefixes count for little because they occur in ordinary "
+                "text; use a random token or let leakcheck generate a canary"
             )
         return cls(
             value=value, kind=kind, id=id, secret_class=SecretClass(secret_class), bits=bits,
@@ -178,9 +185,9 @@ def _bits_of(value: str) -> tuple[float, ...]:
 
 
 def _without_pieces_of(value: str, message: str, size: int = 4) -> str:
-    """``message`` with every run that also occurs in ``value`` (``size`` characters or more)
-    blotted out: a weak secret made of words can share them with the message's own words
-    or with a user-chosen id, and the error must not echo any piece of it."""
+    """``message`` (what the caller chose: an id) with every run that also occurs in
+    ``value`` (``size`` characters or more) blotted out: a weak secret made of words can
+    share them with a user-chosen id, and the error must not echo any piece of it."""
     pieces = {value[i : i + size] for i in range(len(value) - size + 1)}
     hide = [False] * len(message)
     for i in range(len(message) - size + 1):

@@ -15,7 +15,7 @@ from ..detect import HEAD_BYTES, JOIN_SEPARATOR, Scanner
 from ..engine import KEY_CODE, add_substring_keys, available_backends
 from ..extensions import detection_forms, masking_forms
 from ..findings import MASK_LABEL, Finding
-from ..forms import MASK_ONLY_FORMS, FormFn, needle_table
+from ..forms import MASK_ONLY_FORMS, FormFn, needle_table, upper_mask_bits
 from ..serialize import map_strings
 from .budget import batches_of
 
@@ -256,15 +256,18 @@ class Output:
             extra = mask_only_forms()
             heads: list[bytes] = []
             short: list[tuple[bytes, int]] = []
-            for index, secret in enumerate(self.secrets):
-                mine = []
-                for form in extra:
-                    for _name, needle in form(secret):
-                        if len(needle) >= GRAM:
-                            mine.append(needle[:GRAM])
-                        elif needle:
-                            short.append((needle, index))
-                heads.append(b"".join(mine))
+            # (a superset of the windows that the masker over the secrets found makes:
+            # without the full estimate of each user secret)
+            with upper_mask_bits():
+                for index, secret in enumerate(self.secrets):
+                    mine = []
+                    for form in extra:
+                        for _name, needle in form(secret):
+                            if len(needle) >= GRAM:
+                                mine.append(needle[:GRAM])
+                            elif needle:
+                                short.append((needle, index))
+                    heads.append(b"".join(mine))
             self._windows, self._short = heads, short
         return self._windows
 
