@@ -363,6 +363,13 @@ def test_a_report_after_the_option_by_a_glob_is_refused(
     # a report below a directory is an artifact like any other (named, it would be refused)
     code, _, err = scan(capsys, "--canaries-from", str(one), str(pytester.path / "build"))
     assert code == 0, err
+    # with no --canaries-from at all (a secrets file only): refused too, saying the fix
+    secrets = pytester.path / "secrets.txt"
+    secrets.write_text("ghp_Wd4Kx9Qm2Vt7Lp3Rz8Hn5Jc1Fb6Gs0Ya\n")
+    code, out, err = scan(capsys, "--secrets-file", str(secrets), str(two), str(artifacts))
+    assert (code, out) == (2, "")
+    assert err.startswith(f"leakcheck: error: {str(two)!r} is a leakcheck report named as a PATH")
+    assert "give it with --canaries-from REPORT" in err
 
 
 def test_a_report_given_twice_is_read_once(

@@ -442,7 +442,9 @@ def test_canaries_from_is_given_once_per_report(cli) -> None:
     would make the other reports PATHs, which scan refuses: tests/test_canaries_from.py)."""
     run = cli("scan", "--help")
     assert run.code == 0
-    assert "once per report" in " ".join(run.out.split())
+    said = " ".join(run.out.split())
+    assert "repeat it for several reports (one per shard of a sharded run)" in said
+    assert "repeat it for several files" in said  # --secrets-file, the same way
 
 
 def test_kinds_command(cli) -> None:

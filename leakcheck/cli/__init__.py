@@ -116,8 +116,10 @@ def _add_scan(commands: Any) -> None:
     )
     scan.add_argument(
         "--secrets-file",
+        action="append",
         metavar="FILE",
-        help="one secret per line (UTF-8), or a .json list; secrets are never taken from argv",
+        help="one secret per line (UTF-8), or a .json list; secrets are never taken from "
+        "argv; repeat it for several files (searched for together)",
     )
     scan.add_argument(
         "--canaries-from",
@@ -125,8 +127,8 @@ def _add_scan(commands: Any) -> None:
         metavar="REPORT",
         help="also search for every canary a pytest run planted, rebuilt from its "
         "--leakcheck-report JSON (which holds the seed and canary ids, never a value), or "
-        "an MCP audit planted, from its 'leakcheck mcp --format json' report; once per "
-        "report: a sharded run gives every shard's",
+        "an MCP audit planted, from its 'leakcheck mcp --format json' report; repeat it "
+        "for several reports (one per shard of a sharded run)",
     )
     scan.add_argument("--format", choices=sorted(RENDERERS), default="text")
     scan.add_argument("--output", "-o", metavar="FILE", help="write the report here")

@@ -11,9 +11,7 @@ for that run's canaries."""
 
 from __future__ import annotations
 
-import os
 import re
-import stat
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,6 +22,8 @@ from ..records import TestRecord
 from ..serialize import read_json_file
 from .budget import Budget, budget_for
 from .console import UsageError, display
+from .inputs import file_key as _file_key
+from .inputs import looks_like_report
 
 __all__ = [
     "canaries_from_report",
@@ -42,9 +42,6 @@ _CANARY_ID = re.compile(r"([a-z_]{1,32})#([1-9][0-9]{0,8})")
 
 #: How the plugin's report begins (``json.dumps(indent=2)``, "tool" first): enough to
 #: tell a report named as a PATH without reading the whole file.
-_REPORT_HEAD = re.compile(
-    rb'\A(?:\xef\xbb\xbf)?\s*\{\s*(?:"tool"\s*:\s*"leakcheck"|"leakcheck_mcp"\s*:)'
-)
 #: What reads as a report here, for messages.
 _READ_HERE = "pytest --leakcheck-report=PATH and leakcheck mcp --format json write one"
 
@@ -72,14 +69,6 @@ def _check_header(document: Any, path: str, written_by: str = _READ_HERE) -> Non
         raise UsageError(f"{path!r} is not a leakcheck report ({written_by})")
 
 
-def _file_key(path: str) -> tuple[int, int] | None:
-    try:
-        status = os.stat(path)
-    except OSError:
-        return None  # reading it says why
-    return (status.st_dev, status.st_ino) if stat.S_ISREG(status.st_mode) else None
-
-
 def distinct_reports(paths: Sequence[str]) -> list[str]:
     """``paths`` with each file once, under the first name it was given by (a report named
     twice, or through a link, would count every canary and every request id twice)."""
@@ -93,22 +82,6 @@ def distinct_reports(paths: Sequence[str]) -> list[str]:
             seen.add(key)
         kept.append(path)
     return kept
-
-
-def looks_like_report(path: str, reports: Sequence[str]) -> bool:
-    """Whether the regular file ``path`` begins as a leakcheck report does and is none of
-    ``reports``: named as a PATH after ``--canaries-from``, it is a shell glob's second
-    match (``--canaries-from build/leakcheck-*.json`` gives the option the first file
-    only), whose canaries would silently not be searched for."""
-    key = _file_key(path)
-    if key is None or key in {_file_key(r) for r in reports}:
-        return False
-    try:
-        with open(path, "rb") as stream:
-            head = stream.read(256)
-    except OSError:
-        return False  # reading it as a PATH says why
-    return _REPORT_HEAD.match(head) is not None
 
 
 def load_canaries(path: str, budget: Budget | None = None) -> tuple[list[Secret], int, int]:

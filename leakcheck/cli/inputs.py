@@ -6,7 +6,12 @@ from __future__ import annotations
 import os
 import stat
 
+from .._lazy import lazy_compile
 from .console import display
+
+TYPE_CHECKING = False  # not typing's: its import was a twentieth of a scan's start-up
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 __all__ = ["Inputs", "total_size"]
 
@@ -29,7 +34,8 @@ class Inputs:
 
     def add(self, arg: str) -> None:
         if arg == "-":
-            self.targets.append(None)
+            if None not in self.targets:  # (standard input can be read once)
+                self.targets.append(None)
             return
         try:
             status = os.stat(arg)
@@ -106,3 +112,34 @@ def total_size(targets: list[str | None]) -> int | None:
             return None
         total += status.st_size
     return total
+
+
+#: How a leakcheck report (pytest's ``--leakcheck-report``, ``leakcheck mcp --format json``)
+#: begins.
+REPORT_HEAD = lazy_compile(
+    rb'\A(?:\xef\xbb\xbf)?\s*\{\s*(?:"tool"\s*:\s*"leakcheck"|"leakcheck_mcp"\s*:)'
+)
+
+
+def file_key(path: str) -> tuple[int, int] | None:
+    try:
+        status = os.stat(path)
+    except OSError:
+        return None  # reading it says why
+    return (status.st_dev, status.st_ino) if stat.S_ISREG(status.st_mode) else None
+
+
+def looks_like_report(path: str, reports: Sequence[str]) -> bool:
+    """Whether the regular file ``path`` begins as a leakcheck report does and is none of
+    ``reports``: named as a PATH after ``--canaries-from``, it is a shell glob's second
+    match (``--canaries-from build/leakcheck-*.json`` gives the option the first file
+    only), whose canaries would silently not be searched for."""
+    key = file_key(path)
+    if key is None or key in {file_key(r) for r in reports}:
+        return False
+    try:
+        with open(path, "rb") as stream:
+            head = stream.read(256)
+    except OSError:
+        return False  # reading it as a PATH says why
+    return REPORT_HEAD.match(head) is not None

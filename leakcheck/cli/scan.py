@@ -4,6 +4,7 @@ inputs, the scanner, the report, masked, and the exit status."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from ..canaries import Secret
@@ -12,7 +13,7 @@ from ..findings import Finding
 from ..forms import TAIL_BITS, TAIL_BITS_SECRETS, json_spelling, masked_bits_for
 from ..report import ScanSummary, document, dump, path_uri
 from ..serialize import map_strings
-from .budget import batches_of, budget_for
+from .budget import Budget, batches_of, budget_for
 from .console import (
     EXIT_CLEAN,
     EXIT_ERROR,
@@ -22,7 +23,7 @@ from .console import (
     print_stderr,
     write_stdout,
 )
-from .inputs import Inputs, total_size
+from .inputs import Inputs, looks_like_report, total_size
 from .output import Output, strings_of
 from .secrets_file import OWN_ID, OWN_KINDS, read_secrets
 
@@ -54,20 +55,18 @@ def _distinct(secrets: list[Secret]) -> tuple[list[Secret], list[list[str]]]:
 def scan_command(args: argparse.Namespace, out: str | None, output: Output) -> int:
     if not args.secrets_file and not args.canaries_from:
         raise UsageError("give --secrets-file FILE, --canaries-from REPORT, or both")
-    secrets: list[Secret] = []
-    named: list[tuple[int, str, str]] = []
+    if out is not None:
+        _check_output_is_no_input(out, args.paths)
     notes: list[str] = []  # stderr lines that name nothing of the user's
     budget = budget_for(args.engine)
-    if args.secrets_file:
-        loaded = read_secrets(args.secrets_file, budget)
-        secrets, named = loaded.secrets, loaded.named
-        notes += loaded.warnings
-        output.use(secrets)
+    secrets, named = _read_secrets_files(args.secrets_file or [], budget, notes)
+    output.use(secrets)
     reports: list[str] = args.canaries_from or []
+    # (a report named as a PATH: its canaries would not be searched for)
+    _check_paths_are_not_reports(args.paths, reports)
     if reports:
         from .canaries_from import distinct_reports, load_all_canaries
 
-        _check_paths_are_not_reports(args.paths, reports)
         canaries, registered, lost = load_all_canaries(reports, budget.take(secrets))
         if registered and not args.secrets_file:
             notes.append(
@@ -126,7 +125,7 @@ def scan_command(args: argparse.Namespace, out: str | None, output: Output) -> i
             scanner = _scanner(batch, args.decode, args.engine, size, masked_bits)
             if len(batches) == 1:
                 output.use(secrets, scanner)
-                trusted = _check_named(named, args.secrets_file, output)
+                trusted = _check_named(named, output)
             else:  # what the masker needs of it, so as not to build it again
                 output.learn(scanner)
             needles += scanner.needle_count
@@ -137,7 +136,7 @@ def scan_command(args: argparse.Namespace, out: str | None, output: Output) -> i
         order = {name: n for n, name in enumerate(reader.names)}
         findings.sort(key=lambda f: (order.get(f.source, 0), f.offset, -f.length))
     if trusted is None:  # several batches: the masker's detection batches too
-        trusted = _check_named(named, args.secrets_file, output)
+        trusted = _check_named(named, output)
     sources = reader.sources
     # (SARIF's alone: pathlib and urllib.parse are imported for it only)
     uris = (
@@ -159,7 +158,8 @@ def scan_command(args: argparse.Namespace, out: str | None, output: Output) -> i
     )
     code = EXIT_ERROR if inputs.errors else EXIT_FINDINGS if findings else EXIT_CLEAN
     if out is not None:
-        said.append(f"leakcheck: {len(findings)} findings, report written to {display(str(out))}")
+        found = f"{len(findings)} finding{'' if len(findings) == 1 else 's'}"
+        said.append(f"leakcheck: {found}, report written to {display(str(out))}")
     if inputs.errors and (out is not None or args.format != "text"):
         said += [f"leakcheck: error: {error}" for error in inputs.errors]
     report = document(summary, args.format)
@@ -259,20 +259,84 @@ class _Reader:
         return self._stdin  # type: ignore[return-value]  # a BinaryIO but for its stub
 
 
+def _read_secrets_files(
+    paths: list[str], budget: Budget, notes: list[str]
+) -> tuple[list[Secret], list[tuple[str, int, str, str]]]:
+    """The secrets of every ``--secrets-file`` (each file once), and the ids and kinds they
+    spell out, by file. A file's own ids (``S<line>``) that an earlier file has too are
+    told apart by the file's number (``S3@2``); an id a file spells out that an earlier
+    file spells out too is refused, as it is within one file."""
+    secrets: list[Secret] = []
+    named: list[tuple[str, int, str, str]] = []
+    owners: dict[str, str] = {}
+    for number, path in enumerate(_distinct_files(paths), start=1):
+        loaded = read_secrets(path, budget.take(secrets))
+        notes += loaded.warnings
+        for secret in loaded.secrets:
+            earlier = owners.get(secret.id)
+            if earlier is not None and earlier != path:
+                if not OWN_ID.fullmatch(secret.id):
+                    raise UsageError(
+                        f"secrets file {display(path)!r}: an id that secrets file "
+                        f"{display(earlier)!r} gives too (an id names one secret)"
+                    )
+                from .._values import replace  # (two files with ids alike: rarely)
+
+                secret = replace(secret, id=f"{secret.id}@{number}")
+            owners.setdefault(secret.id, path)
+            secrets.append(secret)
+        named += [(path, n, what, text) for n, what, text in loaded.named]
+    return secrets, named
+
+
+def _distinct_files(paths: list[str]) -> list[str]:
+    """``paths`` with each file once (named twice, or through a link)."""
+    seen: set[tuple[int, int]] = set()
+    kept = []
+    for path in paths:
+        try:
+            status = os.stat(path)
+        except OSError:
+            kept.append(path)  # (reading it says why)
+            continue
+        key = (status.st_dev, status.st_ino)
+        if key not in seen:
+            seen.add(key)
+            kept.append(path)
+    return kept
+
+
+def _check_output_is_no_input(out: str, paths: list[str]) -> None:
+    """``--output`` naming a file to scan would replace the evidence with the report (and
+    a second scan would call it clean)."""
+    for path in paths:
+        try:
+            same = path != "-" and os.path.samefile(out, path)
+        except OSError:  # (either does not exist: nothing to replace)
+            continue
+        if same:
+            raise UsageError(
+                f"--output {display(out)!r} is also a PATH to scan: writing the report there "
+                "would replace what is scanned; write it elsewhere"
+            )
+
+
 def _check_paths_are_not_reports(paths: list[str], reports: list[str]) -> None:
     """A leakcheck report named as a PATH, and not with ``--canaries-from``, is most often
     a glob's second match (``--canaries-from build/leakcheck-*.json`` gives the option
     only the first file): its canaries would silently go unsearched. Refused, with the
     fix; a report also given with ``--canaries-from`` is scanned as any artifact."""
-    from .canaries_from import looks_like_report
-
     for path in paths:
         if path != "-" and looks_like_report(path, reports):
+            why = (
+                " (a shell glob after --canaries-from gives it only the first file): give "
+                "each report its own --canaries-from"
+                if reports
+                else ": give it with --canaries-from REPORT (then scanned as a file too)"
+            )
             raise UsageError(
                 f"{display(path)!r} is a leakcheck report named as a PATH, not with "
-                "--canaries-from, so its canaries would not be searched for (a shell glob "
-                "after --canaries-from gives it only the first file): give each report its "
-                "own --canaries-from"
+                f"--canaries-from, so its canaries would not be searched for{why}"
             )
 
 
@@ -302,14 +366,14 @@ def _scanner(
     )
 
 
-def _check_named(named: list[tuple[int, str, str]], path: str | None, output: Output) -> set[str]:
-    """The ids and kinds a secrets file spells out, once none holds a piece of a secret:
+def _check_named(named: list[tuple[str, int, str, str]], output: Output) -> set[str]:
+    """The ids and kinds the secrets files spell out, once none holds a piece of a secret:
     they are printed in every report, and a kind inside every mask label."""
     if not named:
         return set()
-    texts = [text for _, _, text in named]
+    texts = [text for *_, text in named]
     mask = output.masker(texts)
-    for n, what, text in named:
+    for path, n, what, text in named:
         if mask(text) != text:
             raise UsageError(
                 f"secrets file {path!r} item {n}: its {what} holds a piece of a secret (ids "

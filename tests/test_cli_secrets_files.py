@@ -1,0 +1,94 @@
+"""``leakcheck scan``'s arguments as a newcomer gives them: ``--secrets-file`` repeated
+(the last one alone was kept: the first file's token in the log, "clean", exit 0),
+``--output`` naming a file it scans (the evidence replaced by the report, a second scan
+then "clean"), standard input named twice, and one finding said as one."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import self_scan
+
+from leakcheck import Secret
+from leakcheck.cli import main
+
+ONE = "ghp_Wd4Kx9Qm2Vt7Lp3Rz8Hn5Jc1Fb6Gs0Ya"
+TWO = "xoxb-58Hq2Zr9Lm4Vt8Pb3Nw6Jc1Fd5GsK"
+SECRETS = [Secret.from_user(ONE), Secret.from_user(TWO)]
+
+
+def scan(capsys: pytest.CaptureFixture[str], *args: str | Path) -> tuple[int, str, str]:
+    code = main(["scan", *map(str, args)])
+    out, err = capsys.readouterr()
+    self_scan(out + err, SECRETS, "scan output")
+    assert "Traceback" not in err
+    return code, out, err
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> tuple[Path, Path, Path]:
+    one, two, log = tmp_path / "one.txt", tmp_path / "two.txt", tmp_path / "app.log"
+    one.write_text(ONE + "\n")
+    two.write_text(TWO + "\n")
+    log.write_text(f"auth failed token={ONE}\nretry with {TWO}\n")
+    return one, two, log
+
+
+def test_every_secrets_file_is_searched_for(
+    files: tuple[Path, Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    one, two, log = files
+    code, out, err = scan(capsys, "--secrets-file", one, "--secrets-file", two, "--format",
+                          "json", log)  # fmt: skip
+    assert code == 1, err
+    report = json.loads(out)
+    # each file's first line is S1: the second file's is told apart by its number
+    assert {f["secret_id"] for f in report["findings"]} == {"S1", "S1@2"}
+    assert len(report["secrets"]) == 2
+    # a file named twice is read once; either file alone finds its own secret only
+    code, out, _ = scan(capsys, "--secrets-file", one, "--secrets-file", one, "--format",
+                        "json", log)  # fmt: skip
+    assert (code, len(json.loads(out)["secrets"])) == (1, 1)
+
+
+def test_an_id_two_files_spell_out_is_refused(
+    tmp_path: Path, files: tuple[Path, Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, _, log = files
+    first, second = tmp_path / "a.json", tmp_path / "b.json"
+    first.write_text(json.dumps([{"value": ONE, "id": "github"}]))
+    second.write_text(json.dumps([{"value": TWO, "id": "github"}]))
+    code, out, err = scan(capsys, "--secrets-file", first, "--secrets-file", second, log)
+    assert (code, out) == (2, "")
+    assert "an id that secrets file" in err and "gives too" in err
+
+
+def test_the_output_cannot_be_a_file_it_scans(
+    files: tuple[Path, Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    one, _, log = files
+    before = log.read_bytes()
+    code, out, err = scan(capsys, "--secrets-file", one, "-o", log, log)
+    assert (code, out) == (2, "")
+    assert "is also a PATH to scan" in err
+    assert log.read_bytes() == before
+    # elsewhere it is written, and one finding is said as one
+    report = log.parent / "report.txt"
+    code, _, err = scan(capsys, "--secrets-file", one, "-o", report, log)
+    assert code == 1 and "leakcheck: 1 finding, report written to" in err
+
+
+def test_standard_input_named_twice_is_one_source(
+    files: tuple[Path, Path, Path],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    one, _, log = files
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(log.read_bytes())))
+    code, out, _ = scan(capsys, "--secrets-file", one, "-", "-")
+    assert code == 1
+    assert "in 1 of 1 source " in out
