@@ -647,3 +647,41 @@ def test_an_agent_input_placement_needs_an_operation_that_takes_its_fields() -> 
     assert not by_op["get_forecast"] & agent
     assert by_op["deploy"] & agent == {"agent-input-json"}  # its fields: options
     assert by_op["anything"] >= agent
+
+
+# --- hygiene: upstream text ----------------------------------------------------------------------
+
+
+def _hygiene_at(stage: str, envelope: dict[str, Any]) -> list[Violation]:
+    from leakcheck.matrix.hygiene import hygiene_violations
+    from leakcheck.matrix.run import build_case
+
+    class Plain(Target):
+        operations = [Operation("create_deployment", "http", repeatable=False)]
+
+    spec = next(
+        s for s in cases_for(Plain()) if s.stage == stage and s.placement == "authorization-header"
+    )
+    with LeakCheck(seed="hygiene") as check:
+        return hygiene_violations(envelope, build_case(check, Plain(), spec))
+
+
+def test_a_careful_gateways_own_words_are_not_upstream_text() -> None:
+    """A careful gateway that says "Too many requests." or uses ``rate_limited`` as its own
+    code failed hygiene at http_429 every run: the faked upstream said the same words.
+    Its messages name the service now, as real ones do, and a piece is words, not a code."""
+    for stage, code, message in (
+        ("http_429", "rate_limited", "Too many requests."),
+        ("http_401", "invalid_token", "The access token is invalid or has expired."),
+    ):
+        own = {"ok": False, "code": code, "message": message, "retryable": False}
+        assert _hygiene_at(stage, own) == [], stage
+    # passing the upstream's message through still fails, quoting the faked upstream's words
+    passed = {
+        "ok": False,
+        "message": "Too many requests for this key on acme-deploy, retry in a minute.",
+    }
+    (found,) = _hygiene_at("http_429", passed)
+    assert found.rule == "upstream-text" and found.field == "$.message"
+    assert "'Too many requests for this key on acme-deploy, retry in a minute.'" in found.message
+    assert "the faked upstream's words, not yours" in found.message

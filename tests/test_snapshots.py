@@ -674,3 +674,29 @@ def test_the_store_and_leakcheck_review_import_no_pytest(tmp_path) -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert done.stdout.splitlines()[-1] == "0 []", done.stdout + done.stderr
+
+
+def test_a_result_objects_request_id_is_normalized() -> None:
+    """A Target's ``call`` may return an object with a ``request_id`` attribute (README):
+    its id, new every run, was left in the snapshot and every case drifted every run."""
+    import dataclasses
+
+    @dataclasses.dataclass
+    class ToolResult:
+        ok: bool
+        request_id: str
+        detail: str
+
+    entries = [
+        snapshot_entry(ToolResult(False, rid, f"failed ({rid})"), None, {"httpx": "1"})
+        for rid in ("5f7e42fc0a1b", "12ca7e00d9e3")
+    ]
+    assert entries[0] == entries[1]
+    assert "<request-id>" in json.dumps(entries[0]["response"])
+
+    class Hostile:
+        @property
+        def request_id(self) -> str:
+            raise RuntimeError("not loaded")
+
+    assert snapshot_entry(Hostile(), None, {})["key"] == ""  # no id to normalize, no crash

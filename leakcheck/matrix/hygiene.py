@@ -59,9 +59,22 @@ _GENERIC_HEADERS = {"content-type", "content-length"}
 _BODY_PIECE = re.compile(r"[A-Za-z][A-Za-z0-9 _.,'-]{11,}")
 
 
+def _upstream_pieces(body: str) -> list[str]:
+    """The runs of words of an upstream body that a response must not carry: 12
+    characters or more, and more than one word (an error code such as ``rate_limited`` or
+    ``invalid_token`` is a careful gateway's own vocabulary too)."""
+    pieces = (p.strip() for p in _BODY_PIECE.findall(body))
+    return [p for p in pieces if len(p) >= 12 and " " in p]
+
+
 def _forbidden_texts(case: Case) -> dict[str, list[str]]:
     """What the response must not show, by reason (values only used for searching)."""
-    out: dict[str, list[str]] = {"raw header": [], "upstream text": [], "connection detail": []}
+    out: dict[str, list[str]] = {
+        "raw header": [],
+        "upstream text": [],
+        "quotable": [],
+        "connection detail": [],
+    }
     names = {k.lower() for k, _ in case.auth.headers}
     names |= {k.lower() for k, _ in case.placed.reply_headers}
     # the reply's own words and header names; its canaries are the leak verdict's business
@@ -70,7 +83,11 @@ def _forbidden_texts(case: Case) -> dict[str, list[str]]:
     if reply is not None and case.stage.transport == "http":
         names |= {k.lower() for k, _ in reply.headers}
         body = reply.body.decode("utf-8", "replace")
-        out["upstream text"] = [p.strip() for p in _BODY_PIECE.findall(body) if len(p) >= 12]
+        out["upstream text"] = _upstream_pieces(body)
+        # (the stage's own reply, without the placement's additions: ours, no canary in
+        # it, so a finding may quote it and the user tell it from their own words)
+        fixed = reply_for(case.stage, lambda kind: "")
+        out["quotable"] = _upstream_pieces(fixed.body.decode("utf-8", "replace")) if fixed else []
     out["raw header"] = sorted(n for n in names - _GENERIC_HEADERS)
     details = ["127.0.0.1", "localhost", "::1"]
     if isinstance(case.fault, Listening):
@@ -95,8 +112,12 @@ def hygiene_violations(envelope: Any, case: Case) -> list[Violation]:
             pattern = rf"(?<![a-z0-9-]){re.escape(name)}['\"]?\s*[:=]"
             if re.search(pattern, lowered):
                 problems.append(Violation("raw-header", path, f"names the {name!r} header"))
-        if any(piece in text for piece in forbidden["upstream text"]):
-            problems.append(Violation("upstream-text", path, "carries text of the upstream body"))
+        carried = next((piece for piece in forbidden["upstream text"] if piece in text), None)
+        if carried is not None:
+            said = "carries text of the upstream body"
+            if carried in forbidden["quotable"]:
+                said += f" ({carried!r}: the faked upstream's words, not yours)"
+            problems.append(Violation("upstream-text", path, said))
         if prose is not None and prose[:24] in text:
             problems.append(Violation("upstream-prose", path, "carries the upstream-prose marker"))
         for detail in forbidden["connection detail"]:
