@@ -123,6 +123,7 @@ HTTP_ANSWERED = frozenset(
 def get_stage(name: str | Stage) -> Stage:
     if isinstance(name, Stage):
         return name
+    __tracebackhide__ = True  # (a misspelt stage is the caller's: their line, not ours)
     try:
         return STAGES[name]
     except KeyError:

@@ -4,12 +4,21 @@ collection, ids, the four assertions, failure text, the request-id check, the gr
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from conftest import inner_outcomes, self_scan
 
 from leakcheck import CanaryFactory
-from leakcheck.matrix import CaseSpec, Operation, Target, cases_for, format_grid
+from leakcheck.matrix import (
+    CaseSpec,
+    Operation,
+    Target,
+    TargetError,
+    cases_for,
+    format_grid,
+    stage_matrix,
+)
 
 pytest_plugins = ["pytester"]
 
@@ -135,12 +144,55 @@ def test_bad_targets_are_clear_errors() -> None:
         operations = [Operation("a", "http", repeatable=True)]
         stages = ["http_418"]
 
-    with pytest.raises(ValueError, match=r"unknown stages \['http_418'\]"):
+    with pytest.raises(TargetError, match=r"unknown stages 'http_418' \(did you mean 'http_401'"):
         cases_for(Typo())
     with pytest.raises(ValueError, match="transport must be"):
         Operation("a", "ftp", repeatable=True)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="generic action class"):
         Operation("POST /v1/deployments", "http", repeatable=True)
+
+
+def test_a_target_written_wrong_is_one_message() -> None:
+    """A newcomer's Target mistakes, each a TargetError naming the fix (before: an
+    AttributeError from our frames, a ValueError, or a harness error about a request that
+    never came: an async ``call`` returned a coroutine, a ``call(self)`` raised TypeError,
+    read as the gateway's own)."""
+
+    class Plain(Target):
+        stages = ["http_401"]
+        operations = [Operation("create_deployment", "http", repeatable=False)]
+
+        def call(self, case: Any) -> Any:
+            return {}
+
+    class NoCase(Plain):
+        def call(self) -> Any:  # type: ignore[override]
+            return {}
+
+    class Async(Plain):
+        async def call(self, case: Any) -> Any:  # type: ignore[override]
+            return {}
+
+    class Slow(Plain):
+        timeout = "0.3"  # type: ignore[assignment]
+
+    class Spelt(Plain):
+        placements = ["authorisation-header"]
+
+    class Duck:
+        operations = Plain.operations
+
+    for target, said in (
+        (Plain, "stage_matrix(Plain): pass an instance, Plain(), not the class"),
+        (Duck(), "Duck is not a leakcheck.matrix.Target: subclass it"),
+        (Async(), "Async.call is async: the matrix calls it as a function"),
+        (NoCase(), "NoCase.call(self): it is called as call(self, case)"),
+        (Slow(), "Slow.timeout: a number of seconds above 0, not '0.3'"),
+        (Spelt(), "unknown placements 'authorisation-header' (did you mean 'authorization-header'"),
+    ):
+        with pytest.raises(TargetError) as info:
+            stage_matrix(target)  # type: ignore[arg-type]
+        assert said in str(info.value), str(info.value)
 
 
 def test_careful_toy_passes_every_case(pytester: pytest.Pytester) -> None:

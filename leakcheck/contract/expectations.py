@@ -133,11 +133,13 @@ class Expectations:
     ) -> None:
         self.codes: tuple[str, ...] = (*CODES, *(c for c in extra_codes if c not in CODES))
         self.actions: tuple[str, ...] = (*ACTIONS, *(a for a in extra_actions if a not in ACTIONS))
+        __tracebackhide__ = True  # (the user's mistake: their line, not ours)
         self._overrides: dict[tuple[str, str, bool | None], Expected] = {}
         for key, value in (overrides or {}).items():
             self._overrides[self._key(key)] = self._expected(key, value)
 
     def _key(self, key: Any) -> tuple[str, str, bool | None]:
+        __tracebackhide__ = True  # (the user's mistake: their line, not ours)
         if not isinstance(key, tuple) or len(key) not in (2, 3):
             raise ValueError(
                 "an expectation key is (operation, stage) or (operation, stage, repeatable); "
@@ -155,6 +157,7 @@ class Expectations:
         return operation, stage, repeatable
 
     def _expected(self, key: Any, value: Any) -> Expected:
+        __tracebackhide__ = True  # (the user's mistake: their line, not ours)
         if isinstance(value, tuple) and len(value) == 2:
             value = Expected(*value)
         if not isinstance(value, Expected):

@@ -4,10 +4,12 @@ collected, and ``stage_matrix``, the parametrized test function."""
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..contract import ContractCheck, EnvelopeV1, Expectations
+from ..errors import did_you_mean
 from ..faults import fault_factories, fault_factory
 from ..placements import PLACEMENTS, Placement, placements_for
 from ..stages import HTTP_RAISED, STAGES, Stage, stages_for
@@ -105,21 +107,36 @@ def _takes(operation: Operation, placement: Placement) -> bool:
 
 
 def _validate_target(target: Target) -> None:
+    if isinstance(target, type):
+        shown = target.__name__
+        raise TargetError(f"stage_matrix({shown}): pass an instance, {shown}(), not the class")
     name = type(target).__name__
-    if not target.operations:
-        raise ValueError(f"{name}.operations is empty: declare at least one Operation")
-    if not all(isinstance(op, Operation) for op in target.operations):
-        raise ValueError(f"{name}.operations: each one an Operation(name, transport, ...)")
-    names = [op.name for op in target.operations]
+    if not isinstance(target, Target):
+        raise TargetError(
+            f"{name} is not a leakcheck.matrix.Target: subclass it (class {name}(Target)) "
+            "and declare its operations"
+        )
+    operations = target.operations
+    if isinstance(operations, (str, bytes)) or not isinstance(operations, Sequence):
+        raise TargetError(f"{name}.operations: a list of Operation(name, transport, ...)")
+    if not operations:
+        raise TargetError(f"{name}.operations is empty: declare at least one Operation")
+    if not all(isinstance(op, Operation) for op in operations):
+        raise TargetError(f"{name}.operations: each one an Operation(name, transport, ...)")
+    names = [op.name for op in operations]
     if len(set(names)) != len(names):
-        raise ValueError(f"{name}.operations: operation names must be unique")
+        raise TargetError(f"{name}.operations: operation names must be unique")
     for attr, known in (("stages", STAGES), ("placements", PLACEMENTS)):
         chosen = getattr(target, attr)
         if isinstance(chosen, str):
-            raise ValueError(f"{name}.{attr}: a list of names, not one string")
-        unknown = sorted(set(chosen or ()) - set(known))
+            raise TargetError(f"{name}.{attr}: a list of names, not one string")
+        unknown = sorted(set(chosen or ()) - set(known), key=str)
         if unknown:
-            raise ValueError(f"{name}.{attr}: unknown {attr} {unknown}; known: {', '.join(known)}")
+            said = ", ".join(f"{u!r}{did_you_mean(u, known)}" for u in unknown)
+            raise TargetError(f"{name}.{attr}: unknown {attr} {said}; known: {', '.join(known)}")
+    timeout = target.timeout
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+        raise TargetError(f"{name}.timeout: a number of seconds above 0, not {timeout!r}")
     if not isinstance(target.expectations, Expectations):
         raise TargetError(f"{name}.expectations: an Expectations object")
     contract = contract_of(target)
@@ -181,8 +198,21 @@ def _validate_runnable(target: Target, specs: Sequence[CaseSpec]) -> None:
             f"Operation.via){'; ' + why if why else ''}; known: "
             f"{', '.join(sorted(fault_factories())) or 'none installed'}"
         )
-    if type(target).call is Target.call:
+    call = type(target).call
+    if call is Target.call:
         raise TargetError(f"{name}: implement call(self, case) (call the gateway once)")
+    if inspect.iscoroutinefunction(call):
+        raise TargetError(
+            f"{name}.call is async: the matrix calls it as a function, so it must return "
+            "the result (run an async gateway inside it: asyncio.run(...))"
+        )
+    try:
+        inspect.signature(call).bind(target, object())
+    except TypeError:
+        taken = ", ".join(inspect.signature(call).parameters)
+        raise TargetError(f"{name}.call({taken}): it is called as call(self, case)") from None
+    except ValueError:  # (a builtin without a signature: let it run)
+        pass
     if target.has_record and type(target).record is Target.record:
         raise TargetError(
             f"{name}.has_record is true but record(self, case, request_id) is not "

@@ -69,6 +69,9 @@ class Operation:
     accepts: frozenset[str] | None = None
 
     def __post_init__(self) -> None:
+        # (an Operation written wrong is the user's mistake: pytest shows their module's
+        # line and the message, not our frames)
+        __tracebackhide__ = True
         if self.transport not in ("http", "ssh"):
             raise ValueError(
                 f"operation {self.name!r}: transport must be 'http' or 'ssh', "
@@ -109,6 +112,7 @@ def default_invalid_input(operation: Operation) -> dict[str, Any]:
 
 
 def _check_invalid_input(name: str, invalid: Any) -> None:
+    __tracebackhide__ = True
     where = f"operation {name!r}: invalid_input"
     if not isinstance(invalid, Mapping) or not invalid:
         raise ValueError(
