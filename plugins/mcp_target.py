@@ -97,11 +97,11 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
-from leakcheck.canaries import KINDS
+from leakcheck.canaries import KINDS, is_kind_name
 from leakcheck.capture import Captured
 from leakcheck.contract import DEFAULT as DEFAULT_EXPECTATIONS
 from leakcheck.contract import Expectations, Violation
-from leakcheck.errors import LeakcheckUsageError
+from leakcheck.errors import LeakcheckUsageError, did_you_mean
 from leakcheck.faults import ChildProcessUpstream, TlsUpstream
 from leakcheck.matrix import SEAMS, UNREACHABLE_URL, Case, Operation, Target, TargetError
 from leakcheck.netwatch import merge_environment
@@ -245,14 +245,32 @@ template_fields = template_kinds
 
 
 def _check_fields(templates: Iterable[Any], where: str) -> None:
-    known = set(CASE_FIELDS) | set(KINDS)
+    known = [*CASE_FIELDS, *KINDS]
     for template in templates:
-        unknown = sorted(template_fields(template) - known)
-        if unknown:
+        try:
+            fields = template_fields(template)
+        except ValueError:  # string.Formatter: an unbalanced brace (said, never quoted)
             raise McpTemplateError(
-                f"{where}: unknown template field(s) {', '.join(unknown)}; known: "
-                f"{', '.join(CASE_FIELDS)} and the canary kinds {', '.join(KINDS)}"
+                f"{where}: a '{{' or '}}' without its pair (a template field is {{bearer}}; a "
+                "literal brace is written twice: {{ or }})"
+            ) from None
+        unknown = sorted(fields - set(known))
+        if unknown:
+            said = ", ".join(_field_shown(name, known) for name in unknown)
+            raise McpTemplateError(
+                f"{where}: unknown template field(s) {said}; known: "
+                f"{', '.join(CASE_FIELDS)} and the canary kinds {', '.join(KINDS)} (a literal "
+                "brace is written twice: {{ or }})"
             )
+
+
+def _field_shown(name: str, known: Sequence[str]) -> str:
+    """An unknown field as an error says it: quoted when it has a name's shape, else
+    described (``--env API_TOKEN={$TOKEN}``: the shell put the token itself in the braces,
+    and the error printed it)."""
+    if is_kind_name(name) and len(name) <= 32:
+        return f"{{{name}}}{did_you_mean(name, known)}"
+    return f"a field of {len(name)} characters that is no name"
 
 
 def _as_text(name: str, value: Any) -> str:
@@ -584,6 +602,11 @@ class McpTarget(Target):
     #: no protected record: ``record`` is not overridden
     seams: frozenset[str] = frozenset()
 
+    def template_where(self, what: str) -> str:
+        """What a template error names: the target's option (``leakcheck mcp`` says its
+        command line's)."""
+        return f"{type(self).__name__} {what}"
+
     def __init__(
         self,
         *,
@@ -600,7 +623,7 @@ class McpTarget(Target):
         call_timeout: float = 10.0,
     ) -> None:
         self.env = dict(env or {})
-        _check_fields(self.env.values(), f"{type(self).__name__} env")
+        _check_fields(self.env.values(), self.template_where("env"))
         self.repeatable = frozenset(repeatable)
         self.arguments = {name: dict(args) for name, args in (arguments or {}).items()}
         self.tools = tuple(tools) if tools is not None else None
@@ -724,7 +747,7 @@ class InProcessMcpTarget(McpTarget):
             raise TypeError("server: a callable returning a FastMCP server (per case)")
         self.server = server
         self.kwargs = dict(kwargs or {})
-        _check_fields(self.kwargs.values(), f"{type(self).__name__} kwargs")
+        _check_fields(self.kwargs.values(), self.template_where("kwargs"))
         self._choose_placements([*self.env.values(), *self.kwargs.values()])
 
     @contextlib.contextmanager
@@ -802,7 +825,7 @@ class StdioMcpTarget(McpTarget):
         super().__init__(**options)
         self.command = command
         self.args = list(args)
-        _check_fields(self.args, f"{type(self).__name__} args")
+        _check_fields(self.args, self.template_where("args"))
         self._choose_placements([*self.env.values(), *self.args])
         self.cwd = cwd
         self.startup_timeout = startup_timeout

@@ -302,7 +302,10 @@ def test_tool_schema_invalid(mcp) -> None:
 @pytest.mark.parametrize(
     ("argv", "fragment"),
     [
-        (["--env", "API_URL={nope}"], "unknown template field(s) nope"),
+        (["--env", "API_URL={nope}"], "--env: unknown template field(s) {nope}"),
+        (["--env", "API_URL={upstrem}"], "{upstrem} (did you mean 'upstream'?)"),
+        (["--env", "API_TOKEN={bearer"], "--env: a '{' or '}' without its pair"),
+        (["--env", "API_TOKEN=abc}"], "a literal brace is written twice: {{ or }}"),
         (["--env", "=x"], "--env takes NAME=TEMPLATE"),
         (["--stages", "http_999"], "--stages http_999 matches no stage"),
         (["--tools", "zzz*"], "--tools zzz* matches no tool"),
@@ -312,6 +315,29 @@ def test_tool_schema_invalid(mcp) -> None:
 )
 def test_usage_errors(mcp, argv: list[str], fragment: str) -> None:
     one_error_line(mcp(*fake("careful"), *argv), fragment)
+
+
+def test_a_secret_in_template_braces_is_never_quoted(mcp, tmp_path: Path) -> None:
+    """``--env API_TOKEN={$TOKEN}`` (a CI script: the shell expands the variable inside the
+    braces) made the token a field name, and the error quoted it raw; so did ``--header``
+    and the server's arguments. An unknown field without a name's shape is described."""
+    token = "Kp9xQ2mZ7vLw4RtB8nHc3JdF6gYs1EuA"
+    secret = Secret.from_user(token)
+    for argv, server in (
+        (["--env", f"OTHER_TOKEN=ab{{{token}}}cd"], None),
+        (["--env", "A=b"], [sys.executable, FAKE, "--api-key", f"{{{token}}}"]),
+    ):
+        run = mcp(*argv, *fake("careful")[2:], server=server, extra=(secret,))
+        one_error_line(run, "unknown template field(s) a field of 32 characters that is no name")
+
+
+def test_a_secret_in_header_braces_is_never_quoted(capsys: pytest.CaptureFixture[str]) -> None:
+    token = "Kp9xQ2mZ7vLw4RtB8nHc3JdF6gYs1EuA"
+    header = f"Authorization=Bearer {{{token}}}"
+    assert main(["mcp", "--url", "http://127.0.0.1:9/mcp", "--header", header]) == 2
+    err = capsys.readouterr().err
+    no_echo(err, [Secret.from_user(token)], "stderr")
+    assert "--header: unknown template field(s) a field of 32 characters" in err
 
 
 def test_no_command(capsys: pytest.CaptureFixture[str]) -> None:

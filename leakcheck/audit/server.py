@@ -282,6 +282,9 @@ class _Audit(McpTarget):
 
     spec: ServerSpec
 
+    def template_where(self, what: str) -> str:
+        return {"env": "--env", "args": "the server's arguments (after --)"}.get(what, what)
+
     def use_tools(self, tools: Sequence[ToolInfo]) -> None:
         """The listed tools (already listed: the server is not started again for them),
         each with its invalid input for the ``invalid_input`` stage."""
