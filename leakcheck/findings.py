@@ -9,7 +9,7 @@ from ._lazy import lazy_compile
 from ._values import Value
 from .forms import is_piece
 
-__all__ = ["Finding", "Span", "mask_all", "mask_label", "masked_excerpt"]
+__all__ = ["Finding", "Span", "mask_all", "mask_label", "masked_excerpt", "without_random_tokens"]
 
 #: Characters shown on each side of a hit in an excerpt.
 CONTEXT_BYTES = 40
@@ -240,7 +240,7 @@ def _looks_random(token: str) -> bool:
     return False
 
 
-def _without_random_tokens(text: str) -> str:
+def without_random_tokens(text: str) -> str:
     """``text`` (an excerpt's context) with each token that looks like a credential shown
     as OPAQUE_LABEL: a real key the app printed beside a canary is no secret leakcheck
     knows, and an excerpt is printed where the app's output is not (a JSON report, a SARIF
@@ -274,12 +274,12 @@ def masked_excerpt(
         context, floor = 2 * context, start % 2
 
         def text(low: int, high: int) -> str:
-            return _without_random_tokens(_utf16_text(buf[low:high], (low - start) % 2))
+            return without_random_tokens(_utf16_text(buf[low:high], (low - start) % 2))
     else:
         floor = 0
 
         def text(low: int, high: int) -> str:
-            return _without_random_tokens(_printable(buf[low:high]))
+            return without_random_tokens(_printable(buf[low:high]))
 
     w_start, w_end = max(floor, start - context), min(len(buf), end + context)
     if not utf16:  # never cut a token of credential characters: it is judged whole

@@ -207,6 +207,22 @@ def test_tool_not_callable_with_generated_arguments_says_so(mcp) -> None:
     one_error_line(run, "tool(s) not audited: fetch", "made no request")
 
 
+def test_a_servers_own_key_in_its_answer_is_opaque(mcp, tmp_path: Path) -> None:
+    """A tool's answer is quoted in every report (``answer``, "it answered: ..."): a key of
+    the server's own configuration in it is no canary and went out raw, in text, JSON and
+    SARIF. Shown as «opaque», as in an excerpt."""
+    key = "Hq7ZrT2wKx9LmV4pNc8BdF3sJy6GaE1u"
+    secret = Secret.from_user(key)
+    for form in ("text", "json", "sarif"):
+        report = tmp_path / f"audit.{form}"
+        run = mcp(*fake("own-key"), "--env", f"ACCOUNT_REF={key}", *NARROW, "--format", form,
+                  "-o", str(report), extra=(secret,))  # fmt: skip
+        written = report.read_text(encoding="utf-8")
+        assert "for account key «opaque»" in written, written
+        no_echo(written, [secret], f"the {form} report")
+        assert run.code == 2
+
+
 def test_pinned_arguments(mcp, tmp_path: Path) -> None:
     pinned = tmp_path / "args.json"
     pinned.write_text(json.dumps({"fetch": {"item": "it_42"}}))

@@ -34,6 +34,7 @@ from typing import Any
 
 from ..canaries import Secret, WeakSecretError
 from ..faults import HarnessError
+from ..findings import without_random_tokens
 from ..harness import LeakCheck
 from ..matrix import CaseSpec, MatrixFailure, caseless_stages, cases_for, run_case
 from ..placements import PLACEMENTS, template_kinds
@@ -322,7 +323,9 @@ def run_one(target: AuditTarget, spec: CaseSpec, seed: int | str) -> CaseOutcome
     if unreached and outcome.outcome is Outcome.FAILED:
         details.append("  (and the stage was not reached: " + unreached.splitlines()[0] + ")")
     answer = getattr(check, "audit_answer", "")
-    outcome.answer = check.mask(answer) if isinstance(answer, str) else ""
+    # (a token of the server's own, a key from its configuration, is no canary: shown as
+    # «opaque», as an excerpt shows one; the answer went raw into every report format)
+    outcome.answer = without_random_tokens(check.mask(answer)) if isinstance(answer, str) else ""
     outcome.failed = sorted(failed)
     outcome.canary_namespace = namespace
     outcome.canaries = [secret.id for secret in check.secrets if secret.generated]

@@ -14,6 +14,8 @@ stdout-start   writes the token to stdout before any JSON-RPC (a broken stream)
 no-tools       lists no tools
 bad-schema     the tool's input schema is not a valid JSON Schema
 no-request     the tool answers isError without calling the API
+own-key        as no-request, naming its own key from ``$ACCOUNT_REF`` (no canary: a real
+               key of the server's configuration)
 home-log       careful, and logs each call's token to ``$HOME/.fake/debug.log``
 echo-arguments careful, and names each argument it does not know, with its value
 progress       careful, and reports progress naming the token (when asked for progress)
@@ -63,6 +65,8 @@ def fetch(item):
             log.write(f"fetch {item} with token {TOKEN}\n")
     if MODE == "no-request":
         return text("fetch is not configured on this server.", True)
+    if MODE == "own-key":
+        return text(f"unknown item {item!r} for account key {os.environ['ACCOUNT_REF']}", True)
     request = urllib.request.Request(
         f"{URL}/items/{item}", headers={"Authorization": f"Bearer {TOKEN}"}
     )
