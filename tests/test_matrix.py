@@ -304,6 +304,24 @@ def test_grid_reads_at_a_glance() -> None:
     assert lines.index(vault) < lines.index(http)
 
 
+def test_two_matrices_get_a_grid_each() -> None:
+    """A careful and a careless target in one module: one grid over both added their
+    cases up (``http_429 0/12 FAIL h``: six careful, six careless)."""
+
+    def record(test: str, failed: list[str]) -> dict:
+        return {
+            "test": f"test_x.py::{test}[create_deployment-http_429-cookie]",
+            "matrix": {"operation": "create_deployment", "stage": "http_429",
+                       "placement": "cookie", "failed": failed},
+        }  # fmt: skip
+
+    grid = format_grid([record("test_careful", []), record("test_careless", ["hygiene"])])
+    careful, careless = grid.split("\n\n")
+    assert careful.startswith("test_x.py::test_careful:\nstage matrix")
+    assert careless.startswith("test_x.py::test_careless:\nstage matrix")
+    assert "1/1 ok" in careful and "0/1 FAIL h" in careless
+
+
 def _scan_inner(pytester: pytest.Pytester, result: pytest.RunResult) -> None:
     text = "\n".join(result.outlines + result.errlines)
     report = (pytester.path / "report.json").read_text()

@@ -48,14 +48,26 @@ def format_grid(records: Sequence[Mapping[str, Any]]) -> str:
     failed (c=contract, l=leaks, h=hygiene, r=record, x=gateway raised...), and, after
     ``?``, the assertions not checked (switched off by the target): such a cell never
     reads "ok". Built from report records, so the plugin and ``make demo`` print the
-    same thing."""
+    same thing. A session of several matrices (a careful and a careless target in one
+    module) gets a grid for each, headed by its test: one grid over both added their
+    cases up in one cell."""
+    matrices: dict[str, list[TestRecord]] = {}
+    for record in map(TestRecord.from_json, records):
+        if record.matrix is not None:
+            matrices.setdefault(record.test.split("[", 1)[0], []).append(record)
+    if len(matrices) <= 1:
+        return _grid([r for group in matrices.values() for r in group])
+    return "\n\n".join(f"{name}:\n{_grid(group)}" for name, group in matrices.items())
+
+
+def _grid(records: list[TestRecord]) -> str:
     cells: dict[tuple[str, str], list[TestRecord]] = {}
     operations: list[str] = []
     stages: list[str] = []
     unchecked_cases: dict[str, int] = {}
     caseless: dict[str, set[str]] = {}
     total = 0
-    for record in map(TestRecord.from_json, records):
+    for record in records:
         if record.matrix is None:
             continue
         total += 1
