@@ -12,7 +12,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
+import subprocess
 import sys
+import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -589,3 +592,39 @@ def test_the_json_report_gives_scan_the_runs_canaries(
         assert code == expected, out + err
         if expected:
             assert "bearer#1@fetch/http_401/authorization-header" in out
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_an_interrupted_audit_stops_its_server_and_removes_its_files(
+    tmp_path: Path, signum: int
+) -> None:
+    """``kill``, a CI job's timeout or ^C while a tool call hangs: the server (its own
+    session, a canary in its environment) kept running, and the temporary directories
+    stayed behind."""
+    pids, temp = tmp_path / "pids", tmp_path / "tmp"
+    temp.mkdir()
+    env = {**os.environ, "TMPDIR": str(temp)}
+    audit = subprocess.Popen(
+        [sys.executable, "-m", "leakcheck.cli", "mcp", "--env", "FAKE_MODE=hang", *ENV,
+         "--env", f"FAKE_PID_FILE={pids}", "--call-timeout", "30", "--startup-timeout", "5",
+         "--stages", "http_401", "--placements", "authorization-header",
+         "--", sys.executable, FAKE],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        # the tool call is under way once the case's server has started and been called
+        deadline = time.monotonic() + 30
+        while not (pids.exists() and len(pids.read_text().split()) >= 2):
+            assert audit.poll() is None, audit.communicate()
+            assert time.monotonic() < deadline, "the servers never started"
+            time.sleep(0.05)
+        audit.send_signal(signum)
+        _, err = audit.communicate(timeout=20)
+    finally:
+        if audit.poll() is None:
+            audit.kill()
+    assert "interrupted: the audit stopped" in err and "Traceback" not in err
+    for pid in map(int, pids.read_text().split()):
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+    assert list(temp.iterdir()) == []

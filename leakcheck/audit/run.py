@@ -21,6 +21,7 @@ process anyway; the faults patch process-wide hooks, which threads would share).
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import fnmatch
 import multiprocessing
 import os
@@ -270,6 +271,15 @@ def run_one(target: AuditTarget, spec: CaseSpec, seed: int | str) -> CaseOutcome
         error = check.mask(f"the harness could not run the case: {exc}")
     except Exception as exc:  # noqa: BLE001 - the harness's own failure, said, not raised
         error = check.mask(f"the harness failed: {type(exc).__name__}: {exc}")
+    except BaseException:
+        # interrupted (^C, SIGTERM): the case's fault stopped and its files removed on the
+        # way out (its loopback directory was left behind)
+        with contextlib.suppress(Exception):
+            check.stop()
+        for sink in check.sinks:
+            if isinstance(sink, HomeFilesSink):
+                shutil.rmtree(sink.root, ignore_errors=True)
+        raise
     try:
         check.stop()
     except Exception as exc:  # noqa: BLE001

@@ -189,6 +189,26 @@ class _Progress:
                 pass
 
 
+def stop_on_sigterm() -> None:
+    """SIGTERM (``kill``, ``timeout``, a CI job cancelled) interrupts the audit as ^C
+    does, so that it unwinds; it ended the process at once, leaving the server it was
+    calling running (its own session, a canary in its environment) and the temporary
+    directories behind."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        # as ^C: SIGINT's handler (the event loop's, while a case runs: it cancels the
+        # case and raises KeyboardInterrupt out of the loop; raised here, inside a task,
+        # it came out wrapped in an exception group, a traceback)
+        signal.raise_signal(signal.SIGINT)
+
+    signal.signal(signal.SIGTERM, interrupt)
+
+
 def mcp_command(args: argparse.Namespace, output: Output) -> int:
     try:
         from ..audit import AuditError, audit_mcp_server, literal_secrets, render
@@ -220,6 +240,7 @@ def mcp_command(args: argparse.Namespace, output: Output) -> int:
         seed = int(seed)
     progress = _Progress()
     try:
+        stop_on_sigterm()
         result = audit_mcp_server(
             server,
             env=env,
@@ -242,6 +263,12 @@ def mcp_command(args: argparse.Namespace, output: Output) -> int:
         )
     except AuditError as exc:
         raise UsageError(str(exc)) from None
+    except KeyboardInterrupt:
+        # (the servers and the fault servers stopped, their temporary files removed, by
+        # the unwinding: ``kill``, a CI job's timeout or ^C left a server running with a
+        # canary in its environment, and its files behind)
+        print_stderr("leakcheck: interrupted: the audit stopped, its servers with it")
+        raise
     finally:
         progress.clear()
     report = output.mask_one(render(result, args.format))

@@ -85,6 +85,9 @@ def fetch(item):
 
 
 def main():
+    if os.environ.get("FAKE_PID_FILE"):  # (a test that interrupts the audit checks on it)
+        with open(os.environ["FAKE_PID_FILE"], "a", encoding="utf-8") as pids:
+            pids.write(f"{os.getpid()}\n")
     if MODE == "exit-start":
         sys.stderr.write(f"fatal: API_TOKEN={TOKEN} rejected\n")
         sys.exit(1)
