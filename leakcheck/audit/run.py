@@ -333,9 +333,7 @@ def run_one(target: AuditTarget, spec: CaseSpec, seed: int | str) -> CaseOutcome
     if unreached and outcome.outcome is Outcome.FAILED:
         details.append("  (and the stage was not reached: " + unreached.splitlines()[0] + ")")
     answer = getattr(check, "audit_answer", "")
-    # (a token of the server's own, a key from its configuration, is no canary: shown as
-    # «opaque», as an excerpt shows one; the answer went raw into every report format)
-    outcome.answer = without_random_tokens(check.mask(answer)) if isinstance(answer, str) else ""
+    outcome.answer = check.mask(answer) if isinstance(answer, str) else ""
     outcome.failed = sorted(failed)
     outcome.canary_namespace = namespace
     outcome.canaries = [secret.id for secret in check.secrets if secret.generated]
@@ -449,6 +447,13 @@ def audit_mcp_server(
             case.reason, case.details = masker.mask(case.reason), masker.mask(case.details)
             case.answer = masker.mask(case.answer)
             case.findings = _masked(case.findings, masker.mask)
+    # A tool's answer, quoted in every report: a token of the server's own that is none of
+    # the secrets masked above (a key from its configuration) shown as «opaque», as an
+    # excerpt shows one (it went raw into the text, JSON and SARIF reports)
+    for tool in result.tools:
+        tool.why = without_random_tokens(tool.why)
+    for case in result.cases:
+        case.answer = without_random_tokens(case.answer)
     return result
 
 

@@ -29,7 +29,7 @@ from .secrets_file import OWN_ID, OWN_KINDS, read_secrets
 
 TYPE_CHECKING = False  # not typing's: its import was a twentieth of a scan's start-up
 if TYPE_CHECKING:
-    from typing import IO, BinaryIO
+    from typing import IO, Any, BinaryIO
 
 __all__ = ["scan_command"]
 
@@ -236,10 +236,11 @@ class _Reader:
                     if first:
                         self.sources += 1
                         self.names.append(name)
-                    findings += scanner.scan_stream(stream, name)
-            except OSError as exc:
+                    findings += scanner.scan_stream(_content(stream), name)
+            except _not_gzip() as exc:  # (a gzip file's errors too: corrupt, truncated)
                 if first:
-                    self.inputs.errors.append(f"cannot read {name}: {exc.strerror}")
+                    why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+                    self.inputs.errors.append(f"cannot read {name}: {why}")
         return findings
 
     def _stdin_stream(self, first: bool) -> BinaryIO | None:
@@ -257,6 +258,40 @@ class _Reader:
             shutil.copyfileobj(sys.stdin.buffer, self._stdin, 1 << 20)
         self._stdin.seek(0)
         return self._stdin  # type: ignore[return-value]  # a BinaryIO but for its stub
+
+
+#: Read as gzip: a file that begins with its magic (a rotated log, ``app.log.1.gz``). Its
+#: compressed bytes hold no text to find: such a file was read as it is and called clean.
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+def _content(stream: BinaryIO) -> BinaryIO:
+    """``stream`` itself, or for a gzip file its decompressed bytes (lines and columns of
+    the decompressed text), as a stream that cannot seek, read once: seeking a gzip
+    stream back decompresses it again (33 MiB with a finding at its end: 7.3 s against
+    1.5 s), and its descriptor is the compressed file's."""
+    if stream.peek(2)[:2] != _GZIP_MAGIC:  # type: ignore[attr-defined]  # a BufferedReader
+        return stream
+    import gzip
+    import io
+
+    class Gunzipped(io.RawIOBase):
+        def __init__(self) -> None:
+            self._gzip = gzip.GzipFile(fileobj=stream, mode="rb")
+
+        def readable(self) -> bool:
+            return True
+
+        def readinto(self, buffer: Any) -> int:
+            return self._gzip.readinto(buffer)
+
+    return io.BufferedReader(Gunzipped(), 1 << 20)
+
+
+def _not_gzip() -> tuple[type[BaseException], ...]:
+    import zlib
+
+    return (OSError, EOFError, zlib.error)
 
 
 def _read_secrets_files(
