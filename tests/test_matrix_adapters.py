@@ -685,3 +685,28 @@ def test_a_careful_gateways_own_words_are_not_upstream_text() -> None:
     assert found.rule == "upstream-text" and found.field == "$.message"
     assert "'Too many requests for this key on acme-deploy, retry in a minute.'" in found.message
     assert "the faked upstream's words, not yours" in found.message
+
+
+def test_an_unread_credential_of_an_agent_input_placement_names_the_added_argument() -> None:
+    """A gateway that refuses unknown arguments (pydantic ``extra="forbid"``) stops at
+    ``options`` before reading the bearer: the reason named the credential alone and said
+    to leave the placement out, never the argument the placement added."""
+    from leakcheck.matrix.run import build_case, unread_credentials
+
+    class Strict(Target):
+        seams = frozenset({"vault"})
+        operations = [Operation("create_deployment", "http", repeatable=False)]
+
+    for placement, added in (("agent-input-json", "options"), ("authorization-header", None)):
+        spec = next(
+            s for s in cases_for(Strict()) if s.stage == "http_401" and s.placement == placement
+        )
+        with LeakCheck(seed="strict") as check:
+            (violation,) = unread_credentials(build_case(check, Strict(), spec), Strict())
+        said = violation.message
+        assert "never asked for the bearer" in said
+        if added is None:
+            assert "adds the argument" not in said
+        else:
+            assert f"adds the argument(s) {added} to the agent's input" in said
+            assert "Operation(accepts={...})" in said

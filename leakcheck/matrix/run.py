@@ -284,12 +284,21 @@ def unread_credentials(case: Case, target: Target) -> list[Violation]:
         return []
     names = ", ".join(f"the {kind.replace('_', ' ')}" for kind in missing)
     calls = ", ".join(f"vault.get({kind!r})" for kind in missing)
+    added = sorted(case.placement.spec.get("agent_input", {}))
+    why = (
+        f"; the placement adds the argument(s) {', '.join(added)} to the agent's input: a "
+        "gateway that refuses arguments it does not know stops there, before the "
+        "credential (declare the arguments it takes, Operation(accepts={...}), and the "
+        "matrix leaves such placements out)"
+        if case.placement.where == "agent_input" and added
+        else ""
+    )
     return [
         Violation(
             "placement-not-read",
             "",
             f"placement {case.placement.name}: the gateway never asked for {names} "
-            f"({calls}); a gateway that takes no such credential: leave the placement "
+            f"({calls}){why}; a gateway that takes no such credential: leave the placement "
             "out (Target.placements)",
         )
     ]
