@@ -231,7 +231,13 @@ def parse_log_levels(
             for part in entry.replace(",", " ").split():
                 name, equals, level = part.partition("=")
                 if not equals:
-                    example = f"root={part}" if part.upper() in _LEVELS else f"{part}=INFO"
+                    logger, colon, after = part.rpartition(":")
+                    if colon and logger and after.upper() in _LEVELS:  # ("httpx:INFO")
+                        example = f"{logger}={after}"
+                    elif part.upper() in _LEVELS:
+                        example = f"root={part}"
+                    else:
+                        example = f"{part}=INFO"
                     raise PolicyError(
                         f"{what}: {part!r} has no level; write LOGGER=LEVEL (e.g. {example}; "
                         f"root is every logger no closer name covers)"

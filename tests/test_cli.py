@@ -468,6 +468,16 @@ def test_kinds_command(cli) -> None:
             b"aGVsbG8gd29ybGQgdGhpcyBpcyBmaW5l\n\xe9t\xe9\n",
             ["not valid UTF-8 (line 2)"],
         ),
+        (
+            "powershell.txt",
+            "ghp_Wd4Kx9Qm2Vt7Lp3Rz8Hn5Jc1Fb6Gs0Ya\r\n".encode("utf-16"),
+            ["is UTF-16 (as Windows PowerShell 5 writes", "save it as UTF-8"],
+        ),
+        (
+            "no-bom.txt",
+            "ghp_Wd4Kx9Qm2Vt7Lp3Rz8Hn5Jc1Fb6Gs0Ya\n".encode("utf-16-le"),
+            ["is UTF-16"],
+        ),
         ("empty.txt", b"", ["holds no secret"]),
         ("blank.txt", b"\n   \n\t\n", ["holds no secret"]),
         ("empty.json", b"[]", ["holds no secret"]),

@@ -330,6 +330,7 @@ def test_tool_schema_invalid(mcp) -> None:
         (["--tools", "zzz*"], "--tools zzz* matches no tool"),
         (["--placements", "nowhere"], "--placements nowhere matches no placement"),
         (["--call-timeout", "0"], "--call-timeout is a positive number"),
+        (["--cwd", "/nonexistent/leakcheck"], "--cwd '/nonexistent/leakcheck': no such directory"),
     ],
 )
 def test_usage_errors(mcp, argv: list[str], fragment: str) -> None:

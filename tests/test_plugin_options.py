@@ -331,6 +331,30 @@ def test_opt_out_is_named_in_a_failure(pytester: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(["sinks opted out: crash hook (threads are joined by the SDK)"])
 
 
+def test_a_misspelt_sink_is_a_usage_error_even_with_a_plugin_skipped(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``skip_sinks={"log recrd": ...}`` was taken as an opt-out whenever a sink plugin was
+    skipped (its library missing: most venvs), and the log sink stayed on. A name close to
+    a known sink's is a typo whatever is installed."""
+    from leakcheck.pytest_plugin import options
+
+    monkeypatch.setattr(options, "skipped_plugins", lambda: {"sentry": "sentry-sdk missing"})
+    pytester.makepyfile(
+        test_one="""
+        import pytest
+
+        @pytest.mark.leakcheck(skip_sinks={"log recrd": "the SDK logs its headers"})
+        def test_x(leakcheck):
+            pass
+    """
+    )
+    result = pytester.runpytest_inprocess("-p", "no:randomly", *BASE)
+    assert result.ret != 0
+    text = "\n".join(result.outlines + result.errlines)
+    assert "unknown sink 'log recrd' (did you mean 'log record'?)" in text
+
+
 def test_xdist_merges_worker_findings(pytester: pytest.Pytester) -> None:
     """Under ``-n 2`` the workers' findings and opt-outs reach one report, the same as a
     serial run's; with no ``--leakcheck-seed`` the workers use the controller's seed."""

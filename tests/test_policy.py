@@ -186,6 +186,7 @@ def test_loguru_level_names_and_notset() -> None:
     [
         ("httpcore", "'httpcore' has no level; write LOGGER=LEVEL (e.g. httpcore=INFO"),
         ("INFO", "'INFO' has no level; write LOGGER=LEVEL (e.g. root=INFO"),
+        ("httpx:INFO", "'httpx:INFO' has no level; write LOGGER=LEVEL (e.g. httpx=INFO;"),
         ("httpcore=VERBOSE", "unknown level 'VERBOSE' for 'httpcore'; use DEBUG, INFO"),
         ({"httpcore": True}, "unknown level True for 'httpcore'"),
         ({"httpcore": -1}, "unknown level -1 for 'httpcore'"),
@@ -335,7 +336,7 @@ BAD_MARKERS = [
     ('"context"', "takes keyword arguments only"),
     ('skip_sinks={"log record": ""}', "every opt-out states its reason"),
     ('skip_sinks=["log record"]', "takes {sink name: reason}"),
-    ('skip_sinks={"log records": "typo"}', "unknown sink(s) 'log records'; known: "),
+    ('skip_sinks={"log records": "typo"}', "unknown sink 'log records' (did you mean 'log record'"),
     ('decode="no"', "decode=...) takes True or False, not str"),
     ('strict_latent="yes"', "strict_latent=...) takes True or False, not str"),
     ('log_levels={"httpcore": "LOUD"}', "log_levels: unknown level 'LOUD' for 'httpcore'"),

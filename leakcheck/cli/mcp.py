@@ -15,6 +15,7 @@ server was configured with.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 
@@ -224,6 +225,9 @@ def mcp_command(args: argparse.Namespace, output: Output) -> int:
         server = server[1:]
     if not server and not args.url:
         raise UsageError("no server command: leakcheck mcp [options] -- COMMAND [ARGS...]")
+    if args.cwd is not None and not os.path.isdir(args.cwd):
+        # (else the server's start failed as "no such command", naming the command)
+        raise UsageError(f"--cwd {args.cwd!r}: no such directory")
     env = _environment(args.env)
     headers = _environment(args.header, "--header")
     spec = ServerSpec(

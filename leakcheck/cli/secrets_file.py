@@ -71,6 +71,14 @@ def read_secrets(path: str, budget: Budget | None = None) -> SecretsFile:
         raise UsageError(f"cannot read {label}: {exc.strerror}") from None
     if data.startswith(codecs.BOM_UTF8):
         data = data[len(codecs.BOM_UTF8) :]
+    head = data[:64]
+    if head[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE) or (
+        len(head) >= 8 and head[1::2].count(0) >= len(head) // 4 and 0 not in head[::2]
+    ):  # (UTF-16-LE of ASCII text is valid UTF-8: a NUL after every character)
+        raise UsageError(
+            f"{label} is UTF-16 (as Windows PowerShell 5 writes a file by default): save it "
+            "as UTF-8 (Set-Content -Encoding utf8, or Out-File -Encoding utf8)"
+        )
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -142,8 +142,18 @@ class LeakcheckOptions:
             raise pytest.UsageError(
                 "@pytest.mark.leakcheck(skip_sinks=...) takes {sink name: reason}"
             )
-        unknown_sinks = sorted(set(skip) - known_sink_names())
-        # a sink of a plugin whose library is missing here has no known name: let it be
+        known_sinks = known_sink_names()
+        unknown_sinks = sorted(set(skip) - known_sinks)
+        # a sink of a plugin whose library is missing here has no known name: let it be,
+        # unless it is a known one misspelt ("log recrd": the log sink stayed on, the
+        # typo listed as an opt-out)
+        misspelt = [n for n in unknown_sinks if did_you_mean(n, known_sinks)]
+        if misspelt:
+            raise pytest.UsageError(
+                f"@pytest.mark.leakcheck(skip_sinks=...): unknown sink "
+                f"{misspelt[0]!r}{did_you_mean(misspelt[0], known_sinks)}; known: "
+                f"{', '.join(sorted(known_sinks))}"
+            )
         if unknown_sinks and not skipped_plugins() and not waiting_plugins():
             raise pytest.UsageError(
                 f"@pytest.mark.leakcheck(skip_sinks=...): unknown sink(s) "
