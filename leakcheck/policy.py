@@ -231,9 +231,9 @@ def parse_log_levels(
             for part in entry.replace(",", " ").split():
                 name, equals, level = part.partition("=")
                 if not equals:
-                    logger, colon, after = part.rpartition(":")
-                    if colon and logger and after.upper() in _LEVELS:  # ("httpx:INFO")
-                        example = f"{logger}={after}"
+                    named, colon, after = part.rpartition(":")
+                    if colon and named and after.upper() in _LEVELS:  # ("httpx:INFO")
+                        example = f"{named}={after}"
                     elif part.upper() in _LEVELS:
                         example = f"root={part}"
                     else:
