@@ -168,6 +168,9 @@ def test_formats_json_sarif_junit(mcp, tmp_path: Path) -> None:
             results = data["runs"][0]["results"]
             assert len(results) == 2 and {r["ruleId"] for r in results} == {"leakcheck/direct"}
             assert results[0]["properties"]["tool"] == "fetch"
+            # the server's script, not its interpreter
+            location = results[0]["locations"][0]["physicalLocation"]["artifactLocation"]
+            assert location["uri"].endswith("tests/data/mcp_fake_server.py"), location
         else:
             suite = ET.fromstring(text).find("testsuite")
             assert suite is not None and suite.get("failures") == "2"

@@ -194,12 +194,17 @@ def json_document(result: AuditResult) -> dict[str, Any]:
 
 
 def _artifact(result: AuditResult) -> str:
-    """What a SARIF result points at: the server's script when its command names one in
-    the working directory (``python examples/server.py``), else its program."""
-    for part in result.server.split():
-        if os.path.isfile(part) and not os.path.isabs(part):
-            return part.replace(os.sep, "/")
-    return result.server.split()[0] if result.server.split() else "mcp-server"
+    """What a SARIF result points at: the server's script when its command names one
+    (``python examples/server.py``; relative to the working directory when it lies
+    below it), else its program. (The program itself was taken when it was a relative
+    path: ``../venv/bin/python``.)"""
+    parts = result.server.split()
+    for part in parts[1:]:
+        if os.path.isfile(part):
+            relative = os.path.relpath(part) if os.path.isabs(part) else part
+            shown = part if relative.startswith("..") and os.path.isabs(part) else relative
+            return shown.replace(os.sep, "/")
+    return parts[0] if parts else "mcp-server"
 
 
 def sarif_document(result: AuditResult) -> dict[str, Any]:
