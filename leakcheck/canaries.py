@@ -110,7 +110,13 @@ class Secret(Value, frozen=True):
         printer.text(repr(self))  # type: ignore[attr-defined]  # IPython's printer: no dependency
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Secret) and (self.value, self.id) == (other.value, other.id)
+        # (its bits too: a value judged in full and accepted early makes other fragments
+        # and windows, and the needle caches keyed by a secret gave one the other's)
+        return (
+            isinstance(other, Secret)
+            and (self.value, self.id) == (other.value, other.id)
+            and (self.bits, self.mask_bits) == (other.bits, other.mask_bits)
+        )
 
     def __hash__(self) -> int:
         return hash((self.value, self.id))
@@ -124,8 +130,13 @@ class Secret(Value, frozen=True):
         id: str = "secret",
         secret_class: SecretClass | str | None = None,
         min_bits: float = MIN_SECRET_BITS,
+        early: bool = True,
     ) -> Secret:
         """Accept a user-supplied secret (a real token format such as ``ghp_...``).
+
+        ``early``: accept a value whose estimate provably reaches ``min_bits`` without
+        zxcvbn (its fragments then count a lower bound of the estimate); false, every
+        value is judged in full.
 
         Raises ``WeakSecretError`` when it is too short or too guessable; the message
         names the secret's id and kind, never its value or a fragment of it.
@@ -150,12 +161,14 @@ class Secret(Value, frozen=True):
                 f"secret {_without_pieces_of(value, repr(id))} (kind {shown}, {len(value)} chars)"
             )
 
-        early = _early_bits(value, min_bits) if len(value.strip()) >= 12 else None
+        # (``early`` false: judged by zxcvbn whatever the value, its fragments and masked
+        # pieces as the full estimate makes them, not from the early accept's lower bound)
+        bound = _early_bits(value, min_bits) if early and len(value.strip()) >= 12 else None
         mask_bits: tuple[float, ...] = ()
-        if early is None:
+        if bound is None:
             bits = _bits_of(value)
         else:
-            mask_bits, bits = early
+            mask_bits, bits = bound
         total = sum(bits)
         if len(value.strip()) < 12:
             _announce_refused(value, kind, id, secret_class)

@@ -59,7 +59,9 @@ def scan_command(args: argparse.Namespace, out: str | None, output: Output) -> i
         _check_output_is_no_input(out, args.paths)
     notes: list[str] = []  # stderr lines that name nothing of the user's
     budget = budget_for(args.engine)
-    secrets, named = _read_secrets_files(args.secrets_file or [], budget, notes)
+    secrets, named = _read_secrets_files(
+        args.secrets_file or [], budget, notes, early=not args.full_estimate
+    )
     output.use(secrets)
     reports: list[str] = args.canaries_from or []
     # (a report named as a PATH: its canaries would not be searched for)
@@ -295,7 +297,7 @@ def _not_gzip() -> tuple[type[BaseException], ...]:
 
 
 def _read_secrets_files(
-    paths: list[str], budget: Budget, notes: list[str]
+    paths: list[str], budget: Budget, notes: list[str], *, early: bool = True
 ) -> tuple[list[Secret], list[tuple[str, int, str, str]]]:
     """The secrets of every ``--secrets-file`` (each file once), and the ids and kinds they
     spell out, by file. A file's own ids (``S<line>``) that an earlier file has too are
@@ -305,7 +307,7 @@ def _read_secrets_files(
     named: list[tuple[str, int, str, str]] = []
     owners: dict[str, str] = {}
     for number, path in enumerate(_distinct_files(paths), start=1):
-        loaded = read_secrets(path, budget.take(secrets))
+        loaded = read_secrets(path, budget.take(secrets), early=early)
         notes += loaded.warnings
         for secret in loaded.secrets:
             earlier = owners.get(secret.id)

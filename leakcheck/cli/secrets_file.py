@@ -61,7 +61,7 @@ def load_secrets(path: str) -> list[Secret]:
     return loaded.secrets
 
 
-def read_secrets(path: str, budget: Budget | None = None) -> SecretsFile:
+def read_secrets(path: str, budget: Budget | None = None, *, early: bool = True) -> SecretsFile:
     budget = budget_for() if budget is None else budget
     label = f"secrets file {path!r}"
     try:
@@ -142,7 +142,7 @@ def read_secrets(path: str, budget: Budget | None = None) -> SecretsFile:
             loaded.secrets.append(replace(judged[value], id=secret_id))
             continue
         try:
-            judged[value] = Secret.from_user(value, kind=kind, id=secret_id)
+            judged[value] = Secret.from_user(value, kind=kind, id=secret_id, early=early)
         except WeakSecretError as exc:
             raise UsageError(f"{label}: {exc}") from None
         loaded.secrets.append(judged[value])
