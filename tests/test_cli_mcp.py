@@ -340,6 +340,17 @@ def test_usage_errors(mcp, argv: list[str], fragment: str) -> None:
     one_error_line(mcp(*fake("careful"), *argv), fragment)
 
 
+def test_no_upstream_template_is_said_before_any_case(mcp) -> None:
+    """A server given no {upstream} calls its own API: every HTTP stage came back "not
+    reached", a few seconds a case, before the audit said why."""
+    env = ["--env", "FAKE_MODE=careful", "--env", "API_TOKEN={bearer}", *TIMEOUTS]
+    run = mcp(*env, *NARROW)
+    one_error_line(run, "no --env or server argument carries {upstream} (or {auth_url})")
+    assert "never the fault server" in run.err
+    # the invalid-input stage alone calls no API: it runs
+    assert mcp(*env, "--stages", "invalid_input").code in (0, 1)
+
+
 def test_a_secret_in_template_braces_is_never_quoted(mcp, tmp_path: Path) -> None:
     """``--env API_TOKEN={$TOKEN}`` (a CI script: the shell expands the variable inside the
     braces) made the token a field name, and the error quoted it raw; so did ``--header``

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..canaries import Secret, WeakSecretError
+from ..canaries import KINDS, Secret, WeakSecretError
 from ..faults import HarnessError
 from ..findings import without_random_tokens
 from ..harness import LeakCheck
@@ -254,6 +254,19 @@ def case_namespace(spec: CaseSpec) -> str:
     return f"leakcheck-mcp::{spec.id}"
 
 
+def _upstream_given(spec: ServerSpec) -> bool:
+    """Whether a template of ``spec`` names the case's upstream (or is malformed, or names
+    an unknown field: that is said first, when the target is made)."""
+    from leakcheck.plugins.mcp_target import CASE_FIELDS
+
+    templates = [*spec.env.values(), *spec.args, *spec.headers.values()]
+    try:
+        fields = set().union(*map(template_kinds, templates))
+    except ValueError:
+        return True
+    return bool({"upstream", "auth_url"} & fields) or not fields <= {*CASE_FIELDS, *KINDS}
+
+
 def run_one(target: AuditTarget, spec: CaseSpec, seed: int | str) -> CaseOutcome:
     """One case in a fresh server process, judged; never raises for the server's sake."""
     namespace = case_namespace(spec)
@@ -425,6 +438,14 @@ def audit_mcp_server(
     pinned = load_pinned(arguments) if isinstance(arguments, str | Path) else dict(arguments or {})
     chosen_stages = _pick(AUDIT_STAGES, stages, "stages")
     chosen_placements = _pick(list(PLACEMENTS), placements, "placements") if placements else None
+    stages_called = any(stage != "invalid_input" for stage in chosen_stages)
+    if not url and stages_called and not _upstream_given(spec):
+        raise AuditError(
+            "no --env or server argument carries {upstream} (or {auth_url}): the server "
+            "would call its own API, never the fault server, and every HTTP stage would come "
+            "back not reached; give it where the server takes its API's URL from (--env "
+            "API_URL={upstream}), or audit --stages invalid_input alone"
+        )
     masker = LeakCheck(sinks=[])
     for secret in literal_secrets(spec, pinned):
         masker.register_secret(secret)
