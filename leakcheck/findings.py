@@ -76,9 +76,9 @@ MASK_LABEL = re.compile(r"\u00abcanary:[^\u00bb\n]*\u00bb")
 #: A word in one case or capitalized, or a number: what a name or a path is made of, and
 #: a random key is not (its pieces mix case and digits).
 _WORD = r"(?:[a-z]+|[A-Z][a-z]+|[A-Z]+|[0-9]+)"
-#: A parameter's name and its ``=`` (``key=``, ``X-Amz-Signature=``, ``api_key=``): words
-#: between ``_ . -``.
-_PARAMETER_NAME = lazy_compile(rf"{_WORD}(?:[_.\-]{_WORD})*=".encode())
+#: A parameter's name and its ``=`` (``key=``, ``X-Amz-Signature=``, ``api_key=``, a
+#: command line's ``--token=``): words between ``_ . -``.
+_PARAMETER_NAME = lazy_compile(rf"(?:--?)?{_WORD}(?:[_.\-]{_WORD})*=".encode())
 #: A path of words right after a whole secret (a host's ``/v1/uploads``): a version's
 #: ``v1`` is a word here.
 _PATH_WORD = rf"(?:[a-z]+[0-9]*|{_WORD})"

@@ -164,6 +164,7 @@ def test_the_scan_command_writes_no_neighbour(tmp_path) -> None:
         ("GET /v1/notes?q=x&key={pct} HTTP/1.1", "&key=«canary:bearer:pct»"),
         ("https://bucket.example/o?X-Amz-Signature={canary}&x=1", "X-Amz-Signature=«canary"),
         ("api_key={canary}", "api_key=«canary"),
+        ("server.py --token={canary} --port 8", "server.py --token=«canary"),
     ],
 )
 def test_a_parameters_name_before_a_whole_secret_stays_shown(template: str, shown: str) -> None:
