@@ -643,3 +643,13 @@ def test_an_interrupted_audit_stops_its_server_and_removes_its_files(
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
     assert list(temp.iterdir()) == []
+
+
+def test_a_long_reason_is_cut_at_a_word() -> None:
+    """The text report cut a reason at 300 characters mid-word ("The test proved no:")."""
+    from leakcheck.audit.report import _short
+
+    reason = "the server made no request at this stage: " + "the test proved nothing " * 20
+    short = _short(reason)
+    assert short.endswith(" ...") and len(short) <= 304
+    assert reason.startswith(short[:-4]) and reason[len(short) - 4] == " "

@@ -169,7 +169,10 @@ def _short(reason: str) -> str:
     """A reason without the port of its loopback server (so that equal ones group)."""
     import re
 
-    return re.sub(r"127\.0\.0\.1:\d+", "127.0.0.1:PORT", reason)[:300]
+    reason = re.sub(r"127\.0\.0\.1:\d+", "127.0.0.1:PORT", reason)
+    if len(reason) <= 300:
+        return reason
+    return reason[:300].rsplit(" ", 1)[0] + " ..."  # (at a word: "proved no:" read as words)
 
 
 def json_document(result: AuditResult) -> dict[str, Any]:
