@@ -319,6 +319,12 @@ def test_server_lists_no_tools(mcp) -> None:
 
 def test_tool_schema_invalid(mcp) -> None:
     one_error_line(mcp(*fake("bad-schema")), "tool fetch: its input schema is not a valid JSON")
+    # one the SDK refuses to read at all: where and why (was "ValidationError with
+    # placeholder credentials")
+    one_error_line(
+        mcp(*fake("array-schema")),
+        "is not valid MCP (the MCP SDK refused it: tools.0.inputSchema.type: Input should be",
+    )
 
 
 @pytest.mark.parametrize(

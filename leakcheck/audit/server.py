@@ -521,6 +521,19 @@ def _start_failure(spec: ServerSpec, exc: BaseException, said: str) -> str:
         )
     elif isinstance(leaf, MCPError) and leaf.code == CONNECTION_CLOSED:
         what = f"the server exited before listing its tools ({command!r})"
+    elif type(leaf).__name__ == "ValidationError" and callable(getattr(leaf, "errors", None)):
+        # (pydantic's, from the SDK reading tools/list: where and what, never the value)
+        where = why = ""
+        with contextlib.suppress(Exception):
+            first = getattr(leaf, "errors")()[0]  # noqa: B009 - pydantic's, not BaseException's
+            where = ".".join(str(part) for part in first.get("loc", ()))
+            why = str(first.get("msg", ""))[:160]
+        what = (
+            f"the tools/list answer of {command!r} is not valid MCP (the MCP SDK refused it"
+            + (f": {where}: {why}" if where else "")
+            + "; a tool's inputSchema is a JSON Schema of type object)"
+        )
+        return what + (f"; its stderr ends: {said}" if said else "")
     else:
         what = f"could not list the tools of {command!r}: {type(leaf).__name__}"
     if spec.url:

@@ -13,6 +13,7 @@ exit-start     writes ``fatal: API_TOKEN=... rejected`` to stderr and exits 1 at
 stdout-start   writes the token to stdout before any JSON-RPC (a broken stream)
 no-tools       lists no tools
 bad-schema     the tool's input schema is not a valid JSON Schema
+array-schema   the tool's input schema is of type array (the MCP SDK refuses tools/list)
 no-request     the tool answers isError without calling the API
 own-key        as no-request, naming its own key from ``$ACCOUNT_REF`` (no canary: a real
                key of the server's configuration)
@@ -46,6 +47,8 @@ SCHEMA = {
 }
 if MODE == "bad-schema":
     SCHEMA = {"type": "object", "properties": {"item": {"type": 12}}}
+if MODE == "array-schema":
+    SCHEMA = {"type": "array"}
 
 
 def send(message):
