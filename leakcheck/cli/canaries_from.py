@@ -22,7 +22,7 @@ from ..records import TestRecord
 from ..serialize import read_json_file
 from .budget import Budget, budget_for
 from .console import UsageError, display
-from .inputs import file_key as _file_key
+from .inputs import distinct_files as distinct_reports
 from .inputs import looks_like_report
 
 __all__ = [
@@ -67,21 +67,6 @@ def _check_header(document: Any, path: str, written_by: str = _READ_HERE) -> Non
         and isinstance(document.get("tests"), list)
     ):
         raise UsageError(f"{path!r} is not a leakcheck report ({written_by})")
-
-
-def distinct_reports(paths: Sequence[str]) -> list[str]:
-    """``paths`` with each file once, under the first name it was given by (a report named
-    twice, or through a link, would count every canary and every request id twice)."""
-    seen: set[tuple[int, int]] = set()
-    kept = []
-    for path in paths:
-        key = _file_key(path)
-        if key is not None:
-            if key in seen:
-                continue
-            seen.add(key)
-        kept.append(path)
-    return kept
 
 
 def load_canaries(path: str, budget: Budget | None = None) -> tuple[list[Secret], int, int]:

@@ -143,3 +143,19 @@ def looks_like_report(path: str, reports: Sequence[str]) -> bool:
     except OSError:
         return False  # reading it as a PATH says why
     return REPORT_HEAD.match(head) is not None
+
+
+def distinct_files(paths: Sequence[str]) -> list[str]:
+    """``paths`` with each regular file once, under the first name it was given by (a
+    report or a secrets file named twice, or through a link, would count every canary,
+    request id or secret twice)."""
+    seen: set[tuple[int, int]] = set()
+    kept = []
+    for path in paths:
+        key = file_key(path)
+        if key is not None:
+            if key in seen:
+                continue
+            seen.add(key)
+        kept.append(path)
+    return kept

@@ -23,7 +23,7 @@ from .console import (
     print_stderr,
     write_stdout,
 )
-from .inputs import Inputs, looks_like_report, total_size
+from .inputs import Inputs, distinct_files, looks_like_report, total_size
 from .output import Output, strings_of
 from .secrets_file import OWN_ID, OWN_KINDS, read_secrets
 
@@ -306,7 +306,7 @@ def _read_secrets_files(
     secrets: list[Secret] = []
     named: list[tuple[str, int, str, str]] = []
     owners: dict[str, str] = {}
-    for number, path in enumerate(_distinct_files(paths), start=1):
+    for number, path in enumerate(distinct_files(paths), start=1):
         loaded = read_secrets(path, budget.take(secrets), early=early)
         notes += loaded.warnings
         for secret in loaded.secrets:
@@ -324,23 +324,6 @@ def _read_secrets_files(
             secrets.append(secret)
         named += [(path, n, what, text) for n, what, text in loaded.named]
     return secrets, named
-
-
-def _distinct_files(paths: list[str]) -> list[str]:
-    """``paths`` with each file once (named twice, or through a link)."""
-    seen: set[tuple[int, int]] = set()
-    kept = []
-    for path in paths:
-        try:
-            status = os.stat(path)
-        except OSError:
-            kept.append(path)  # (reading it says why)
-            continue
-        key = (status.st_dev, status.st_ino)
-        if key not in seen:
-            seen.add(key)
-            kept.append(path)
-    return kept
 
 
 def _check_output_is_no_input(out: str, paths: list[str]) -> None:
