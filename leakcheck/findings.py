@@ -85,6 +85,10 @@ _PATH_WORD = rf"(?:[a-z]+[0-9]*|{_WORD})"
 _PATH_AFTER = lazy_compile(rf"(?:/{_PATH_WORD}(?:[_.\-]{_PATH_WORD})*)+/?".encode())
 
 
+#: An ANSI colour (SGR) sequence ending where the text searched ends.
+_SGR_END = lazy_compile(rb"\x1b\[[0-9;]*m\Z")
+
+
 def widen(buf: bytes, start: int, end: int, *, whole: bool = False) -> tuple[int, int]:
     """``[start, end)`` widened over the token characters around it. ``whole``: the span is
     a whole secret (no piece of one), so what ends right before it and what starts right
@@ -95,6 +99,10 @@ def widen(buf: bytes, start: int, end: int, *, whole: bool = False) -> tuple[int
     low = max(0, start - WIDEN_BYTES)
     before = _TOKEN_RUN.match(buf[low:start][::-1])
     swallowed = before.end() if before else 0
+    if swallowed and _SGR_END.search(buf, max(0, start - swallowed - 2), start):
+        # a terminal colour code's parameters right before it (``\x1b[33m``): no part of
+        # it, and swallowed they left the terminal the escape's half
+        swallowed = 0
     if whole and swallowed:
         if buf[start - swallowed : start] == b"//" or _PARAMETER_NAME.fullmatch(
             buf, start - swallowed, start

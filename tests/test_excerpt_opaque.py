@@ -247,3 +247,13 @@ def test_a_masked_url_keeps_its_host_token_whole_as_stored_snapshots_have_it() -
     host, _, scanner = _host_and_signature()
     masked = scanner.mask(f"GET https://{host.value}/v1/uploads?x=1")
     assert masked == "GET https:«canary:hostname:raw»?x=1"
+
+
+def test_a_terminal_colour_code_before_a_secret_is_kept_whole() -> None:
+    """A CI log's ``\\x1b[33m`` right before a token: its ``33m`` was swallowed with it,
+    and the masked log showed ``\\x1b[«canary...»``, half an escape."""
+    value, scanner = _scanner()
+    masked = scanner.mask(f"\x1b[33m{value}\x1b[0m retry")
+    assert masked.startswith("\\x1b[33m«canary:") and masked.endswith("»\\x1b[0m retry")
+    # a run that is no colour code is still swallowed (it may be the secret's own)
+    assert scanner.mask(f"x33m{value} retry").startswith("«canary:")
