@@ -154,6 +154,7 @@ class SentrySink:
         sink = self
 
         def __init__(client: Any, *args: Any, **kwargs: Any) -> None:  # noqa: N807
+            __tracebackhide__ = True  # (the app's mistake in its options: its frame, not ours)
             original_init(client, *args, **kwargs)
             if sink._started:
                 sink._wrap(client)

@@ -339,8 +339,8 @@ BAD_MARKERS = [
     ('skip_sinks={"log records": "typo"}', "unknown sink 'log records' (did you mean 'log record'"),
     ('decode="no"', "decode=...) takes True or False, not str"),
     ('strict_latent="yes"', "strict_latent=...) takes True or False, not str"),
-    ('log_levels={"httpcore": "LOUD"}', "log_levels: unknown level 'LOUD' for 'httpcore'"),
-    ('log_levels="httpcore"', "log_levels: 'httpcore' has no level; write LOGGER=LEVEL"),
+    ('log_levels={"httpcore": "LOUD"}', "(log_levels=...): unknown level 'LOUD' for 'httpcore'"),
+    ('log_levels="httpcore"', "(log_levels=...): 'httpcore' has no level; write LOGGER=LEVEL"),
 ]
 
 

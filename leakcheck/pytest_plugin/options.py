@@ -173,9 +173,9 @@ class LeakcheckOptions:
                 f"not {type(strict_latent).__name__}"
             )
         try:
-            log_levels = parse_log_levels(kwargs.get("log_levels"), "log_levels")
+            log_levels = parse_log_levels(kwargs.get("log_levels"), "log_levels=...)")
         except PolicyError as exc:
-            raise pytest.UsageError(f"@pytest.mark.leakcheck({exc})") from None
+            raise pytest.UsageError(f"@pytest.mark.leakcheck({exc}") from None
         rules: dict[str, Any] = {}
         for key in ("allow", "forbid"):
             value = kwargs.get(key) or {}
