@@ -791,6 +791,9 @@ def resolve_latent(items: Iterable[Captured], policy: Policy) -> list[Captured]:
     Under ``policy.strict_latent`` a latent text is judged as emitted, as a text of its own
     (not a fallback of its record), and its note says so."""
     out: list[Captured] = []
+    #: the messages of the records latent by their level, and why: a line of the test's
+    #: stdout or stderr that shows one is that record's output, latent as it is
+    latent_messages: dict[str, str] = {}
     for item in items:
         origin = item.origin
         if origin is not None:
@@ -801,6 +804,9 @@ def resolve_latent(items: Iterable[Captured], policy: Policy) -> list[Captured]:
                     f"emitted only when {origin.levelname} is enabled (production level "
                     f"{level_name(level)} declared for {name})"
                 )
+                text = item.text
+                if item.path.endswith(" message") and type(text) is str and len(text) >= 8:
+                    latent_messages.setdefault(text, why)
                 if item.sink_class is SinkClass.LATENT:
                     note = _joined(item.note, why)
                 else:
@@ -818,7 +824,32 @@ def resolve_latent(items: Iterable[Captured], policy: Policy) -> list[Captured]:
                 item, note=_joined(item.note, "strict_latent: judged as emitted"), fallback=False
             )
         out.append(item)
+    if latent_messages and not policy.strict_latent:
+        out = [part for item in out for part in _latent_lines_apart(item, latent_messages)]
     return out
+
+
+def _latent_lines_apart(item: Captured, messages: dict[str, str]) -> list[Captured]:
+    """A stdout or stderr text (the test's, or the log lines pytest captured) with the
+    lines that show a record latent by its level (a DEBUG line of a logger declared at
+    INFO: its handler on stderr, or pytest's log capture at ``--log-level=DEBUG``) taken
+    apart as latent, each text keeping its line numbers; else the text as it is. Those
+    lines were judged as emitted: the declaration did nothing for them."""
+    text = item.text
+    if item.sink not in ("stdout", "stderr") or type(text) is not str or item.origin:
+        return [item]
+    lines = text.split("\n")
+    why = [next((w for m, w in messages.items() if m in line), "") for line in lines]
+    if not any(why):
+        return [item]
+    kept = "\n".join("" if w else line for line, w in zip(lines, why, strict=True))
+    latent = "\n".join(line if w else "" for line, w in zip(lines, why, strict=True))
+    reason = next(w for w in why if w)
+    note = _joined(f"latent: the output of a log record {reason}", item.note)
+    return [
+        _replaced(item, text=kept),
+        _replaced(item, sink_class=SinkClass.LATENT, text=latent, note=note),
+    ]
 
 
 def _replaced(item: Captured, **changes: Any) -> Captured:

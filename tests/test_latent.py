@@ -564,3 +564,87 @@ def test_resolving_a_record_keeps_every_field_it_does_not_change(
     assert resolved.note != item.note  # (a hint or a latent note: it did make a copy)
     # (a latent text judged as emitted is a finding of its own, not its record's fallback)
     assert resolved.fallback is not (strict and declared is not None)
+
+
+# --- a latent record's own output on stderr or in pytest's log capture ------------------------
+
+LEVELS = """
+import logging, sys
+import pytest
+
+LEVELS = {"gw.lvl": "INFO", "libx": "INFO"}
+
+
+def stderr_logger():
+    log = logging.getLogger("gw.lvl")
+    handler = logging.StreamHandler(sys.stderr)
+    log.addHandler(handler)
+    log.setLevel(logging.DEBUG)
+    return log, handler
+
+
+@pytest.mark.leakcheck(log_levels=LEVELS)
+def test_debug_on_stderr(leakcheck):
+    log, handler = stderr_logger()
+    try:
+        log.debug("headers Authorization: Bearer %s", leakcheck.secret("bearer"))
+    finally:
+        log.removeHandler(handler)
+
+
+@pytest.mark.leakcheck(log_levels=LEVELS)
+def test_library_debug(leakcheck):
+    logging.getLogger("libx.http11").debug("send Bearer %s", leakcheck.secret("bearer"))
+
+
+@pytest.mark.leakcheck(log_levels=LEVELS)
+def test_info_on_stderr(leakcheck):
+    log, handler = stderr_logger()
+    try:
+        log.info("headers Authorization: Bearer %s", leakcheck.secret("bearer"))
+    finally:
+        log.removeHandler(handler)
+
+
+@pytest.mark.leakcheck(log_levels=LEVELS)
+def test_printed(leakcheck):
+    print("printed Bearer", leakcheck.secret("bearer"), file=sys.stderr)
+
+
+@pytest.mark.leakcheck(log_levels=LEVELS, strict_latent=True)
+def test_debug_on_stderr_strict(leakcheck):
+    log, handler = stderr_logger()
+    try:
+        log.debug("headers Authorization: Bearer %s", leakcheck.secret("bearer"))
+    finally:
+        log.removeHandler(handler)
+"""
+
+
+def test_a_latent_records_own_output_is_latent_too(pytester: pytest.Pytester) -> None:
+    """A DEBUG record of a logger declared at INFO is latent, and so is its line on stderr
+    (the app's handler) and in pytest's log capture (``--log-level=DEBUG``): those lines
+    were judged as emitted, and the declaration did nothing. An INFO line, a print of the
+    same kind of text and ``strict_latent`` still fail."""
+    pytester.makepyfile(test_inner=LEVELS)
+    result, report = run_with_report(pytester, SEED, "--log-level=DEBUG")
+    outcomes = {r["test"].split("::")[-1]: r["outcome"] for r in report["tests"]}
+    assert outcomes == {
+        "test_debug_on_stderr": "passed",
+        "test_library_debug": "passed",
+        "test_info_on_stderr": "failed",
+        "test_printed": "failed",
+        "test_debug_on_stderr_strict": "failed",
+    }, outcomes
+    debug = next(r for r in report["tests"] if r["test"].endswith("::test_debug_on_stderr"))
+    stderr = [f for f in debug["findings"] if f["sink"] == "stderr"]
+    assert stderr and all(f["sink_class"] == "latent" and f["allowed"] for f in stderr)
+    assert (
+        "latent: the output of a log record emitted only when DEBUG is enabled"
+        in (stderr[0]["note"])
+    )
+    secrets = [
+        CanaryFactory(SEED, namespace=f"test_inner.py::{name}").secret("bearer")
+        for name in outcomes
+    ]
+    self_scan("\n".join(result.outlines + result.errlines), secrets, "inner pytest output")
