@@ -25,20 +25,27 @@ would remove this handler too: ``Logger.remove`` is wrapped while the sink is ac
 that the handler is put back at once. At stop the handler is removed and ``Logger.remove``
 restored, leaving the app's handlers exactly as they are.
 
+An ``extra`` value is judged only where a handler of the app that emits the record writes
+it (``serialize=True``, ``{extra}`` or ``{extra[key]}`` in its format, or a format
+function); else it is latent. A record that the filter of every app handler at its level
+drops is latent (a filter is the app's code; a level is configuration, judged as the
+strict default says).
+
 Limitations: records of modules turned off with ``logger.disable(...)`` are dropped by
-loguru before any handler and are not captured; a filter on the app's handlers is not
-evaluated (only levels are). Under an app handler with ``backtrace=True`` a traceback also
-shows the frames above the one that caught the exception, the test function's among them:
-a secret held in a variable named on the test's calling line (``Gateway(token).call()``)
-is reported. Create the object on a line of its own, as production code would.
+loguru before any handler and are not captured. Under an app handler with
+``backtrace=True`` a traceback also shows the frames above the one that caught the
+exception, the test function's among them: a secret held in a variable named on the
+test's calling line (``Gateway(token).call()``) is reported. Create the object on a line
+of its own, as production code would.
 """
 
 from __future__ import annotations
 
 import copy
+import re
 import sys
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import loguru._better_exceptions
@@ -79,9 +86,17 @@ class LoguruSink:
 
     def __init__(self) -> None:
         # (record, note, emitted tracebacks as (path, text), latent traceback as (path,
-        # text, note) or None, formatted traceback)
+        # text, note) or None, formatted traceback, the extra keys the app's handlers
+        # write: None for all)
         self._records: list[
-            tuple[dict[str, Any], str, list[tuple[str, str]], tuple[str, str, str] | None, str]
+            tuple[
+                dict[str, Any],
+                str,
+                list[tuple[str, str]],
+                tuple[str, str, str] | None,
+                str,
+                frozenset[str] | None,
+            ]
         ] = []
         self._handler_id: int | None = None
         self._formatter: Any = None  # our handler's exception formatter
@@ -160,9 +175,9 @@ class LoguruSink:
         record = message.record
         full = str(message)
         try:
-            note, settings = self._judge(record)
+            note, settings, extras = self._judge(record)
         except Exception:  # noqa: BLE001 - loguru internals changed: judge as rendered
-            note, settings = "", {_FULL}
+            note, settings, extras = "", {_FULL}, None
         emitted: list[tuple[str, str]] = []
         latent: tuple[str, str, str] | None = None
         # a setting that shows less than another one of the app's adds nothing to judge
@@ -181,26 +196,33 @@ class LoguruSink:
                 emitted = []
             else:
                 latent = (_traceback_path(_FULL, 0), full, _latent_note(settings))
-        self._records.append((record, note, emitted, latent, full))
+        self._records.append((record, note, emitted, latent, full, extras))
 
-    def _judge(self, record: Any) -> tuple[str, set[tuple[bool, bool]]]:
-        """The note on the record's level, and the ``(diagnose, backtrace)`` settings of
-        the app's handlers that render it."""
+    def _judge(self, record: Any) -> tuple[str, set[tuple[bool, bool]], frozenset[str] | None]:
+        """The note on the record's level, the ``(diagnose, backtrace)`` settings of the
+        app's handlers that render it, and the ``extra`` keys they render (None: all)."""
         ours = {sink._handler_id for sink in list(_ACTIVE)} | {self._handler_id}
         others = [h for hid, h in _handlers().items() if hid not in ours]
         level = record["level"]
         if not others:
-            return "not emitted in production: loguru has no other handler", {_FULL}
+            return "not emitted in production: loguru has no other handler", {_FULL}, None
         emitting = [h for h in others if getattr(h, "_levelno", 0) <= level.no]
         note = ""
         if not emitting:
             lowest = min(getattr(h, "_levelno", 0) for h in others)
-            note = (
-                f"not emitted in production: {level.name} ({level.no}) is below the level of "
-                f"every other loguru handler (lowest {lowest})"
+            handlers = (
+                "the app's loguru handler"
+                if len(others) == 1
+                else f"every loguru handler of the app (lowest {lowest})"
             )
+            note = f"not emitted in production: {level.name} ({level.no}) is below {handlers}"
             emitting = others  # judged at every level: as the handlers there would render it
-        return note, {_setting(h) for h in emitting}
+        else:
+            passing = [h for h in emitting if _passes_filter(h, record)]
+            if not passing:
+                note = _FILTERED
+            emitting = passing or emitting
+        return note, {_setting(h) for h in emitting}, _extras_rendered(emitting)
 
     def _render(self, record: Any, setting: tuple[bool, bool]) -> str:
         """The record's traceback as a handler with ``setting`` renders it (no colours)."""
@@ -215,7 +237,7 @@ class LoguruSink:
         return "".join(lines)
 
     def collect(self) -> Iterator[Captured]:
-        for n, (record, note, emitted, latent, full) in enumerate(self._records):
+        for n, (record, note, emitted, latent, full, extras) in enumerate(self._records):
             level = record["level"]
             where = f"{record['name'] or '<unknown>'} {level.name}"
             group = f"{self.name}#{n}"
@@ -228,7 +250,7 @@ class LoguruSink:
                 where: str = where,
                 group: str = group,
                 origin: LogOrigin = origin,
-                latent: bool = False,
+                latent: bool = note == _FILTERED,
             ) -> Captured:
                 return Captured(
                     self.name,
@@ -248,7 +270,13 @@ class LoguruSink:
                     yield item(path, text)
             for key, value in record["extra"].items():
                 text = value if isinstance(value, str) else safe_repr(value) + "\n" + _str(value)
-                yield item(f"extra.{key}", text)
+                if extras is None or key in extras:
+                    yield item(f"extra.{key}", text)
+                else:  # bound to the record, and no handler of the app writes it
+                    why = f"latent: extra.{key} is bound to the record; {_EXTRAS_NOT_RENDERED}"
+                    yield item(
+                        f"extra.{key}", text, "; ".join(x for x in (why, note) if x), latent=True
+                    )
             if latent is not None and full.strip() and full != message:
                 path, text, why = latent
                 yield item(path, text, "; ".join(x for x in (why, note) if x), latent=True)
@@ -256,6 +284,46 @@ class LoguruSink:
 
 #: loguru's defaults: what this sink's own handler renders
 _FULL = (True, True)
+
+
+#: The note on a record that the filter of every app handler at its level drops: latent,
+#: as a record of the app's own code that no handler writes (a filter is the app's code,
+#: where a level is configuration that production may set otherwise: still judged).
+_FILTERED = "latent: the filter of every loguru handler of the app drops it"
+_EXTRAS_NOT_RENDERED = (
+    "no loguru handler of the app that emits it renders it (its format names no {extra}, "
+    "none serializes)"
+)
+_EXTRA_FIELD = re.compile(r"\{extra(?:\[([^\]]+)\])?")
+
+
+def _extras_rendered(handlers: Sequence[Any]) -> frozenset[str] | None:
+    """The ``extra`` keys that ``handlers`` write (None: every one: a handler that
+    serializes, formats ``{extra}`` whole, or formats with a function)."""
+    keys: set[str] = set()
+    for handler in handlers:
+        if getattr(handler, "_serialize", True) or getattr(handler, "_is_formatter_dynamic", True):
+            return None
+        tokens = getattr(getattr(handler, "_formatter", None), "_tokens", None)
+        if not isinstance(tokens, list):
+            return None
+        text = "".join(str(token[1]) for token in tokens if isinstance(token, tuple))
+        for match in _EXTRA_FIELD.finditer(text):
+            if match.group(1) is None:
+                return None
+            keys.add(match.group(1))
+    return frozenset(keys)
+
+
+def _passes_filter(handler: Any, record: Any) -> bool:
+    """Whether ``handler``'s filter lets ``record`` through (a filter that raises: yes)."""
+    check = getattr(handler, "_filter", None)
+    if check is None:
+        return True
+    try:
+        return bool(check(record))
+    except Exception:  # noqa: BLE001 - the app's filter: judged as passing
+        return True
 
 
 def _setting(handler: Any) -> tuple[bool, bool]:

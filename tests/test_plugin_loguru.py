@@ -174,7 +174,7 @@ def test_leaky_message_and_traceback_fail(pytester: pytest.Pytester, loguru_stat
     out = result.stdout.str()
     # below the app handler's level: captured all the same, with a note
     assert "[LEAK] operator: loguru test_loguru_leaky DEBUG message  form raw" in out
-    assert "not emitted in production: DEBUG (10) is below the level of every other" in out
+    assert "not emitted in production: DEBUG (10) is below the app's loguru handler" in out
     # diagnose: the value of `headers` on the line that raised
     assert "[LEAK] operator: loguru test_loguru_leaky ERROR traceback  form raw" in out
     assert "'Authorization': 'Bearer «canary:bearer:raw»'" in out
@@ -345,3 +345,45 @@ def test_declared_level_makes_a_loguru_record_latent(loguru_state) -> None:
     assert "emitted only when DEBUG is enabled" in latent.note
     (leak,) = strict_default.violations()
     assert f"leakcheck_log_levels = {__name__}=INFO" in leak.note
+
+
+def test_extra_is_judged_as_the_apps_handlers_write_it(loguru_state) -> None:
+    """``bind(token=...)`` under a handler whose format names no ``{extra}`` is written
+    nowhere: latent (it failed the test). A handler that serializes, formats ``{extra}``
+    or names the key writes it: judged."""
+    me = __name__
+    for handler, emitted in (
+        ({"format": "{level} {message}"}, False),
+        ({"format": "{level} {message}", "serialize": True}, True),
+        ({"format": "{message} {extra}"}, True),
+        ({"format": "{message} {extra[token]}"}, True),
+        ({"format": "{message} {extra[user]}"}, False),
+        ({"format": lambda record: "{message}\n"}, True),  # a function: judged
+    ):
+        handler_id = logger.add(lambda message: None, level="DEBUG", **handler)
+        try:
+            with LeakCheck(seed=SEED, sinks=[LoguruSink()]) as lc:
+                logger.bind(token=lc.secret("bearer"), user="u1").info("calling upstream")
+        finally:
+            logger.remove(handler_id)
+        (finding,) = [f for f in lc.findings() if f.path == f"{me} INFO extra.token"]
+        assert finding.allowed is not emitted, handler
+        if not emitted:
+            assert "latent: extra.token is bound to the record; no loguru handler" in finding.note
+
+
+def test_a_record_every_handler_filters_out_is_latent(loguru_state) -> None:
+    handler_id = logger.add(
+        lambda message: None, level="DEBUG", filter=lambda record: "token" not in record["message"]
+    )
+    try:
+        with LeakCheck(seed=SEED, sinks=[LoguruSink()]) as lc:
+            logger.info("token {}", lc.secret("bearer"))
+            logger.info("auth {}", lc.secret("api_key"))
+    finally:
+        logger.remove(handler_id)
+    (leak,) = lc.violations()  # the one the filter lets through
+    assert leak.finding.secret_id.startswith("api_key")
+    filtered = [f for f in lc.findings() if f.finding.secret_id.startswith("bearer")]
+    assert filtered and all(f.allowed for f in filtered)
+    assert "latent: the filter of every loguru handler of the app drops it" in filtered[0].note
