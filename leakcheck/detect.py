@@ -119,6 +119,9 @@ class Scanner:
         # what a masked head or tail must carry to be reported (forms.masked_bits_for: a
         # search for many secrets at once); a weaker one is still masked
         self._masked_bits = masked_bits
+        #: masked heads and tails found with fewer bits than ``masked_bits`` (masked, not
+        #: reported): a scan that found only those is not called clean
+        self.unreported_pieces = 0
         self.decode = decode
         self.decode_depth = decode_depth
         # strict: report mask-only windows too (for scanning our own output, where a
@@ -516,7 +519,9 @@ class Scanner:
         # masking windows (MASKING_FORMS) mask our own output but are too short to report
         reportable = [h for h in hits if h.needle.form not in self._mask_only]
         if self._masked_bits > TAIL_BITS:  # (still masked: only not reported)
-            reportable = [h for h in reportable if not self._too_weak(h.needle)]
+            strong = [h for h in reportable if not self._too_weak(h.needle)]
+            self.unreported_pieces += len(reportable) - len(strong)
+            reportable = strong
         return _outermost(reportable, buf), hits
 
     def _too_weak(self, needle: Needle) -> bool:

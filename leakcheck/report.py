@@ -52,6 +52,9 @@ class ScanSummary(Value):
     #: file name that is not UTF-8 is shown with backslash escapes; its URI percent-encodes
     #: the raw bytes)
     uris: dict[str, str] = field(default_factory=dict)
+    #: masked heads and tails found with fewer bits than the number of secrets needs
+    #: (``forms.masked_bits_for``): masked, not reported, and the scan not called clean
+    unreported: int = 0
 
 
 def _plural(n: int, word: str) -> str:
@@ -85,8 +88,12 @@ def text_lines(summary: ScanSummary) -> list[str]:
         lines.append(f"not read ({why}): {source}")
     for error in summary.errors:
         lines.append(f"error: {error}")
+    if summary.unreported:
+        lines.append(unreported_note(summary))
     if not findings and not summary.errors:
-        if summary.not_read:
+        if summary.unreported:
+            lines.append("no finding reported, and not clean: see the masked pieces above")
+        elif summary.not_read:
             count = len(summary.not_read)
             lines.append(
                 f"no finding in what was read; {count} "
@@ -95,6 +102,17 @@ def text_lines(summary: ScanSummary) -> list[str]:
         else:
             lines.append("clean: no form of any secret was found")
     return lines
+
+
+def unreported_note(summary: ScanSummary) -> str:
+    """What the masked pieces not reported mean, and how to judge them."""
+    return (
+        f"{_plural(summary.unreported, 'masked piece')} of a secret (a head or tail beside a "
+        f"mask: 'ending in 7KQ2', '****7KQ2') matched with fewer bits than "
+        f"{len(summary.secrets):,} secrets at once need: not reported (at this scale chance "
+        "can make them), not clean either; scan with fewer secrets (one shard's report, a "
+        "test's canaries) to judge them"
+    )
 
 
 def render_text(summary: ScanSummary) -> str:
@@ -118,6 +136,8 @@ def json_document(summary: ScanSummary) -> dict[str, Any]:
         document["not_read"] = [{"source": s, "why": why} for s, why in summary.not_read]
     if summary.notes:
         document["notes"] = summary.notes
+    if summary.unreported:
+        document["unreported_masked_pieces"] = summary.unreported
     return document
 
 
@@ -211,6 +231,11 @@ def sarif_document(summary: ScanSummary) -> dict[str, Any]:
             for s, w in summary.not_read
         ),
         *({"level": "note", "message": {"text": n}} for n in summary.notes),
+        *(
+            [{"level": "warning", "message": {"text": unreported_note(summary)}}]
+            if summary.unreported
+            else []
+        ),
     ]
     document = sarif_run(rules, results, not summary.errors, notifications)
     document["runs"][0]["columnKind"] = "unicodeCodePoints"

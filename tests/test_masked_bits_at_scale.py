@@ -11,6 +11,7 @@ import pytest
 from conftest import random_tokens, scan_report
 
 from leakcheck import Secret
+from leakcheck.cli import main
 from leakcheck.detect import Scanner
 from leakcheck.engine import available_backends
 from leakcheck.forms import TAIL_BITS, masked_bits_for
@@ -71,6 +72,19 @@ def test_the_scan_raises_the_bits_for_the_secrets_it_is_given(
         return [f["form"] for f in report["findings"]]
 
     assert forms_found(tokens[:20]) == ["masked-tail-4"]
+    report = json.loads(scan_report(tmp_path, tokens[:20], log))
+    assert "unreported_masked_pieces" not in report
     assert forms_found(tokens) == []
+    # not reported, and not called clean either: said, counted (a CI scan of a matrix
+    # run's 612 canaries called a log of masked tokens "clean")
+    report = json.loads(scan_report(tmp_path, tokens, log))
+    assert report["unreported_masked_pieces"] == 1
+    code = main(
+        ["scan", "--secrets-file", str(tmp_path / "secrets.txt"), str(tmp_path / "app.log")]
+    )
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "1 masked piece of a secret (a head or tail beside a mask" in out
+    assert "no finding reported, and not clean" in out and "clean: no form" not in out
     # the report prints nothing of it: the log line is not an excerpt (no finding)
     assert tokens[0][-4:] not in (tmp_path / "report.json").read_text()

@@ -120,7 +120,7 @@ def scan_command(args: argparse.Namespace, out: str | None, output: Output) -> i
     if out is not None or args.format != "text":  # else the report on stdout lists them
         said += [f"leakcheck: note: not read ({why}): {path}" for path, why in inputs.not_read]
     findings: list[Finding] = []
-    needles, engines = 0, []
+    needles, engines, unreported = 0, [], 0
     with _Reader(inputs, many=len(batches) > 1) as reader:
         for batch in batches:
             # one scanner at a time: many secrets take bounded memory (see budget.BATCH_*)
@@ -133,6 +133,7 @@ def scan_command(args: argparse.Namespace, out: str | None, output: Output) -> i
             needles += scanner.needle_count
             engines.append(scanner.engine.name)
             findings += reader.scan(scanner)
+            unreported += scanner.unreported_pieces
             del scanner
     if len(batches) > 1:  # each source's findings in the order one scanner gives them
         order = {name: n for n, name in enumerate(reader.names)}
@@ -157,6 +158,7 @@ def scan_command(args: argparse.Namespace, out: str | None, output: Output) -> i
         not_read=inputs.not_read,
         notes=[*given_twice, *scale_notes],
         uris=uris,
+        unreported=unreported,
     )
     code = EXIT_ERROR if inputs.errors else EXIT_FINDINGS if findings else EXIT_CLEAN
     if out is not None:
