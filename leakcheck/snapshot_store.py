@@ -21,7 +21,7 @@ import textwrap
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Protocol
 
 from .canaries import Secret, canary_lookalikes
 from .findings import MASK_LABEL
@@ -198,6 +198,12 @@ def read_entries(path: Path) -> dict[str, dict[str, Any]]:
     """The entries of a snapshot file ({} when it does not exist)."""
     document = read_document(path, "snapshot file")
     return {} if document is None else dict(document["entries"])
+
+
+class Writer(Protocol):
+    """Where the review writes (standard output, or the CLI's writer of it)."""
+
+    def write(self, text: str, /) -> object: ...
 
 
 def render_snapshot_file(entries: Mapping[str, Any]) -> str:
@@ -414,7 +420,7 @@ def review(
     *,
     decision: str | None = None,
     interactive: bool = False,
-    out: TextIO | None = None,
+    out: Writer | None = None,
     ask: Callable[[str], str] | None = None,
     secrets: Sequence[Secret] = (),
     width: int | None = None,
@@ -453,10 +459,20 @@ def review(
         return 0
     accepted = rejected = shown = 0
     stop = False
+    inside = root.resolve()
     for path, document in documents:
         if not document or stop:
             continue
         snapshot = root / str(document.get("snapshot_file", ""))
+        if snapshot.suffix != ".json" or not snapshot.resolve().is_relative_to(inside):
+            # (a pending file is input: one fetched from a CI run of a fork's change named
+            # a file anywhere, and accepting wrote it there)
+            say(
+                f"refusing {path.name}: the snapshot file it names is not a .json file below "
+                f"{root} (a pending file written by pytest names one there)"
+            )
+            total -= len(document["entries"])
+            continue
         entries: dict[str, Any] = document["entries"]
         for key in sorted(entries):
             old, new = entries[key].get("old"), entries[key].get("new") or {}

@@ -700,3 +700,58 @@ def test_a_result_objects_request_id_is_normalized() -> None:
             raise RuntimeError("not loaded")
 
     assert snapshot_entry(Hostile(), None, {})["key"] == ""  # no id to normalize, no crash
+
+
+def test_review_writes_only_below_the_rootdir(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A pending file is input (one fetched from a CI run of a fork's change): a
+    ``snapshot_file`` of ``../../x.json`` or an absolute path was written there on accept."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    pending = root / PENDING_DIR
+    pending.mkdir(parents=True)
+    outside = tmp_path / "evil.json"
+    for name, target in (("up", "../evil.json"), ("abs", str(outside)), ("txt", "tests/x.txt")):
+        entries = {"k": {"old": None, "new": {"response": "hello"}}}
+        document = {"format": 1, "module": name, "snapshot_file": target, "entries": entries}
+        (pending / f"{name}.json").write_text(json.dumps(document), encoding="utf-8")
+    assert main(["review", "--dir", str(root), "--accept-all"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("the snapshot file it names is not a .json file below") == 3
+    assert not outside.exists() and not (tmp_path / ".gitleaks.toml").exists()
+    assert not (root / "tests" / "x.txt").exists()
+
+
+def test_review_from_a_subdirectory_and_without_a_terminal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Run from ``tests/`` it said "nothing pending" with differences one level up; with
+    no terminal it showed them and asked nothing, without saying why."""
+    _pending_tree(tmp_path)
+    sub = tmp_path / "tests"
+    sub.mkdir(exist_ok=True)
+    monkeypatch.chdir(sub)
+    assert main(["review"]) == 1
+    captured = capsys.readouterr()
+    assert f"reviewing {str(tmp_path)!r}" in captured.err
+    assert "0 accepted, 0 rejected, 3 pending" in captured.out
+    assert "standard input is not a terminal: nothing was asked" in captured.err
+    assert main(["review", "--dir", str(sub)]) == 2
+    assert "give --dir the pytest rootdir" in capsys.readouterr().err
+
+
+def test_review_output_that_cannot_be_written_is_one_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _pending_tree(tmp_path)
+
+    class Full(io.StringIO):
+        def write(self, text: str) -> int:
+            raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(sys, "stdout", Full())
+    assert main(["review", "--dir", str(tmp_path), "--reject-all"]) == 2
+    err = capsys.readouterr().err
+    assert "cannot write to standard output: No space left on device" in err
+    assert "Traceback" not in err

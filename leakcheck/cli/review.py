@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .console import UsageError
+from .console import UsageError, print_stderr, write_stdout
 from .secrets_file import load_secrets
 
 __all__ = ["review_command"]
@@ -20,6 +20,18 @@ def review_command(args: argparse.Namespace) -> int:
     root = Path(args.dir)
     if not root.is_dir():
         raise UsageError(f"--dir {args.dir!r} is not a directory")
+    if not (root / ".leakcheck").is_dir():
+        # (run from a subdirectory, or given a directory that is not the rootdir: it said
+        # "nothing pending" with pending differences one level up)
+        found = next((d for d in root.resolve().parents if (d / ".leakcheck").is_dir()), None)
+        if found is not None and args.dir != ".":
+            raise UsageError(
+                f"no .leakcheck/ in {args.dir!r}, and {str(found)!r} has one: give --dir the "
+                "pytest rootdir, where a run that saw drift wrote .leakcheck/pending"
+            )
+        if found is not None:  # (run from a subdirectory of the rootdir: as pytest finds it)
+            print_stderr(f"leakcheck review: reviewing {str(found)!r} (its .leakcheck/)")
+            root = found
     secrets = load_secrets(args.secrets_file) if args.secrets_file else []
     decision = "accept" if args.accept_all else "reject" if args.reject_all else None
     try:
@@ -27,6 +39,22 @@ def review_command(args: argparse.Namespace) -> int:
     except (AttributeError, ValueError):
         interactive = False
     try:
-        return review(root, decision=decision, interactive=interactive, secrets=secrets)
+        code = review(
+            root, decision=decision, interactive=interactive, secrets=secrets, out=_Stdout()
+        )
     except SnapshotError as exc:
         raise UsageError(str(exc)) from None
+    if code and decision is None and not interactive:
+        print_stderr(
+            "leakcheck review: standard input is not a terminal: nothing was asked; decide "
+            "with --accept-all or --reject-all"
+        )
+    return code
+
+
+class _Stdout:
+    """Standard output for the review: a write that fails (a closed pipe, ``> /dev/full``)
+    is the command's one-line error, not a traceback."""
+
+    def write(self, text: str) -> None:
+        write_stdout(text)
