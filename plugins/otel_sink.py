@@ -90,6 +90,7 @@ import sys
 import threading
 import traceback
 import types
+import weakref
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -99,6 +100,11 @@ from opentelemetry import trace as trace_api
 from opentelemetry.sdk import metrics as sdk_metrics
 from opentelemetry.sdk import trace as sdk_trace
 from opentelemetry.sdk.metrics.export import AggregationTemporality, InMemoryMetricReader
+
+try:  # (private: where every synchronous instrument's measurement goes)
+    from opentelemetry.sdk.metrics._internal import measurement_consumer as _measurements
+except ImportError:  # pragma: no cover - another SDK layout: no such note
+    _measurements = None  # type: ignore[assignment]
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ALWAYS_ON, Sampler, SamplingResult
@@ -209,6 +215,13 @@ class _Pipeline:
         # shared by the sinks running now (nested LeakChecks): each reads from its offset
         self.running = 0
         self.metric_batches: list[Any] = []
+        #: the span processors of every SDK provider a tracer of which started a span
+        #: while a sink ran: ours is on each (an app's own provider, never set globally:
+        #: dependency injection; its spans passed unread)
+        self.span_processors: weakref.WeakSet[Any] = weakref.WeakSet()
+        #: meter providers that are not the global one, used while a sink ran: their data
+        #: points are not read (said as an inactive signal, never silently clean)
+        self.foreign_meters = 0
 
     # --- installation -----------------------------------------------------------------------
 
@@ -221,6 +234,42 @@ class _Pipeline:
             self._traces()
             self._metrics()
             self._logs()
+            self._watch_every_provider()
+
+    def _watch_every_provider(self) -> None:
+        """Every SDK TracerProvider's spans read, the global one's or not: ours added to
+        a provider's processors the first time one of its tracers starts a span while a
+        sink runs; a measurement of a MeterProvider that is not the global one, made then,
+        said."""
+        if sdk_trace.Tracer.__dict__.get("_leakcheck_watched"):
+            return
+        pipeline = self
+        start_span = sdk_trace.Tracer.start_span
+        consumer_class = getattr(_measurements, "SynchronousMeasurementConsumer", None)
+        consume = getattr(consumer_class, "consume_measurement", None)
+
+        def watched_start_span(tracer: Any, *args: Any, **kwargs: Any) -> Any:
+            if pipeline.running:
+                processor = getattr(tracer, "span_processor", None)  # (the provider's)
+                if processor is not None and processor not in pipeline.span_processors:
+                    try:
+                        processor.add_span_processor(SimpleSpanProcessor(pipeline.spans))
+                        pipeline.span_processors.add(processor)
+                    except Exception:  # noqa: BLE001 - the SDK changed: its spans unread
+                        pass
+            return start_span(tracer, *args, **kwargs)
+
+        def watched_consume(consumer: Any, measurement: Any) -> Any:
+            if pipeline.running:
+                handled = pipeline.handled.get("metrics")
+                if consumer is not getattr(handled, "_measurement_consumer", consumer):
+                    pipeline.foreign_meters += 1
+            return consume(consumer, measurement)  # type: ignore[misc]  # (checked below)
+
+        sdk_trace.Tracer.start_span = watched_start_span  # type: ignore[method-assign, assignment]
+        if consumer_class is not None and consume is not None:  # (the SDK's private module)
+            consumer_class.consume_measurement = watched_consume
+        sdk_trace.Tracer._leakcheck_watched = True  # type: ignore[attr-defined]
 
     def _traces(self) -> None:
         provider = trace_api.get_tracer_provider()
@@ -229,11 +278,13 @@ class _Pipeline:
         if _is_unset(provider):
             ours = sdk_trace.TracerProvider(sampler=_RecordWhileASinkRuns(self))
             ours.add_span_processor(SimpleSpanProcessor(self.spans))
+            self.span_processors.add(ours._active_span_processor)
             trace_api.set_tracer_provider(ours)
             self._settle("traces", trace_api.get_tracer_provider(), ours)
         elif isinstance(provider, sdk_trace.TracerProvider):
             provider.add_span_processor(SimpleSpanProcessor(self.spans))
             self._settle("traces", provider, None)
+            self.span_processors.add(provider._active_span_processor)
         else:
             self._inactive("traces", provider, "TracerProvider")
 
@@ -555,12 +606,28 @@ class OpenTelemetrySink:
     """
 
     name = "opentelemetry"
-    #: Which signals could not be read during this test, and why; ``""`` when all were.
-    inactive_reason: str = ""
+    #: why the signals could not be read, as the sink started
+    _inactive_at_start: str = ""
+
+    @property
+    def inactive_reason(self) -> str:
+        """Which signals could not be read during this test, and why; ``""`` when all
+        were (read live: a measurement of the app's own MeterProvider is said as made)."""
+        said = self._inactive_at_start
+        meters = _pipeline().foreign_meters if self._offsets is not None else self._meters_end
+        if meters > self._meters:
+            foreign = (
+                "metrics: a MeterProvider that is not the global one (the app's own, not set "
+                "with metrics.set_meter_provider) was used: its data points are not read"
+            )
+            said = "; ".join(x for x in (said, foreign) if x)
+        return said
 
     def __init__(self) -> None:
         self._offsets: tuple[int, int, int] | None = None
         self._final: tuple[list[Any], list[Any], list[Any]] | None = None
+        # the pipeline's count of measurements of foreign meter providers at start, at stop
+        self._meters = self._meters_end = 0
 
     def start(self) -> None:
         if self._offsets is not None:
@@ -568,8 +635,9 @@ class OpenTelemetrySink:
         pipeline = _pipeline()
         self._final = None
         self._offsets = pipeline.begin()
+        self._meters = pipeline.foreign_meters
         with pipeline.lock:
-            self.inactive_reason = "; ".join(
+            self._inactive_at_start = "; ".join(
                 f"{signal}: {pipeline.inactive[signal]}"
                 for signal in _SIGNALS
                 if signal in pipeline.inactive
@@ -581,6 +649,7 @@ class OpenTelemetrySink:
         pipeline = _pipeline()
         try:
             self._final = pipeline.snapshot(self._offsets)
+            self._meters_end = pipeline.foreign_meters
         finally:
             self._offsets = None
             pipeline.end()

@@ -343,3 +343,35 @@ def test_nothing_is_recorded_or_kept_outside_a_sink() -> None:
     texts = {c.text for c in inside.collect()}
     assert {"inside"} <= texts
     assert "outside" not in texts
+
+
+def test_an_apps_own_providers_not_set_globally() -> None:
+    """Dependency injection: the app builds its TracerProvider and MeterProvider and never
+    sets them globally. Its spans passed unread (a token in a span attribute: green); now
+    they are read, and its metrics, which cannot be, are said, never silently clean."""
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+    from opentelemetry.sdk.trace import TracerProvider
+
+    from leakcheck.harness import LeakCheck
+
+    tracer = TracerProvider().get_tracer("gateway")  # made before the test: at import
+    counter = MeterProvider(metric_readers=[InMemoryMetricReader()]).get_meter("gw")
+    calls = counter.create_counter("calls")
+    sink = OpenTelemetrySink()
+    with LeakCheck(seed="otel-di", sinks=[sink]) as check:
+        if "traces" in sink.inactive_reason:  # pragma: no cover - a foreign global provider
+            pytest.skip(f"spans cannot be read here: {sink.inactive_reason}")
+        token = check.secret("bearer")
+        with tracer.start_as_current_span("call") as span:
+            span.set_attribute("url", f"https://api.example/?k={token}")
+        assert "MeterProvider that is not the global one" not in sink.inactive_reason
+        calls.add(1, {"cred": "x"})
+    (leak,) = check.violations()
+    assert leak.path == 'span "call" attributes.url'
+    assert "metrics: a MeterProvider that is not the global one" in sink.inactive_reason
+    # a test that uses no such provider is not told so
+    clean = OpenTelemetrySink()
+    with LeakCheck(seed="otel-di-2", sinks=[clean]):
+        pass
+    assert "MeterProvider" not in clean.inactive_reason
