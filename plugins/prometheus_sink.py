@@ -7,8 +7,11 @@ watched registry when the test starts and, when collected, reports only what is 
 sample, a new label value on an existing metric, a new exemplar, the help text of a new
 metric. Paths name the sample and the label, never the value: ``http_errors_total{url=...}``.
 
-Watched registries: ``prometheus_client.REGISTRY`` (looked up when the test starts) and
-every registry named with ``register_registry``, typically once in a ``conftest.py``::
+Watched registries: ``prometheus_client.REGISTRY`` (looked up when the test starts), every
+other ``CollectorRegistry`` of the process (found when the sink first starts, and each one
+made since: an app's own registry, exposed by its own ``/metrics``), and anything with
+``collect()`` named with ``register_registry``, typically once in a ``conftest.py`` (it
+also gives a registry a name for the notes)::
 
     from leakcheck.plugins.prometheus_sink import register_registry
     from myapp.metrics import APP_REGISTRY
@@ -58,8 +61,12 @@ def register_registry(registry: Any, name: str | None = None) -> Any:
         )
     with _LOCK:
         _prune()
-        if any(ref() is registry for ref, _ in _WATCHED):
-            return registry
+        for n, (ref, _) in enumerate(_WATCHED):
+            if ref() is registry:
+                if registry in _FOUND:  # watched unnamed: it takes the name given now
+                    _FOUND.discard(registry)
+                    _WATCHED[n] = (ref, name or _WATCHED[n][1])
+                return registry
         _WATCHED.append((weakref.ref(registry), name or f"registry#{len(_WATCHED) + 1}"))
     return registry
 
@@ -70,8 +77,45 @@ def unregister_registry(registry: Any) -> None:
         _WATCHED[:] = [(ref, n) for ref, n in _WATCHED if ref() not in (None, registry)]
 
 
+def _discover() -> None:
+    """Watch every ``CollectorRegistry`` of the process, the ones made before (found once,
+    through the garbage collector's objects) and after (their ``__init__``): a metric
+    registered in a registry of the app's own that nobody passed to ``register_registry``
+    took a token as a label value and the test passed, silently."""
+    registry_class = prometheus_client.CollectorRegistry
+    if registry_class.__dict__.get("_leakcheck_watched"):
+        return
+    import gc
+
+    init = registry_class.__init__
+
+    def __init__(registry: Any, *args: Any, **kwargs: Any) -> None:  # noqa: N807
+        init(registry, *args, **kwargs)
+        _watch_unnamed(registry)
+
+    for found in gc.get_objects():
+        if isinstance(found, registry_class):
+            _watch_unnamed(found)
+    registry_class.__init__ = __init__  # type: ignore[method-assign, assignment]  # for the process
+    registry_class._leakcheck_watched = True  # type: ignore[attr-defined]
+
+
+def _watch_unnamed(registry: Any) -> None:
+    if registry is not prometheus_client.REGISTRY:
+        with _LOCK:
+            if not any(ref() is registry for ref, _ in _WATCHED):
+                _WATCHED.append((weakref.ref(registry), f"registry#{len(_WATCHED) + 1}"))
+                _FOUND.add(registry)
+
+
+#: the registries watched without ``register_registry`` (``_discover``): one given to it
+#: later takes its name
+_FOUND: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
 def registries() -> list[tuple[str, Any]]:
     """``[(name, registry)]`` watched now: the global registry first."""
+    _discover()
     found: list[tuple[str, Any]] = [("REGISTRY", prometheus_client.REGISTRY)]
     with _LOCK:
         _prune()

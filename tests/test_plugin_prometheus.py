@@ -224,3 +224,31 @@ def test_registry_registered_mid_test_and_broken_collector() -> None:
 def test_sinks_entry() -> None:
     assert prometheus_sink.SINKS == [PrometheusSink]
     assert PrometheusSink.name == "prometheus"
+
+
+def test_an_apps_own_registry_is_watched_unnamed() -> None:
+    """A metric in a registry of the app's own that nobody passed to ``register_registry``
+    took a token as a label value, and the test passed: every CollectorRegistry of the
+    process is watched now, those made before the sink first started too."""
+    import subprocess
+    import sys
+
+    script = """
+import prometheus_client
+from leakcheck.harness import LeakCheck
+APP = prometheus_client.CollectorRegistry()  # made before the plugin: found by the collector
+EARLY = prometheus_client.Counter("gw_early", "calls", ["key"], registry=APP)
+from leakcheck.plugins.prometheus_sink import PrometheusSink
+with LeakCheck(seed="prom-own", sinks=[PrometheusSink()]) as check:
+    late = prometheus_client.CollectorRegistry()  # made after: its __init__
+    LATE = prometheus_client.Counter("gw_late", "calls", ["key"], registry=late)
+    token = check.secret("bearer")
+    EARLY.labels(key=token).inc()
+    LATE.labels(key=token).inc()
+print(sorted(leak.path for leak in check.violations()))
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "['gw_early_total{key=...}', 'gw_late_total{key=...}']"
