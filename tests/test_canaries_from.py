@@ -187,7 +187,12 @@ BAD_REPORTS = [
     (
         "bad id",
         _report([{"test": "t.py::t", "secrets": [{"id": "beaver#1", "generated": True}]}]),
-        "test 1: 'beaver#1' is not a canary id (KIND#N)",
+        "test 1: canary kind 'beaver' is none this leakcheck makes (a report of a newer",
+    ),
+    (
+        "no test id",
+        _report([{"test": None, "secrets": [{"id": "bearer#1", "generated": True}]}]),
+        "test 1: its 'test' (the test's id) is no string",
     ),
     (
         "zero",

@@ -127,9 +127,14 @@ def canaries_from_report(
                 lost += 1
                 continue
             match = _CANARY_ID.fullmatch(secret.id)
-            if match is None or match.group(1) not in KINDS:
+            if match is None:
                 shown = secret.id[:40]
                 raise UsageError(f"report {path!r} test {n}: {shown!r} is not a canary id (KIND#N)")
+            if match.group(1) not in KINDS:
+                raise UsageError(
+                    f"report {path!r} test {n}: canary kind {match.group(1)[:40]!r} is none "
+                    "this leakcheck makes (a report of a newer one? scan with that version)"
+                )
             planned.append((record.test, record.test, match.group(1), int(match.group(2))))
     return _rebuilt(document, path, budget, planned), registered, lost
 
@@ -236,11 +241,11 @@ def _record(raw: Any, n: int, path: str) -> TestRecord:
     """The ``n``-th test entry of a report, read as the plugin writes it; an entry that is
     none (hand-written, or from before test entries listed their secrets) is a usage error,
     never a traceback."""
-    if not (
-        isinstance(raw, dict)
-        and isinstance(raw.get("test"), str)
-        and isinstance(raw.get("secrets"), list)
-    ):
+    if not isinstance(raw, dict):
+        raise UsageError(f"report {path!r} test {n}: not a test entry (an object)")
+    if not isinstance(raw.get("test"), str):
+        raise UsageError(f"report {path!r} test {n}: its 'test' (the test's id) is no string")
+    if not isinstance(raw.get("secrets"), list):
         raise UsageError(
             f"report {path!r} test {n}: no list of its secrets (written by an older "
             "leakcheck? run pytest again)"
