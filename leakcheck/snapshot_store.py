@@ -178,10 +178,20 @@ def dump(document: Any) -> str:
     return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
+#: What a broken snapshot or pending file's error adds: how to get a sound one back.
+_REPAIR = (
+    "; resolve its merge conflict, or delete it and write it anew "
+    "(pytest --leakcheck-snapshot-create; a pending file: run the suite again)"
+)
+
+
 def read_document(path: Path, what: str) -> dict[str, Any] | None:
     if not path.exists():
         return None
-    document = read_json_file(path, f"{what} {path}", SnapshotError)
+    try:
+        document = read_json_file(path, f"{what} {path}", SnapshotError)
+    except SnapshotError as exc:
+        raise SnapshotError(f"{exc}{_REPAIR}") from None
     if (
         not isinstance(document, dict)
         or document.get("format") != FORMAT
@@ -189,7 +199,7 @@ def read_document(path: Path, what: str) -> dict[str, Any] | None:
     ):
         raise SnapshotError(
             f"{what} {path} is not a leakcheck file of format {FORMAT} "
-            '({"format": 1, "entries": {...}})'
+            f'({{"format": 1, "entries": {{...}}}}){_REPAIR}'
         )
     return document
 

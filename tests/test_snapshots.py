@@ -312,6 +312,7 @@ def test_one_snapshot_dir_extra_libraries_and_a_broken_file(inner: pytest.Pytest
     broken = run(inner, "--leakcheck-snapshot-dir=snaps", "--leakcheck-snapshot-update")
     broken.assert_outcomes(passed=2, failed=6)
     assert "snaps/test_gw.json is not valid JSON (line 1, column 2)" in broken.stdout.str()
+    assert "resolve its merge conflict, or delete it and write it anew" in broken.stdout.str()
     assert "Traceback" not in broken.stdout.str()
     assert path.read_text(encoding="utf-8") == "{not json"  # never overwritten blindly
 
