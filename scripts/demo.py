@@ -92,7 +92,10 @@ def main() -> int:
         problems = report.get("request_ids", [])
         print(f"request ids: {'FAILED' if problems else 'ok'}")
         for problem in problems:
-            print(f"  - {problem['rule']}: {problem['message'][:110]}")
+            message = problem["message"]
+            if len(message) > 110:  # (cut at a word, said: the rest is in the JSON report)
+                message = message[:110].rsplit(" ", 1)[0] + " ..."
+            print(f"  - {problem['rule']}: {message}")
         print(f"full output: {(OUT / f'{name}-matrix.txt').relative_to(ROOT)}, "
               f"JSON report: {(OUT / f'{name}-matrix.json').relative_to(ROOT)}\n")  # fmt: skip
         if name == "leaky" and failed:
