@@ -659,3 +659,12 @@ def test_a_long_reason_is_cut_at_a_word() -> None:
     short = _short(reason)
     assert short.endswith(" ...") and len(short) <= 304
     assert reason.startswith(short[:-4]) and reason[len(short) - 4] == " "
+
+
+def test_a_run_of_no_case_names_no_seed() -> None:
+    """No case ran: no canary was drawn, and "canary seed 0" read as one."""
+    from leakcheck.audit.model import AuditResult
+    from leakcheck.audit.report import render_text
+
+    said = render_text(AuditResult(server="python server.py", seed=0))
+    assert "no case ran: no canary" in said and "canary seed" not in said

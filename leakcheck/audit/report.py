@@ -108,7 +108,8 @@ def render_text(result: AuditResult) -> str:
     lines.append(
         f"tools: {len(result.tools)} listed, {len(audited)} audited"
         + (f", {len(left_out)} left out by --tools" if left_out else "")
-        + f"; canary seed {result.seed}"
+        # (no case ran: no canary was drawn, and "seed 0" read as one)
+        + (f"; canary seed {result.seed}" if result.cases else "; no case ran: no canary")
     )
     for tool in result.tools:
         if tool.status is ToolStatus.LEFT_OUT:
