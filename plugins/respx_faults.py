@@ -257,6 +257,7 @@ class RespxFault(MockedHTTPFault):
     ) -> httpx.Response:
         target = self._target(request)
         if target is None:
+            __tracebackhide__ = True  # (the gateway's request went elsewhere: its line shown)
             self.other_calls += 1
             # respx tries the next router on this error, and raises it if none matches
             raise AllMockedAssertionError(
