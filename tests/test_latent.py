@@ -486,6 +486,11 @@ def test_plugin_reports_latent_and_fails_on_emitted(pytester: pytest.Pytester) -
     ]
     self_scan("\n".join(result.outlines + result.errlines), secrets, "inner pytest output")
     self_scan(json.dumps(report), secrets, "inner JSON report")
+    # a passing test's latent findings were shown nowhere but the JSON report
+    result.stdout.fnmatch_lines(
+        ["latent findings (a secret on an object, or below a declared level: never emitted) "
+         "in 1 passing test(s): test_inner.py::test_latent_only; the JSON report*"]
+    )  # fmt: skip
 
 
 # --- the same rule for an exception handed to the caller ----------------------------------------

@@ -534,6 +534,25 @@ class PluginSession:
                     + ", ".join(shown)
                     + (f" and {more} more (-v lists them)" if more else "")
                 )
+        latent = [
+            record["test"]
+            for record in self.records
+            if record.get("outcome") == "passed"
+            and any(
+                isinstance(f, dict) and f.get("sink_class") == "latent"
+                for f in record.get("findings", ())
+            )
+        ]
+        if latent:  # (a passing test's latent findings were shown nowhere but the JSON report)
+            shown = latent if self.verbose else latent[:_UNEXPOSED_SHOWN]
+            more = len(latent) - len(shown)
+            terminalreporter.write_line(
+                f"latent findings (a secret on an object, or below a declared level: never "
+                f"emitted) in {len(latent)} passing test(s): "
+                + ", ".join(shown)
+                + (f" and {more} more (-v lists them)" if more else "")
+                + "; the JSON report (--leakcheck-report) says where; strict_latent fails them"
+            )
         for what, tests in sorted(self._summary_inactive().items()):
             terminalreporter.write_line(f"sink inactive in {len(tests)} test(s): {what}")
         uninspected = [
