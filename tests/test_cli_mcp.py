@@ -187,6 +187,9 @@ def test_stage_not_reached_is_never_a_pass(mcp) -> None:
     assert "incomplete: 1 not reached" in run.out
     line = run.err.strip()
     assert line.startswith("leakcheck: error: the audit is incomplete: 1 not reached; first: ")
+    # said in the audit's words, not the pytest API's (fault.url, via='responses')
+    assert "is {upstream} where the server takes its API's URL from?" in run.out + line
+    assert "fault.url" not in run.out + line and "via='responses'" not in run.out + line
 
 
 def test_a_stage_with_no_case_is_said(mcp) -> None:

@@ -25,6 +25,7 @@ import contextlib
 import fnmatch
 import multiprocessing
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -254,6 +255,23 @@ def case_namespace(spec: CaseSpec) -> str:
     return f"leakcheck-mcp::{spec.id}"
 
 
+#: The pytest API's advice in a fault's "never reached" reason, and what it means for
+#: ``leakcheck mcp``, where the server is the gateway and {upstream} the fault's URL.
+_API_ADVICE = (
+    (re.compile(r": point the gateway at fault\.url(?: \([^()]*(?:\([^()]*\))?[^()]*\))?\.?"),
+     ": is {upstream} where the server takes its API's URL from?"),
+    (re.compile(r"; for requests force it via='responses'"), ""),
+    (re.compile(r" The test proved nothing about this stage\."), " Nothing was proven here."),
+)  # fmt: skip
+
+
+def _for_the_cli(reason: str) -> str:
+    """A fault's reason with the pytest API's advice (``fault.url``) said as the audit's."""
+    for pattern, said in _API_ADVICE:
+        reason = pattern.sub(said, reason)
+    return reason
+
+
 def _upstream_given(spec: ServerSpec) -> bool:
     """Whether a template of ``spec`` names the case's upstream (or is malformed, or names
     an unknown field: that is said first, when the target is made)."""
@@ -342,7 +360,9 @@ def run_one(target: AuditTarget, spec: CaseSpec, seed: int | str) -> CaseOutcome
         outcome.outcome, outcome.reason = Outcome.FAILED, "; ".join(reasons)
     elif unreached:
         outcome.outcome = Outcome.NOT_REACHED
-        outcome.reason = "the server made no request at this stage: " + unreached.splitlines()[0]
+        outcome.reason = "the server made no request at this stage: " + _for_the_cli(
+            unreached.splitlines()[0]
+        )
     if unreached and outcome.outcome is Outcome.FAILED:
         details.append("  (and the stage was not reached: " + unreached.splitlines()[0] + ")")
     answer = getattr(check, "audit_answer", "")
