@@ -207,7 +207,8 @@ def _printable(chunk: bytes, keep_layout: bool = False, encoding: str = "utf-8")
 OPAQUE_LABEL = "\u00abopaque\u00bb"
 #: A run of credential characters (base64, base64url, hex, a JWT's dots) long enough to be
 #: a key (``_looks_random`` judges it).
-_CREDENTIAL_RUN = lazy_compile(r"[A-Za-z0-9+/_=~.\-]{20,}")
+#: (not from the letter of an escape an excerpt writes, ``\n``: "\«opaque»" cut it in two)
+_CREDENTIAL_RUN = lazy_compile(r"(?<!\\)[A-Za-z0-9+/_=~.\-]{20,}")
 #: The same, as bytes: an excerpt's window is widened so as never to cut one.
 _CREDENTIAL_BYTES = lazy_compile(rb"[A-Za-z0-9+/_=~.\-]*")
 _HEX_SEGMENT = lazy_compile(r"[0-9a-f]{24,}|[0-9A-F]{24,}")

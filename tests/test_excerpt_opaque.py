@@ -257,3 +257,12 @@ def test_a_terminal_colour_code_before_a_secret_is_kept_whole() -> None:
     assert masked.startswith("\\x1b[33m«canary:") and masked.endswith("»\\x1b[0m retry")
     # a run that is no colour code is still swallowed (it may be the secret's own)
     assert scanner.mask(f"x33m{value} retry").startswith("«canary:")
+
+
+def test_an_escape_before_a_key_is_kept_whole() -> None:
+    """A key right after a newline in an excerpt: the ``n`` of the written ``\\n`` was taken
+    into the key's run, and the excerpt read ``}\\«opaque» POST``."""
+    from leakcheck.findings import without_random_tokens
+
+    shown = without_random_tokens("'Bearer x'}\\nreqAbC7dEf9GhI2jKl4MnO5pQ POST /v1/x")
+    assert shown == "'Bearer x'}\\n«opaque» POST /v1/x"
