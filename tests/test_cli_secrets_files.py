@@ -114,3 +114,30 @@ def test_full_estimate_reports_the_short_masked_head_the_early_accept_leaves_out
                         "json", log)  # fmt: skip
     assert code == 1
     assert [f["form"] for f in json.loads(out)["findings"]] == ["masked-head-4"]
+
+
+def test_a_token_given_as_an_argument_is_never_quoted_back(
+    files: tuple[Path, Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--secrets-file $TOKEN`` (and ``--secret $TOKEN``, which argparse abbreviated to
+    it) printed the token as the file it could not read; a token as a PATH or an extra
+    argument was quoted too. An argument that names no file and looks like a credential
+    is described; abbreviations are off."""
+    one, _, log = files
+    for argv in (
+        ["scan", "--secrets-file", ONE, str(log)],
+        ["scan", "--secret", ONE, str(log)],
+        ["scan", "--secrets-file", str(one), ONE],
+        ["kinds", ONE],
+        ["scan", "--canaries-from", ONE, str(log)],
+    ):
+        try:
+            code = main(argv)
+        except SystemExit as exc:  # argparse's own usage errors
+            code = exc.code
+        out, err = capsys.readouterr()
+        self_scan(out + err, SECRETS, f"leakcheck {' '.join(argv[:2])}")
+        assert ONE not in out + err and code == 2, (argv, out, err)
+    assert main(["scan", "--secrets-file", ONE, str(log)]) == 2
+    err = capsys.readouterr().err
+    assert "an argument that names no file and looks like a credential" in err

@@ -44,7 +44,7 @@ from .secrets_file import load_secrets
 
 TYPE_CHECKING = False  # not typing's: its import was a twentieth of a scan's start-up
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, NoReturn
 
     from .canaries_from import canaries_from_report, load_canaries
 
@@ -103,7 +103,17 @@ class _Parser(argparse.ArgumentParser):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", _Formatter)
+        # (no abbreviations: "--secret TOKEN" was taken for --secrets-file, and the error
+        # quoted the token as the file it could not read)
+        kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> NoReturn:
+        """argparse's usage error, with an argument that looks like a credential shown as
+        «opaque» (``leakcheck kinds $TOKEN`` printed "unrecognized arguments: <TOKEN>")."""
+        from ..findings import without_random_tokens  # (on this error path only)
+
+        super().error(without_random_tokens(message))
 
 
 def _add_scan(commands: Any) -> None:

@@ -21,7 +21,7 @@ from ..findings import MASK_LABEL
 from ..records import TestRecord
 from ..serialize import read_json_file
 from .budget import Budget, budget_for
-from .console import UsageError, display
+from .console import UsageError, display, named
 from .inputs import distinct_files as distinct_reports
 from .inputs import looks_like_report
 
@@ -49,7 +49,7 @@ _READ_HERE = "pytest --leakcheck-report=PATH and leakcheck mcp --format json wri
 def read_report(path: str) -> dict[str, Any]:
     """The ``--leakcheck-report`` document at ``path``; a file that cannot be read, is not
     JSON or not a leakcheck report is a usage error naming it, never quoting it."""
-    document = read_json_file(path, f"report {path!r}", UsageError, surrogates=False)
+    document = read_json_file(path, f"report {named(path)}", UsageError, surrogates=False)
     if isinstance(document, dict) and "leakcheck_mcp" in document:
         raise UsageError(
             f"{path!r} is an MCP audit's report: a request id is checked across the reports "
@@ -75,7 +75,7 @@ def load_canaries(path: str, budget: Budget | None = None) -> tuple[list[Secret]
     registered themselves (those come with ``--secrets-file``); and how many canaries
     cannot be rebuilt, their test's id having held a secret (masked in the report).
     ``budget``: how many more secrets the scan may take."""
-    document = read_json_file(path, f"report {path!r}", UsageError, surrogates=False)
+    document = read_json_file(path, f"report {named(path)}", UsageError, surrogates=False)
     return canaries_from_report(document, path, budget)
 
 

@@ -55,6 +55,30 @@ def display(name: str) -> str:
     return _UNPRINTABLE.sub(_escape, name)
 
 
+#: How an argument that names no file and looks like a credential is said instead of quoted.
+NOT_A_PATH = "an argument that names no file and looks like a credential"
+
+
+def named(path: str) -> str:
+    """``path`` as an error quotes it (``repr`` of its printable text), unless it names no
+    file and looks like a credential: ``--secrets-file $TOKEN`` (or ``--secret``, which
+    argparse took for it) printed the token in "cannot read secrets file '...'"."""
+    if credential_argument(path):
+        return f"({NOT_A_PATH}: a secret is never given as an argument; put it in a file)"
+    return repr(display(path))
+
+
+def credential_argument(path: str) -> bool:
+    """Whether ``path`` names no file and holds a run that looks like a key."""
+    import os
+
+    if os.path.lexists(path):
+        return False
+    from ..findings import without_random_tokens  # (on this error path only)
+
+    return without_random_tokens(display(path)) != display(path)
+
+
 def print_stderr(line: str) -> None:
     try:
         print(line, file=sys.stderr)

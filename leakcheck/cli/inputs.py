@@ -7,7 +7,7 @@ import os
 import stat
 
 from .._lazy import lazy_compile
-from .console import display
+from .console import credential_argument, display, named
 
 TYPE_CHECKING = False  # not typing's: its import was a twentieth of a scan's start-up
 if TYPE_CHECKING:
@@ -40,7 +40,9 @@ class Inputs:
         try:
             status = os.stat(arg)
         except FileNotFoundError:
-            self.errors.append(f"no such file or directory: {display(arg)}")
+            # (a credential given as a PATH is described, not quoted)
+            shown = named(arg) if credential_argument(arg) else display(arg)
+            self.errors.append(f"no such file or directory: {shown}")
             return
         except OSError as exc:
             self.errors.append(f"cannot read {display(arg)}: {exc.strerror}")

@@ -11,7 +11,7 @@ from .._values import replace
 from ..canaries import KINDS, Secret, WeakSecretError
 from ..serialize import parse_json
 from .budget import Budget, budget_for
-from .console import UsageError, print_stderr
+from .console import UsageError, named, print_stderr
 
 TYPE_CHECKING = False  # not typing's: its import was a twentieth of a scan's start-up
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ def load_secrets(path: str) -> list[Secret]:
 
 def read_secrets(path: str, budget: Budget | None = None, *, early: bool = True) -> SecretsFile:
     budget = budget_for() if budget is None else budget
-    label = f"secrets file {path!r}"
+    label = f"secrets file {named(path)}"
     try:
         with open(path, "rb") as given:
             data = given.read()
