@@ -223,7 +223,8 @@ def test_a_path_argument_that_is_a_secret_is_masked(cli, secrets_file, secrets) 
             assert (
                 "no such file or directory: \u00abcanary:secret:raw\u00bb" in said
                 or "no such file or directory: (an argument that names no file and looks "
-                "like a credential" in said
+                "like a credential"
+                in said
             ), said
 
 

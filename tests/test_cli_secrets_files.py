@@ -130,6 +130,9 @@ def test_a_token_given_as_an_argument_is_never_quoted_back(
         ["scan", "--secrets-file", str(one), ONE],
         ["kinds", ONE],
         ["scan", "--canaries-from", ONE, str(log)],
+        ["review", "--dir", ONE],
+        ["mcp", "--cwd", ONE, "--", sys.executable, "server.py"],
+        ["mcp", "--arguments", ONE, "--", sys.executable, "server.py"],
     ):
         try:
             code = main(argv)

@@ -19,7 +19,7 @@ import os
 import sys
 import time
 
-from .console import EXIT_ERROR, UsageError, print_stderr, write_stdout
+from .console import EXIT_ERROR, UsageError, named, print_stderr, write_stdout
 from .output import Output
 
 TYPE_CHECKING = False  # not typing's: its import was a twentieth of a scan's start-up
@@ -227,7 +227,7 @@ def mcp_command(args: argparse.Namespace, output: Output) -> int:
         raise UsageError("no server command: leakcheck mcp [options] -- COMMAND [ARGS...]")
     if args.cwd is not None and not os.path.isdir(args.cwd):
         # (else the server's start failed as "no such command", naming the command)
-        raise UsageError(f"--cwd {args.cwd!r}: no such directory")
+        raise UsageError(f"--cwd {named(args.cwd)}: no such directory")
     env = _environment(args.env)
     headers = _environment(args.header, "--header")
     spec = ServerSpec(

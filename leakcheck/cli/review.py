@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .console import UsageError, print_stderr, write_stdout
+from .console import UsageError, named, print_stderr, write_stdout
 from .secrets_file import load_secrets
 
 __all__ = ["review_command"]
@@ -19,7 +19,7 @@ def review_command(args: argparse.Namespace) -> int:
 
     root = Path(args.dir)
     if not root.is_dir():
-        raise UsageError(f"--dir {args.dir!r} is not a directory")
+        raise UsageError(f"--dir {named(args.dir)} is not a directory")
     if not (root / ".leakcheck").is_dir():
         # (run from a subdirectory, or given a directory that is not the rootdir: it said
         # "nothing pending" with pending differences one level up)
