@@ -580,21 +580,21 @@ import pytest
 LEVELS = {"gw.lvl": "INFO", "libx": "INFO"}
 
 
-def stderr_logger():
+def on_stderr(level, token):
+    # the app's logger, its handler on stderr, logs the token at ``level``
     log = logging.getLogger("gw.lvl")
     handler = logging.StreamHandler(sys.stderr)
     log.addHandler(handler)
     log.setLevel(logging.DEBUG)
-    return log, handler
+    try:
+        log.log(level, "headers Authorization: Bearer %s", token)
+    finally:
+        log.removeHandler(handler)
 
 
 @pytest.mark.leakcheck(log_levels=LEVELS)
 def test_debug_on_stderr(leakcheck):
-    log, handler = stderr_logger()
-    try:
-        log.debug("headers Authorization: Bearer %s", leakcheck.secret("bearer"))
-    finally:
-        log.removeHandler(handler)
+    on_stderr(logging.DEBUG, leakcheck.secret("bearer"))
 
 
 @pytest.mark.leakcheck(log_levels=LEVELS)
@@ -604,11 +604,7 @@ def test_library_debug(leakcheck):
 
 @pytest.mark.leakcheck(log_levels=LEVELS)
 def test_info_on_stderr(leakcheck):
-    log, handler = stderr_logger()
-    try:
-        log.info("headers Authorization: Bearer %s", leakcheck.secret("bearer"))
-    finally:
-        log.removeHandler(handler)
+    on_stderr(logging.INFO, leakcheck.secret("bearer"))
 
 
 @pytest.mark.leakcheck(log_levels=LEVELS)
@@ -618,11 +614,7 @@ def test_printed(leakcheck):
 
 @pytest.mark.leakcheck(log_levels=LEVELS, strict_latent=True)
 def test_debug_on_stderr_strict(leakcheck):
-    log, handler = stderr_logger()
-    try:
-        log.debug("headers Authorization: Bearer %s", leakcheck.secret("bearer"))
-    finally:
-        log.removeHandler(handler)
+    on_stderr(logging.DEBUG, leakcheck.secret("bearer"))
 """
 
 
