@@ -424,6 +424,13 @@ def child_environment(fault: Any) -> dict[str, str]:
 # --- running the async client from a sync test ------------------------------------------------
 
 
+def _first_leaf(exc: BaseException) -> BaseException:
+    """The first exception inside nested exception groups (anyio's task groups)."""
+    while isinstance(getattr(exc, "exceptions", None), tuple) and exc.exceptions:  # type: ignore[attr-defined]
+        exc = exc.exceptions[0]  # type: ignore[attr-defined]
+    return exc
+
+
 def _run(fn: Callable[[], Any]) -> Any:
     """Run an async function to completion from sync code (in a worker thread when this
     thread already runs an event loop)."""
@@ -662,7 +669,21 @@ class McpTarget(Target):
     @property
     def operations(self) -> Sequence[Operation]:  # type: ignore[override]  # an attribute there
         if self._operations is None:
-            self._operations = self._make_operations(_run(self._list_tools))
+            try:
+                listed = _run(self._list_tools)
+            except Exception as exc:  # noqa: BLE001 - said as one TargetError, below
+                # (a factory that returned None, took no such keyword or raised: a dozen
+                # frames of anyio, asyncio and fastmcp, ending in "Could not infer a valid
+                # transport from: None")
+                leaf = _first_leaf(exc)
+                if isinstance(leaf, TargetError):
+                    raise leaf.with_traceback(None) from None
+                said = str(leaf).splitlines()[0][:200] if str(leaf) else ""
+                raise TargetError(
+                    f"{type(self).__name__}: could not list the server's tools: "
+                    f"{type(leaf).__name__}" + (f": {said}" if said else "")
+                ) from None
+            self._operations = self._make_operations(listed)
         return self._operations
 
     def _make_operations(self, listed: list[_Tool]) -> list[Operation]:
@@ -765,7 +786,13 @@ class InProcessMcpTarget(McpTarget):
                     os.environ[key] = value
 
     def _build(self, lookup: Callable[[str], Any]) -> Any:
-        return self.server(**render(self.kwargs, lookup))
+        built = self.server(**render(self.kwargs, lookup))
+        if built is None:
+            raise TargetError(
+                "InProcessMcpTarget: the server factory returned None: it returns the server "
+                "(a FastMCP server or the SDK's), built for the case's values"
+            )
+        return built
 
     async def _list_tools(self) -> list[_Tool]:
         from fastmcp import Client

@@ -770,6 +770,32 @@ def test_a_server_that_does_not_start_is_one_clear_error() -> None:
     assert "no MCP server here" in str(caught.value)  # what the server said on stderr
 
 
+def test_an_in_process_factory_written_wrong_is_one_clear_error() -> None:
+    """A factory that forgets to return the server, takes no such keyword or raises: a
+    dozen frames of anyio, asyncio and fastmcp, ending in "Could not infer a valid
+    transport from: None"; now one TargetError naming what went wrong."""
+    from leakcheck.matrix import TargetError
+
+    def forgets(**kwargs: Any) -> None:
+        pass
+
+    def takes_nothing() -> Any:
+        raise AssertionError("never called")
+
+    def raises(**kwargs: Any) -> Any:
+        raise ValueError("bad token format")
+
+    for factory, kwargs, said in (
+        (forgets, {}, "the server factory returned None: it returns the server"),
+        (takes_nothing, {"api_token": "{bearer}"}, "got an unexpected keyword argument"),
+        (raises, {}, "could not list the server's tools: ValueError: bad token format"),
+    ):
+        target = mcp_target.InProcessMcpTarget(factory, kwargs=kwargs)
+        with pytest.raises(TargetError) as caught:
+            target.operations  # noqa: B018
+        assert said in str(caught.value), str(caught.value)
+
+
 # --- placements: only those whose credentials the server is given ------------------------
 
 

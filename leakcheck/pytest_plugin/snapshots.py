@@ -456,7 +456,9 @@ class SnapshotSession:
         if other is not None and other["nodeid"] != item.nodeid:
             message = (
                 f"leakcheck snapshot {key}: produced by two tests of {module} "
-                f"({other['nodeid']} and {item.nodeid}); give their operations distinct names"
+                f"({other['nodeid']} and {item.nodeid}); give their operations distinct names, or "
+                "put each matrix in a module of its own (an MCP target's operations are its "
+                "tools' names)"
             )
             self.problems.append(message)
             return message
