@@ -144,6 +144,9 @@ class LeakCheck:
         self.sinks: list[Sink] = [s for s in every if s.name not in self.skip_sinks]
         self._started: list[Sink] = []
         self.faults: list[Fault] = []
+        #: what a target knows of why a stage was not reached (an MCP tool that answered an
+        #: error before any request), added to the harness errors
+        self.harness_hints: list[str] = []
         self._armed: list[Fault] = []
         #: set by a stage-matrix case: what it was and which assertions failed
         self.matrix: CaseResult | None = None
@@ -270,6 +273,8 @@ class LeakCheck:
                 fault.assert_fired()
             except StageNotReached as exc:
                 lines.append(str(exc))
+        if lines:
+            lines += self.harness_hints
         return self.mask("\n".join(lines))
 
     # --- what the agent sees -----------------------------------------------------------------

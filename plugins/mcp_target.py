@@ -732,7 +732,24 @@ class McpTarget(Target):
             case.check.expose(done.progress, "mcp progress notification")
         if done.input_requests:
             case.check.expose(done.input_requests, "mcp input request")
-        return _wire(done.result)
+        wire = _wire(done.result)
+        if isinstance(wire, Mapping) and wire.get("isError") and case.check.unreached():
+            # (an argument the tool refused read as "never reached", nothing more)
+            said = _first_text(wire)
+            case.check.harness_hints.append(
+                f"the tool {tool!r} answered an error before any request reached the fault: "
+                "are its arguments (arguments=) ones it takes?"
+                + (f" It said: {said[:200]!r}" if said else "")
+            )
+        return wire
+
+
+def _first_text(result: Mapping[str, Any]) -> str:
+    """The first text content of a ``CallToolResult`` as JSON, or ""."""
+    for item in result.get("content") or ():
+        if isinstance(item, Mapping) and isinstance(item.get("text"), str):
+            return str(item["text"])
+    return ""
 
 
 def _accepts(schema: Any) -> frozenset[str] | None:

@@ -87,6 +87,9 @@ _MISMATCH = "ssh_host_key_mismatch"
 _UNKNOWN = "ssh_unknown_host_key"
 _COMMAND_FAILED = "ssh_command_failed"
 _HANG = "ssh_hang_after_command"
+#: How long the server keeps a hung command before it lets go (a gateway with no timeout
+#: of its own then gets its channel closed, and the case says why, never a pass).
+HANG_LETS_GO = 5.0
 _REFUSED = "ssh_connection_refused"
 _HOST_KEY_STAGES = (_MISMATCH, _UNKNOWN)
 _ENV_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
@@ -286,6 +289,8 @@ class SSHFault(Fault):
         self._startup_error: BaseException | None = None
         self._acceptor: Any = None
         self._release: asyncio.Event | None = None
+        #: the hung command's client waited HANG_LETS_GO seconds: it has no timeout
+        self.gateway_never_gave_up = False
         self._closed_port: socket.socket | None = None
         self._watch: AbstractContextManager[Watcher] | None = None
         self._watcher: Watcher | None = None
@@ -567,7 +572,13 @@ class SSHFault(Fault):
                     "until the fault stops"
                 )
                 assert self._release is not None
-                await self._release.wait()
+                try:
+                    # a gateway with no timeout of its own waited forever, and the run
+                    # with it (a CI job killed at its limit, a temp directory left)
+                    await asyncio.wait_for(self._release.wait(), HANG_LETS_GO)
+                except asyncio.TimeoutError:
+                    self.gateway_never_gave_up = True
+                    process.exit(255)
             elif self.stage.name == _COMMAND_FAILED:
                 self.record(
                     f"ssh server received a command ({size} bytes, {len(env)} environment "
@@ -589,6 +600,8 @@ class SSHFault(Fault):
 
     @property
     def fired(self) -> bool:
+        if self.gateway_never_gave_up:  # (the stage proved the gateway has no timeout)
+            return False
         if self.stage.name == _REFUSED:
             self._sync_refused()
         if self.stage.name in _HOST_KEY_STAGES and self.host_key_ignored:
@@ -598,6 +611,12 @@ class SSHFault(Fault):
     def not_reached_reason(self) -> str:
         name = self.stage.name
         where = f"{self.host}:{self.port}"
+        if self.gateway_never_gave_up:
+            return (
+                f"the gateway waited {HANG_LETS_GO:g} s for the hung command with no timeout "
+                "of its own, until the ssh server let go: give its client a timeout "
+                "(fault.timeout) so that the agent is not left waiting"
+            )
         if name == _REFUSED:
             return f"nothing tried to connect to fault.host:fault.port ({where})"
         if not self.connections_seen:

@@ -172,6 +172,28 @@ def test_paramiko_fails_the_expected_way(lc: LeakCheck, stage: str) -> None:
     assert_proven(lc, fault)
 
 
+def test_a_gateway_with_no_timeout_is_let_go_and_said(
+    lc: LeakCheck, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A hung command under a client with no timeout of its own waited forever, and the
+    run with it. The server lets go (HANG_LETS_GO: 5 s; 0.3 here) and the case says why:
+    never a pass, never a hang."""
+    monkeypatch.setattr(ssh_server, "HANG_LETS_GO", 0.3)
+    fault = lc.force("ssh_hang_after_command", via="ssh", placement="ssh-command-args")
+    client = fault.paramiko_client()
+    started = time.perf_counter()
+    try:
+        client.connect(**fault.paramiko_options())
+        _stdin, stdout, _stderr = client.exec_command(fault.command)  # no timeout
+        status = stdout.channel.recv_exit_status()
+    finally:
+        client.close()
+    assert time.perf_counter() - started < 5 and status == 255
+    assert not fault.fired
+    said = lc.harness_errors()
+    assert "waited 0.3 s for the hung command with no timeout of its own" in said
+
+
 def test_command_failed_reflects_args_asyncssh(lc: LeakCheck) -> None:
     fault = lc.force("ssh_command_failed", via="ssh", placement="ssh-command-args")
     assert isinstance(fault, SSHFault)

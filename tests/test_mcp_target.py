@@ -770,6 +770,27 @@ def test_a_server_that_does_not_start_is_one_clear_error() -> None:
     assert "no MCP server here" in str(caught.value)  # what the server said on stderr
 
 
+def test_a_tool_that_refuses_its_arguments_is_said_beside_the_stage_not_reached() -> None:
+    """``arguments={"fetch": {"itme": ...}}``: the tool answered a validation error and no
+    request reached the fault; the case said only "never reached"."""
+    target = mcp_target.InProcessMcpTarget(
+        _tiny_server, tools=["fetch"], arguments={"fetch": {"itme": "a"}}
+    )
+    with LeakCheck(seed=SEED, namespace="bad-args") as check:
+        case = _case(check, target, "http_401", "authorization-header")
+        result = target.call(case)
+        assert result["isError"] is True
+        said = check.harness_errors()
+    assert "was never reached" in said
+    assert "the tool 'fetch' answered an error before any request reached the fault" in said
+    assert "are its arguments (arguments=) ones it takes?" in said
+    # a tool that answers without an error is not said to have refused anything
+    fine = mcp_target.InProcessMcpTarget(_tiny_server, tools=["listThings"])
+    with LeakCheck(seed=SEED, namespace="no-error") as check:
+        assert fine.call(_case(check, fine, "http_401", "authorization-header"))["isError"] is False
+        assert check.harness_hints == [] and "was never reached" in check.harness_errors()
+
+
 def test_an_in_process_factory_written_wrong_is_one_clear_error() -> None:
     """A factory that forgets to return the server, takes no such keyword or raises: a
     dozen frames of anyio, asyncio and fastmcp, ending in "Could not infer a valid
