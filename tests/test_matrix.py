@@ -182,12 +182,16 @@ def test_a_target_written_wrong_is_one_message() -> None:
     class Duck:
         operations = Plain.operations
 
+    class Unrunnable(Plain):
+        stages = ["http_401", "ssh_auth_rejected"]
+
     for target, said in (
         (Plain, "stage_matrix(Plain): pass an instance, Plain(), not the class"),
         (Duck(), "Duck is not a leakcheck.matrix.Target: subclass it"),
         (Async(), "Async.call is async: the matrix calls it as a function"),
         (NoCase(), "NoCase.call(self): it is called as call(self, case)"),
         (Slow(), "Slow.timeout: a number of seconds above 0, not '0.3'"),
+        (Unrunnable(), "Unrunnable.stages: ssh_auth_rejected apply to no operation of it"),
         (Spelt(), "unknown placements 'authorisation-header' (did you mean 'authorization-header'"),
     ):
         with pytest.raises(TargetError) as info:

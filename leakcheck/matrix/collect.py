@@ -134,6 +134,17 @@ def _validate_target(target: Target) -> None:
         if unknown:
             said = ", ".join(f"{u!r}{did_you_mean(u, known)}" for u in unknown)
             raise TargetError(f"{name}.{attr}: unknown {attr} {said}; known: {', '.join(known)}")
+    if target.stages is not None:
+        # (a stage no operation's transport has was dropped: "1 skipped", exit 0)
+        runnable = {st.name for op in operations for st in stages_for(op.transport)}
+        unusable = [stage for stage in target.stages if stage not in runnable]
+        if unusable:
+            kinds = sorted({op.transport for op in operations})
+            raise TargetError(
+                f"{name}.stages: {', '.join(unusable)} apply to no operation of it (its "
+                f"operations' transports: {', '.join(kinds)}; an ssh stage needs an "
+                "Operation(..., 'ssh'), an http one an 'http' one)"
+            )
     timeout = target.timeout
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
         raise TargetError(f"{name}.timeout: a number of seconds above 0, not {timeout!r}")
