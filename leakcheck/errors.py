@@ -49,7 +49,12 @@ def did_you_mean(name: object, known: Iterable[str]) -> str:
         return ""
     import difflib  # (on the error path only)
 
-    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.8)
+    known = list(known)
+    same = [k for k in known if k.lower() == name.lower()]  # ("SSH" for "ssh")
+    # (a short name's one slip is a larger part of it: "shh" for "ssh" is 0.67 alike)
+    close = same or difflib.get_close_matches(
+        name, known, n=1, cutoff=0.6 if len(name) <= 4 else 0.8
+    )
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 

@@ -80,6 +80,7 @@ in /proc/net/tcp), ``loopback_tls`` (the CA and each stage's certificate),
 from __future__ import annotations
 
 import contextlib
+import math
 import selectors
 import shutil
 import socket
@@ -205,7 +206,12 @@ class LoopbackFault(Fault):
         _check_choice("scheme", scheme, ("http", "https"))
         if name in TLS_STAGES and scheme != "https":
             raise LoopbackOptionError(f"loopback: stage {name} needs scheme='https'")
-        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
+        if (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, int | float)
+            or not math.isfinite(timeout)
+            or timeout <= 0
+        ):
             raise LoopbackOptionError(
                 f"loopback: timeout must be a positive number of seconds, not {timeout!r}"
             )

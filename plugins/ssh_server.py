@@ -254,7 +254,9 @@ class SSHFault(Fault):
             or not math.isfinite(timeout)
             or timeout <= 0
         ):
-            raise ValueError("ssh fault: timeout must be a positive number of seconds")
+            raise UnknownOptionError(
+                f"ssh fault: timeout must be a positive number of seconds, not {timeout!r}"
+            )
         ssh = placed.ssh if placed is not None else None
         self.host = HOST
         self.port = 0

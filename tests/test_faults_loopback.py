@@ -575,6 +575,8 @@ def test_a_fault_never_started_stops_quietly_and_cannot_restart() -> None:
         ("tls_untrusted_ca", {"scheme": "http"}, "needs scheme='https'"),
         ("http_401", {"timeout": 0}, "timeout must be a positive number"),
         ("http_401", {"timeout": "fast"}, "timeout must be a positive number"),
+        ("http_401", {"timeout": float("nan")}, "timeout must be a positive number"),
+        ("http_401", {"timeout": float("inf")}, "timeout must be a positive number"),
         ("http_401", {"truncation": "chunked"}, "truncation= applies to stage truncated_body"),
         ("truncated_body", {"truncation": "gzip"}, "truncation must be one of"),
         ("reset_after_send", {"disconnect": "fin"}, "disconnect must be one of"),

@@ -28,6 +28,7 @@ from leakcheck.plugins import ssh_server
 from leakcheck.plugins.ssh_server import SERVER_THREAD_NAME, SSHFault
 
 from leakcheck import CanaryFactory
+from leakcheck.errors import UnknownOptionError
 from leakcheck.faults import StageNotReached, UnknownTransportError
 from leakcheck.harness import LeakCheck
 from recorders import ssh as ssh_recorder
@@ -572,8 +573,8 @@ def test_untriggered_fault_fails_the_inner_test(pytester: pytest.Pytester) -> No
 @pytest.mark.parametrize(
     ("stage", "options", "error", "words"),
     [
-        ("ssh_auth_rejected", {"timeout": -1}, ValueError, "timeout must be a positive"),
-        ("ssh_auth_rejected", {"timeout": "1"}, ValueError, "timeout must be a positive"),
+        ("ssh_auth_rejected", {"timeout": -1}, UnknownOptionError, "timeout must be a positive"),
+        ("ssh_auth_rejected", {"timeout": "1"}, UnknownOptionError, "timeout must be a positive"),
         ("ssh_auth_rejected", {"port": 22}, TypeError, "unknown option(s) port"),
         ("http_401", {}, UnknownTransportError, "not an ssh stage; ssh stages: ssh_auth"),
     ],

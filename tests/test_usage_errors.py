@@ -203,6 +203,15 @@ def test_a_far_miss_suggests_nothing() -> None:
     assert did_you_mean(5, ["five"]) == ""
 
 
+def test_a_short_name_or_another_case_is_suggested() -> None:
+    """``via="shh"`` and ``via="SSH"`` named no transport: a short name's one slip is a
+    third of it, and case is no difference a user means."""
+    known = ["loopback", "responses", "respx", "ssh"]
+    assert did_you_mean("shh", known) == " (did you mean 'ssh'?)"
+    assert did_you_mean("SSH", known) == " (did you mean 'ssh'?)"
+    assert did_you_mean("xyz", known) == ""
+
+
 def test_an_option_misspelt_is_named_for_every_transport() -> None:
     loopback = pytest.importorskip("leakcheck.plugins.loopback_http")
     with pytest.raises(UnknownOptionError) as raised:
