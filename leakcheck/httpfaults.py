@@ -213,6 +213,9 @@ class MockedHTTPFault(Fault):
     plants, for ``safe_path``), count requests, and explain a fault that never fired.
     Subclasses install their library's mock in ``start`` and answer through ``target``."""
 
+    #: the stages' transports this fault forces (a Target's mistake found at collection)
+    STAGE_TRANSPORTS: frozenset[str] = frozenset({"http"})
+
     transport = "?"
     #: how to read a response body to its end, in the client's words
     read_hint = "read the response"

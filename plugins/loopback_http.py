@@ -173,6 +173,9 @@ class LoopbackFault(Fault):
     (an orderly close before any response byte).
     """
 
+    #: the stages' transports this fault forces (a Target's mistake found at collection)
+    STAGE_TRANSPORTS: frozenset[str] = frozenset({"http"})
+
     transport = "loopback"
 
     def __init__(

@@ -225,6 +225,9 @@ class SSHFault(Fault):
     temporary directory, their paths end with the placed path.
     """
 
+    #: the stages' transports this fault forces (a Target's mistake found at collection)
+    STAGE_TRANSPORTS: frozenset[str] = frozenset({"ssh"})
+
     transport = "ssh"
 
     def __init__(

@@ -185,6 +185,10 @@ def test_a_target_written_wrong_is_one_message() -> None:
     class Unrunnable(Plain):
         stages = ["http_401", "ssh_auth_rejected"]
 
+    class SshOverLoopback(Plain):
+        stages = ["ssh_auth_rejected"]
+        operations = [Operation("run_command", "ssh", repeatable=False, via="loopback")]
+
     for target, said in (
         (Plain, "stage_matrix(Plain): pass an instance, Plain(), not the class"),
         (Duck(), "Duck is not a leakcheck.matrix.Target: subclass it"),
@@ -192,6 +196,7 @@ def test_a_target_written_wrong_is_one_message() -> None:
         (NoCase(), "NoCase.call(self): it is called as call(self, case)"),
         (Slow(), "Slow.timeout: a number of seconds above 0, not '0.3'"),
         (Unrunnable(), "Unrunnable.stages: ssh_auth_rejected apply to no operation of it"),
+        (SshOverLoopback(), "forces its stages via 'loopback', which forces http stages only"),
         (Spelt(), "unknown placements 'authorisation-header' (did you mean 'authorization-header'"),
     ):
         with pytest.raises(TargetError) as info:

@@ -193,6 +193,17 @@ def _validate_runnable(target: Target, specs: Sequence[CaseSpec]) -> None:
         if not STAGES[spec.stage].gateway_side
     }
     missing = sorted(via for via in vias if fault_factory(via) is None)
+    for spec in specs:
+        stage = STAGES[spec.stage]
+        via = None if stage.gateway_side else _via(target, operations[spec.operation], stage)
+        forces = getattr(fault_factory(via), "STAGE_TRANSPORTS", None) if via else None
+        if forces is not None and stage.transport not in forces:
+            # (found per case before: every case failed through pytest's own frames)
+            raise TargetError(
+                f"{name}: operation {spec.operation!r} ({operations[spec.operation].transport}) "
+                f"forces its stages via {via!r}, which forces {', '.join(sorted(forces))} "
+                "stages only (Operation.via, http_via, ssh_via)"
+            )
     if missing:
         from ..extensions import install_hint, skipped_plugins
 
