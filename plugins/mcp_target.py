@@ -909,7 +909,10 @@ class StdioMcpTarget(McpTarget):
             try:
                 listed = await self._session(self._parameters(_placeholder, {}), errlog, body)
             except Exception as exc:  # noqa: BLE001 - said once, as the user's mistake
-                failure = type(exc).__name__
+                # (the first failure inside anyio's groups: "ExceptionGroup" named no cause)
+                leaf = _first_leaf(exc)
+                detail = str(leaf).splitlines()[0][:160] if str(leaf) else ""
+                failure = type(leaf).__name__ + (f" ({detail})" if detail else "")
             else:
                 return [
                     _Tool(t.name, _required(t.input_schema), _accepts(t.input_schema))

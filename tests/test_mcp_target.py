@@ -768,6 +768,15 @@ def test_a_server_that_does_not_start_is_one_clear_error() -> None:
     with pytest.raises(TargetError, match="could not list the tools of") as caught:
         target.operations  # noqa: B018
     assert "no MCP server here" in str(caught.value)  # what the server said on stderr
+    # a program that answers, but no MCP: the cause named, not "ExceptionGroup"
+    echo = "import sys\nfor line in sys.stdin:\n    sys.stdout.write(line)\n    sys.stdout.flush()"
+    target = mcp_target.StdioMcpTarget(
+        sys.executable, ["-c", echo], arguments={"fetch": {"item": "a"}}, startup_timeout=5
+    )
+    with pytest.raises(TargetError) as caught:
+        target.operations  # noqa: B018
+    assert "ExceptionGroup" not in str(caught.value)
+    assert "could not list the tools of" in str(caught.value) and "Error" in str(caught.value)
 
 
 def test_a_tool_that_refuses_its_arguments_is_said_beside_the_stage_not_reached() -> None:
