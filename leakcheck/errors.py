@@ -61,3 +61,17 @@ def did_you_mean(name: object, known: Iterable[str]) -> str:
 def with_article(noun: str) -> str:
     """``noun`` after "a" or "an" (a type's name in a message: "an int", "a dict")."""
     return f"{'an' if noun[:1] in tuple('aeiou') else 'a'} {noun}"
+
+
+def first_leaf(exc: BaseException) -> BaseException:
+    """The first exception inside nested exception groups (anyio's task groups wrap what
+    failed): what a message names, never "ExceptionGroup"."""
+    while True:
+        inner = getattr(exc, "exceptions", None)  # a BaseExceptionGroup (3.11+, exceptiongroup)
+        if (
+            not isinstance(inner, tuple | list)
+            or not inner
+            or not isinstance(inner[0], BaseException)
+        ):
+            return exc
+        exc = inner[0]

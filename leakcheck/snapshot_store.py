@@ -119,15 +119,19 @@ def _type_name(exc: BaseException) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
-def _request_id_of(envelope: Any) -> object:
-    """The envelope's ``request_id``: a mapping's key or, as a Target's result object may
-    carry it, an attribute (a new id every run: left in, every case drifted every run)."""
+def request_id_of(envelope: Any) -> str | None:
+    """The request id a gateway returned: an envelope's ``request_id``, a mapping's key or,
+    as a Target's result object may carry it, an attribute (None when it has no non-empty
+    string one). The matrix checks it; a snapshot normalizes it (a new id every run: left
+    in, every case drifted every run)."""
     if isinstance(envelope, Mapping):
-        return envelope.get("request_id")
-    try:
-        return getattr(envelope, "request_id", None)
-    except Exception:  # noqa: BLE001 - an app's property may raise: no id to normalize
-        return None
+        value = envelope.get("request_id")
+    else:
+        try:
+            value = getattr(envelope, "request_id", None)
+        except Exception:  # noqa: BLE001 - an app's property may raise: no id
+            return None
+    return value if isinstance(value, str) and value else None
 
 
 def snapshot_entry(
@@ -147,7 +151,7 @@ def snapshot_entry(
     port, a temporary directory) to replace wherever they appear."""
     masked = mask or (lambda text: text)
     response = map_strings(to_jsonable(envelope), masked)
-    rid = _request_id_of(envelope)
+    rid = request_id_of(envelope)
     ids = [masked(rid)] if isinstance(rid, str) and len(rid) >= 4 else []
     ports, paths = list(ports), list(paths)
 

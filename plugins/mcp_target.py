@@ -101,7 +101,7 @@ from leakcheck.canaries import KINDS, is_kind_name
 from leakcheck.capture import Captured
 from leakcheck.contract import DEFAULT as DEFAULT_EXPECTATIONS
 from leakcheck.contract import Expectations, Violation
-from leakcheck.errors import LeakcheckUsageError, did_you_mean
+from leakcheck.errors import LeakcheckUsageError, did_you_mean, first_leaf
 from leakcheck.faults import ChildProcessUpstream, TlsUpstream
 from leakcheck.matrix import SEAMS, UNREACHABLE_URL, Case, Operation, Target, TargetError
 from leakcheck.netwatch import merge_environment
@@ -424,13 +424,6 @@ def child_environment(fault: Any) -> dict[str, str]:
 # --- running the async client from a sync test ------------------------------------------------
 
 
-def _first_leaf(exc: BaseException) -> BaseException:
-    """The first exception inside nested exception groups (anyio's task groups)."""
-    while isinstance(getattr(exc, "exceptions", None), tuple) and exc.exceptions:  # type: ignore[attr-defined]
-        exc = exc.exceptions[0]  # type: ignore[attr-defined]
-    return exc
-
-
 def _run(fn: Callable[[], Any]) -> Any:
     """Run an async function to completion from sync code (in a worker thread when this
     thread already runs an event loop)."""
@@ -675,7 +668,7 @@ class McpTarget(Target):
                 # (a factory that returned None, took no such keyword or raised: a dozen
                 # frames of anyio, asyncio and fastmcp, ending in "Could not infer a valid
                 # transport from: None")
-                leaf = _first_leaf(exc)
+                leaf = first_leaf(exc)
                 if isinstance(leaf, TargetError):
                     raise leaf.with_traceback(None) from None
                 said = str(leaf).splitlines()[0][:200] if str(leaf) else ""
@@ -735,7 +728,7 @@ class McpTarget(Target):
         wire = _wire(done.result)
         if isinstance(wire, Mapping) and wire.get("isError") and case.check.unreached():
             # (an argument the tool refused read as "never reached", nothing more)
-            said = _first_text(wire)
+            said = case.check.mask(_first_text(wire))  # (masked whole, then cut)
             case.check.harness_hints.append(
                 f"the tool {tool!r} answered an error before any request reached the fault: "
                 "are its arguments (arguments=) ones it takes?"
@@ -910,7 +903,7 @@ class StdioMcpTarget(McpTarget):
                 listed = await self._session(self._parameters(_placeholder, {}), errlog, body)
             except Exception as exc:  # noqa: BLE001 - said once, as the user's mistake
                 # (the first failure inside anyio's groups: "ExceptionGroup" named no cause)
-                leaf = _first_leaf(exc)
+                leaf = first_leaf(exc)
                 detail = str(leaf).splitlines()[0][:160] if str(leaf) else ""
                 failure = type(leaf).__name__ + (f" ({detail})" if detail else "")
             else:

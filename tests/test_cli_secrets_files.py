@@ -144,3 +144,6 @@ def test_a_token_given_as_an_argument_is_never_quoted_back(
     assert main(["scan", "--secrets-file", ONE, str(log)]) == 2
     err = capsys.readouterr().err
     assert "an argument that names no file and looks like a credential" in err
+    with pytest.raises(SystemExit):  # no abbreviation: --secret is no --secrets-file
+        main(["scan", "--secret", str(one), str(log)])
+    assert "unrecognized arguments: --secret" in capsys.readouterr().err

@@ -102,10 +102,7 @@ def load_pinned(path: str | Path) -> dict[str, dict[str, Any]]:
     try:
         text = where.read_text(encoding="utf-8")
     except OSError as exc:
-        from ..cli.console import named  # (a token given as the path: described, not quoted)
-
-        shown = named(str(path)) if isinstance(path, str) else str(where)
-        raise AuditError(f"--arguments {shown}: cannot read it ({exc.strerror or exc})") from None
+        raise AuditError(f"--arguments {where}: cannot read it ({exc.strerror or exc})") from None
     except UnicodeDecodeError:
         raise AuditError(f"--arguments {where}: not UTF-8 text") from None
     try:

@@ -53,6 +53,7 @@ from leakcheck.plugins.mcp_target import (
 from leakcheck.plugins.process_sink import provisioning
 
 from ..capture import Captured
+from ..errors import first_leaf
 from ..faults import HarnessError
 from ..matrix import UNREACHABLE_URL, Case
 from ..policy import SinkClass
@@ -203,25 +204,12 @@ class HomeFilesSink:
 # --- the target --------------------------------------------------------------------------------
 
 
-def _unwrap(exc: BaseException) -> BaseException:
-    """The first leaf of nested exception groups (anyio's task groups wrap what failed)."""
-    while True:
-        inner = getattr(exc, "exceptions", None)  # a BaseExceptionGroup (3.11+, exceptiongroup)
-        if (
-            not isinstance(inner, tuple | list)
-            or not inner
-            or not isinstance(inner[0], BaseException)
-        ):
-            return exc
-        exc = inner[0]
-
-
 def _why(exc: BaseException, spec: ServerSpec) -> str | None:
     """What a session failure means, or None for an error the server chose to send (a
     JSON-RPC error answer: the tool's own, judged as caller-visible)."""
     from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
-    leaf = _unwrap(exc)
+    leaf = first_leaf(exc)
     if isinstance(leaf, TimeoutError) or (
         isinstance(leaf, MCPError) and leaf.code == REQUEST_TIMEOUT
     ):
@@ -501,7 +489,7 @@ def list_tools(spec: ServerSpec, workdir: str) -> list[ToolInfo]:
 def _start_failure(spec: ServerSpec, exc: BaseException, said: str) -> str:
     from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
-    leaf = _unwrap(exc)
+    leaf = first_leaf(exc)
     command = spec.describe()
     if spec.url and not isinstance(leaf, TimeoutError | MCPError):
         return (

@@ -19,7 +19,14 @@ import os
 import sys
 import time
 
-from .console import EXIT_ERROR, UsageError, named, print_stderr, write_stdout
+from .console import (
+    EXIT_ERROR,
+    UsageError,
+    credential_argument,
+    named,
+    print_stderr,
+    write_stdout,
+)
 from .output import Output
 
 TYPE_CHECKING = False  # not typing's: its import was a twentieth of a scan's start-up
@@ -233,6 +240,8 @@ def mcp_command(args: argparse.Namespace, output: Output) -> int:
     spec = ServerSpec(
         command=server[0] if server else "", args=tuple(server[1:]), env=env, headers=headers
     )
+    if args.arguments and credential_argument(args.arguments):  # (a token given as it)
+        raise UsageError(f"--arguments {named(args.arguments)}: no such file")
     try:  # (read once, here: the audit takes the arguments read)
         pinned = load_pinned(args.arguments) if args.arguments else {}
     except AuditError as exc:  # (names the file and where, never a value)

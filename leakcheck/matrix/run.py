@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import socket
 import ssl
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..capture import ProtectedRecordSink
@@ -33,7 +33,7 @@ from ..placements import (
 )
 from ..records import Assertion, CaseResult
 from ..serialize import safe_str
-from ..snapshot_store import snapshot_entry
+from ..snapshot_store import request_id_of, snapshot_entry
 from ..stages import STAGES
 from .hygiene import hygiene_violations, request_id_words
 from .model import (
@@ -218,7 +218,7 @@ def run_case(
     else:
         problems += [Problem(Assertion.CONTRACT, v) for v in verdict]
     problems += [Problem(Assertion.HYGIENE, v) for v in hygiene_violations(returned, case)]
-    request_id = _request_id(returned)
+    request_id = request_id_of(returned)
     problems += [Problem(Assertion.HYGIENE, v) for v in request_id_words(request_id, case)]
     if with_record:
         record = target.record(case, request_id) if request_id is not None else None
@@ -256,16 +256,6 @@ def _contract_verdict(
                 f"raised {type(exc).__name__}: {exc}"
             )
         ) from None
-
-
-def _request_id(returned: Any) -> str | None:
-    """The request id the gateway returned: an envelope's ``request_id`` (a mapping key or
-    an attribute of a result object)."""
-    if isinstance(returned, Mapping):
-        value = returned.get("request_id")
-    else:
-        value = getattr(returned, "request_id", None)
-    return value if isinstance(value, str) and value else None
 
 
 def unread_credentials(case: Case, target: Target) -> list[Violation]:
