@@ -97,6 +97,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SESSION] = state
     config.pluginmanager.register(state, "leakcheck-state")
     state.mask_terminal()
+    state.mask_shortened()
     state.mask_echo()
     state.mask_debug_trace()
     state.watch_secrets()
@@ -107,6 +108,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(SESSION, None)
     if state is not None:
         state.unwatch_secrets()
+        state.unmask_shortened()
         state.unmask_echo()
 
 

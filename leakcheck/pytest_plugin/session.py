@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..harness import LeakCheck
     from ..masking import SessionMasker
     from .capture_fixtures import TerminalEcho
+    from .shortened import ShortenedMasking
 
 __all__ = [
     "CHECK",
@@ -117,6 +118,7 @@ class PluginSession:
         self.trace_unmasked = False
         #: stops the masking of secrets made outside the fixture's checks (``watch_secrets``)
         self._unwatch: Callable[[], None] | None = None
+        self._shortened: ShortenedMasking | None = None
         self.opt_outs: list[dict[str, str]] = []
         self.request_id_problems: list[dict[str, Any]] = []
         #: -v: say what is only noise in a quiet run (plugins whose library is missing,
@@ -227,6 +229,20 @@ class PluginSession:
             write(msg, **markup)
 
         writer.write = masked_write
+
+    def mask_shortened(self) -> None:
+        """Mask what pytest shortens before it cuts it (``shortened``): an assertion's
+        operands, ``-l`` locals, a comparison's explanation."""
+        from .shortened import ShortenedMasking
+
+        self.unmask_shortened()
+        self._shortened = ShortenedMasking(self.mask)
+        self._shortened.install()
+
+    def unmask_shortened(self) -> None:
+        shortened, self._shortened = self._shortened, None
+        if shortened is not None:
+            shortened.restore()
 
     def mask_echo(self) -> None:
         """Where pytest lets a test's ``sys.stdout`` and ``sys.stderr`` reach the terminal

@@ -1,0 +1,144 @@
+"""What pytest shortens is masked before it is cut.
+
+pytest shows a long value cut in the middle: an assertion's operands and ``-l`` locals
+(``saferepr``: 240 characters, 2,400 under ``-v``), a long string inside a container,
+and the explanation of a failed comparison (8 lines or 640 characters without ``-vv``).
+A secret's encoded form cut there leaves two pieces that no masking needle matches: the
+masking windows cover the raw and escaped spellings, and a piece of the hex or base64
+of a token is shorter than that form's needle. ``'6c63622e5673...5694b6a67792e'`` is the
+first and the last six characters of a bearer token, in hex. So the whole text is masked
+first (the form is found whole there) and the masked text is cut as pytest cuts it.
+
+A text holding no secret is shown exactly as pytest shows it; one that holds a form of
+one is cut after masking, which may change where the cut falls.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+#: Texts up to this many characters are masked whole before the cut; past it, the head
+#: and the tail of this many characters each (what pytest shows is a few thousand at most)
+_WHOLE_UP_TO, _END_CHARS = 1 << 20, 1 << 16
+_FILL = "..."
+
+
+def _ends(text: str) -> str:
+    """``text``, or its two ends joined around a fill where it is too long to mask whole
+    (pytest shows a few thousand characters of its ends at most)."""
+    if len(text) <= _WHOLE_UP_TO:
+        return text
+    return text[:_END_CHARS] + _FILL + text[-_END_CHARS:]
+
+
+def _cut(text: str, size: int, fill: str = _FILL) -> str:
+    """``text`` cut in the middle to ``size`` characters, as ``saferepr`` cuts it."""
+    if len(text) <= size:
+        return text
+    head = max(0, (size - len(fill)) // 2)
+    tail = max(0, size - len(fill) - head)
+    return text[:head] + fill + text[len(text) - tail :]
+
+
+class ShortenedMasking:
+    """Patches pytest's shortening (``install``) with masking by ``mask``; ``restore``
+    puts pytest's own functions back."""
+
+    def __init__(self, mask: Callable[[str], str]) -> None:
+        self._mask = mask
+        self._saved: list[tuple[Any, str, Any, bool]] = []
+
+    def install(self) -> None:
+        if self._saved:
+            return
+        from _pytest._io import saferepr
+        from _pytest.assertion import truncate
+
+        ellipsize = saferepr._ellipsize
+        repr_str = saferepr.SafeRepr.repr_str
+        mask = self._mask
+
+        def masked_ellipsize(s: str, maxsize: int) -> str:
+            if len(s) <= maxsize:
+                return s
+            shown = _ends(s)
+            masked = mask(shown)
+            return ellipsize(s if masked == shown else masked, maxsize)
+
+        def masked_repr_str(self: Any, x: str, level: int) -> str:
+            original = repr_str(self, x, level)
+            if len(x) <= self.maxstring and original == builtins.repr(x):
+                return original  # nothing was cut
+            if len(x) <= _WHOLE_UP_TO:
+                shown = builtins.repr(x)
+            else:
+                shown = _ends(builtins.repr(x[: _END_CHARS + 1] + x[-_END_CHARS - 1 :]))
+            masked = mask(shown)
+            if masked == shown:
+                return original
+            return _cut(masked, self.maxstring, self.fillvalue)
+
+        self._patch(saferepr, "_ellipsize", masked_ellipsize)
+        self._patch(saferepr.SafeRepr, "repr_str", masked_repr_str)
+
+        # pytest 9 cuts the explanation as it streams it; pytest 8 cut the list. Only the
+        # line cut in the middle is masked before the cut (a line kept whole is masked
+        # where the report is, and what the test's exception holds stays as it was)
+        streaming = getattr(truncate, "materialize_with_truncation", None)
+        if streaming is not None:
+
+            def masked_materialize(lines: Iterable[str], config: Any) -> list[str]:
+                pulled: list[str] = []
+                shown: list[str] = streaming(_recorded(lines, pulled), config)
+                return _cut_line_masked(shown, pulled, mask, truncate.TRUNCATION_MSG)
+
+            self._patch(truncate, "materialize_with_truncation", masked_materialize)
+        listed = getattr(truncate, "truncate_if_required", None)
+        if listed is not None:
+
+            def masked_truncate(explanation: list[str], *args: Any, **kwargs: Any) -> Any:
+                shown = listed(explanation, *args, **kwargs)
+                return _cut_line_masked(shown, explanation, mask, truncate.TRUNCATION_MSG)
+
+            self._patch(truncate, "truncate_if_required", masked_truncate)
+
+    def _patch(self, owner: Any, name: str, replacement: Any) -> None:
+        self._saved.append((owner, name, getattr(owner, name), name in vars(owner)))
+        setattr(owner, name, replacement)
+
+    def restore(self) -> None:
+        while self._saved:
+            owner, name, original, own = self._saved.pop()
+            if own:
+                setattr(owner, name, original)
+            else:  # (inherited: the subclass had none of its own)
+                delattr(owner, name)
+
+
+def _recorded(lines: Iterable[str], pulled: list[str]) -> Iterator[str]:
+    for line in lines:
+        pulled.append(line)
+        yield line
+
+
+def _cut_line_masked(
+    shown: list[str], full: list[str], mask: Callable[[str], str], notice: str
+) -> list[str]:
+    """``shown`` (pytest's cut of the explanation ``full``) with the line it cut in the
+    middle cut from that line masked: ``..."`` and the notice follow the last line kept."""
+    if len(shown) < 3 or shown[-1] != notice:
+        return shown
+    at = len(shown) - 3
+    cut = shown[at]
+    if at >= len(full) or not cut.endswith(_FILL):
+        return shown
+    whole = full[at]
+    kept = len(cut) - len(_FILL)
+    if kept >= len(whole):  # (not cut inside: the lines after it were dropped)
+        return shown
+    masked = mask(whole)
+    if masked == whole:
+        return shown
+    return [*shown[:at], masked[:kept] + _FILL, *shown[at + 1 :]]

@@ -1,0 +1,155 @@
+"""What pytest cuts in the middle is masked whole before the cut.
+
+pytest shortens a long value where it shows it: an assertion's operands (the summary
+line of a failed comparison: some 30 characters each), ``-l`` locals, bytes and a long
+string inside a container (240 characters), the explanation of a comparison (640 characters
+without ``-vv``). A form of a canary cut there leaves a piece no masking needle
+matches: the masking windows cover the raw and escaped spellings, the decoding pass
+decodes hex runs of 32 characters and base64 runs of 16 and more, and a cut leaves
+fewer. ``'6c63622e5673...5694b6a67792e'`` showed a bearer token's last six characters in
+hex. The inner suite cuts the hex and the base64 of its canaries on each of those
+routes; the outer test searches the output for every 10-character piece of the random
+part of those encodings. The same run with pytest's own functions back must show pieces:
+the search has teeth.
+"""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+
+from leakcheck import CanaryFactory, Secret
+
+pytest_plugins = ["pytester"]
+
+SEED = 20261207
+
+INNER = """
+import base64
+
+
+def test_operands_hex(leakcheck):
+    token = leakcheck.secret("bearer")
+    assert token.encode().hex() == "0" * 10
+
+
+def test_operands_base64(leakcheck):
+    token = leakcheck.secret("api_key")
+    assert base64.b64encode(token.encode()).decode()[5:] == "0" * 10
+
+
+def test_locals_cut(leakcheck):
+    token = leakcheck.secret("bearer")
+    text = "x" * 97 + token.encode().hex() + "y" * 300
+    data = {"note": "x" * 100 + base64.b64encode(token.encode()).decode() + "y" * 300}
+    assert not text and data
+
+
+def test_locals_bytes_cut(leakcheck):
+    token = leakcheck.secret("api_key")
+    blob = ("x" * 97 + token.encode().hex() + "y" * 300).encode()
+    assert not blob
+
+
+def test_explanation_cut(leakcheck):
+    token = leakcheck.secret("bearer")
+    left = "\\n".join(["line 1", "line 2", "p" * 550 + token.encode().hex() + "q" * 60])
+    assert left == "other"
+"""
+
+#: Puts pytest's own shortening back (the control run).
+UNPATCHED = """
+def pytest_sessionstart(session):
+    from leakcheck.pytest_plugin.session import SESSION
+
+    session.config.stash[SESSION].unmask_shortened()
+"""
+
+TESTS = {
+    "test_operands_hex": "bearer",
+    "test_operands_base64": "api_key",
+    "test_locals_cut": "bearer",
+    "test_locals_bytes_cut": "api_key",
+    "test_explanation_cut": "bearer",
+}
+PIECE = 10
+
+
+def _encodings(secret: Secret) -> list[str]:
+    """The hex and base64 spellings of ``secret``'s random part (its fixed prefix left
+    out), at the three byte offsets base64 can meet it at."""
+    data = secret.value.encode()
+    random_part = data[4:]  # ("lcb." and "lck_": the kinds' fixed prefixes)
+    spelled = [random_part.hex(), random_part.hex().upper()]
+    for offset in range(3):
+        core = base64.b64encode(b"\0" * offset + data).decode()
+        spelled.append(core[(8 * (offset + 4) + 5) // 6 + 1 : -3])
+    return spelled
+
+
+def _pieces_shown(text: str, secret: Secret) -> int:
+    """How many PIECE-character pieces of ``secret``'s encodings ``text`` holds."""
+    shown = 0
+    for spelled in _encodings(secret):
+        shown += sum(spelled[i : i + PIECE] in text for i in range(len(spelled) - PIECE + 1))
+    return shown
+
+
+def _run(pytester: pytest.Pytester, *, patched: bool) -> dict[str, int]:
+    pytester.makepyfile(test_cut=INNER)
+    if not patched:
+        pytester.makeconftest(UNPATCHED)
+    result = pytester.runpytest_subprocess(
+        "-p", "no:randomly", "-p", "no:cacheprovider", "-l", f"--leakcheck-seed={SEED}",
+    )  # fmt: skip
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    text = "\n".join(result.outlines + result.errlines)
+    for name in TESTS:
+        assert f"_ {name} _" in text, f"the run shows no failure of {name}"
+    shown = {}
+    for name, kind in TESTS.items():
+        secret = CanaryFactory(SEED, namespace=f"test_cut.py::{name}", announce=False).nth(kind, 1)
+        shown[name] = _pieces_shown(text, secret)
+    return shown
+
+
+def test_what_pytest_cuts_shows_no_piece(pytester: pytest.Pytester) -> None:
+    shown = _run(pytester, patched=True)
+    assert shown == dict.fromkeys(TESTS, 0)
+
+
+def test_pytest_alone_shows_pieces_at_each_cut(pytester: pytest.Pytester) -> None:
+    shown = _run(pytester, patched=False)
+    assert all(shown.values()), shown
+
+
+def test_restore_puts_the_functions_back() -> None:
+    """(This session's plugin has its own patch in place: ``restore`` puts back what
+    was there, and a pytest without one gets its own functions.)"""
+    import reprlib
+
+    from _pytest._io import saferepr
+    from _pytest.assertion import truncate
+
+    from leakcheck.pytest_plugin.shortened import ShortenedMasking
+
+    def there() -> tuple[object, ...]:
+        own = vars(saferepr.SafeRepr).get("repr_str")
+        return saferepr._ellipsize, truncate.materialize_with_truncation, own
+
+    before = there()
+    shortened = ShortenedMasking(str.upper)
+    shortened.install()
+    shown = saferepr.saferepr("ab" * 200, maxsize=20)
+    assert shown.startswith("'ABABABA...") and len(shown) <= 20
+    shortened.restore()
+    assert there() == before
+    if before[2] is None:
+        assert saferepr.SafeRepr.repr_str is reprlib.Repr.repr_str
+    with pytest.MonkeyPatch.context() as patch:  # pytest's own, whatever is in place
+        if "repr_str" in vars(saferepr.SafeRepr):
+            patch.delattr(saferepr.SafeRepr, "repr_str")
+        shortened.install()
+        shortened.restore()
+        assert "repr_str" not in vars(saferepr.SafeRepr)
