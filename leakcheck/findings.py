@@ -211,6 +211,10 @@ OPAQUE_LABEL = "\u00abopaque\u00bb"
 _CREDENTIAL_RUN = lazy_compile(r"(?<!\\)[A-Za-z0-9+/_=~.\-]{20,}")
 #: The same, as bytes: an excerpt's window is widened so as never to cut one.
 _CREDENTIAL_BYTES = lazy_compile(rb"[A-Za-z0-9+/_=~.\-]*")
+_CREDENTIAL_CHARS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_=~.-"
+_CREDENTIAL_STR = frozenset(_CREDENTIAL_CHARS.decode())
+_CREDENTIAL_HEAD = lazy_compile(r"[A-Za-z0-9+/_=~.\-]*")
+_CREDENTIAL_TAIL = lazy_compile(r"[A-Za-z0-9+/_=~.\-]*\Z")
 _HEX_SEGMENT = lazy_compile(r"[0-9a-f]{24,}|[0-9A-F]{24,}")
 _SYMBOL = lazy_compile(r"[+/_=\-]")
 #: A path of words, as in a URL (``//developer.mozilla.org/en-US/docs/Web/HTTP/Status/401``,
@@ -301,17 +305,71 @@ def masked_excerpt(
             w_start = span.start
         if span.start < w_end < span.end:
             w_end = span.end
+    inside = [span for span in merged if span.end > w_start and span.start < w_end]
+    # A run of credential characters longer than the widening is cut at the window's
+    # edge: its piece is shown as OPAQUE_LABEL (another secret's hex cut there was a piece
+    # that no masking needle of it matches), up to the first masked span.
+    head_end = tail_start = None
+    if not utf16:
+        first = inside[0].start if inside else w_end
+        last = inside[-1].end if inside else w_start
+        if w_start > floor and _cuts_a_run(buf, w_start):
+            head_end = _run_end(buf, w_start, first)
+        if w_end < len(buf) and _cuts_a_run(buf, w_end):
+            tail_start = max(_run_start(buf, w_end, last), head_end or w_start)
     out, cursor = [], w_start
-    for span in merged:
-        if span.end <= w_start or span.start >= w_end:
-            continue
+    if head_end is not None:
+        out.append(OPAQUE_LABEL)
+        cursor = head_end
+    for span in inside:
         out.append(text(cursor, span.start))
         out.append(mask_label(span.kind, span.form))
         cursor = span.end
-    out.append(text(cursor, w_end))
+    if tail_start is not None:
+        out.append(text(cursor, tail_start))
+        out.append(OPAQUE_LABEL)
+    else:
+        out.append(text(cursor, w_end))
     prefix = "\u2026" if w_start > 0 else ""
     suffix = "\u2026" if w_end < len(buf) else ""
     return prefix + "".join(out) + suffix
+
+
+def cut_whole(text: str, size: int, *, keep_end: bool = False) -> str:
+    """``text`` cut to its first ``size`` characters (``keep_end``: its last), a run of
+    credential characters that the cut falls inside shown as OPAQUE_LABEL: a piece of a
+    secret's hex or base64 cut there is one no masking needle matches (a server's stderr
+    line, a long dict key, a program's name, cut before the report masked them)."""
+    if len(text) <= size:
+        return text
+    if keep_end:
+        kept = text[len(text) - size :]
+        if text[len(text) - size - 1] in _CREDENTIAL_STR and kept[:1] in _CREDENTIAL_STR:
+            run = _CREDENTIAL_HEAD.match(kept)
+            return OPAQUE_LABEL + kept[run.end() if run else 0 :]
+        return kept
+    kept = text[:size]
+    if kept[-1:] in _CREDENTIAL_STR and text[size] in _CREDENTIAL_STR:
+        run = _CREDENTIAL_TAIL.search(kept)
+        return kept[: run.start() if run else size] + OPAQUE_LABEL
+    return kept
+
+
+def _cuts_a_run(buf: bytes, at: int) -> bool:
+    """Whether a window edge at ``at`` falls inside a run of credential characters."""
+    return buf[at - 1 : at + 1].translate(None, _CREDENTIAL_CHARS) == b""
+
+
+def _run_end(buf: bytes, start: int, limit: int) -> int:
+    """Where the run of credential characters at ``start`` ends, at ``limit`` at most."""
+    return _CREDENTIAL_BYTES.match(buf, start, limit).end()  # type: ignore[union-attr]  # (``*``: always)
+
+
+def _run_start(buf: bytes, end: int, floor: int) -> int:
+    """Where the run of credential characters that ends at ``end`` starts, at ``floor``
+    at the earliest."""
+    back = _CREDENTIAL_BYTES.match(buf[floor:end][::-1])
+    return end - (back.end() if back else 0)
 
 
 def _utf16_text(chunk: bytes, stray: int) -> str:

@@ -60,6 +60,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from leakcheck.capture import Captured
+from leakcheck.findings import cut_whole
 from leakcheck.policy import SinkClass
 from leakcheck.serialize import safe_str
 
@@ -137,7 +138,7 @@ def _program(path: Any) -> str:
         name = os.path.basename(os.fsdecode(_text(path)))
     except Exception:  # noqa: BLE001 - an argument subprocess will refuse anyway
         name = ""
-    return name[:60] or "?"
+    return cut_whole(name, 60) or "?"
 
 
 def _environment_changes(env: Any) -> tuple[tuple[str | bytes, str | bytes], ...] | None:

@@ -266,3 +266,25 @@ def test_an_escape_before_a_key_is_kept_whole() -> None:
 
     shown = without_random_tokens("'Bearer x'}\\nreqAbC7dEf9GhI2jKl4MnO5pQ POST /v1/x")
     assert shown == "'Bearer x'}\\n«opaque» POST /v1/x"
+
+
+@pytest.mark.parametrize("run", [100, 273, 600], ids=["shorter than the widening", "cut", "long"])
+@pytest.mark.parametrize("side", ["before", "after"])
+def test_a_run_longer_than_the_widening_is_opaque_where_the_window_cuts_it(
+    run: int, side: str
+) -> None:
+    """The window is widened over a run of credential characters by 256 bytes at most: a
+    longer run is cut at the edge, and another secret's hex there (a piece no masking
+    needle of it matches) was shown (``…58422b5f53455858717a77zzzz…``)."""
+    other = CanaryFactory(5, namespace="other", announce=False).secret("bearer").value
+    filler = "z" * run
+    if side == "before":
+        line = other.encode().hex() + filler + " {canary} done"
+    else:
+        line = "done {canary} " + filler + other.encode().hex()
+    (excerpt,) = _excerpts(line)
+    spelled = other.encode().hex()[8:]  # (after "lcb.": the random part)
+    pieces = [spelled[i : i + 8] for i in range(len(spelled) - 7)]
+    assert not any(piece in excerpt for piece in pieces)
+    assert OPAQUE_LABEL in excerpt
+    assert "«canary:bearer:raw»" in excerpt

@@ -56,14 +56,47 @@ def test_explanation_cut(leakcheck):
     token = leakcheck.secret("bearer")
     left = "\\n".join(["line 1", "line 2", "p" * 550 + token.encode().hex() + "q" * 60])
     assert left == "other"
+
+
+def test_identical_head_skipped(leakcheck):
+    token = leakcheck.secret("bearer")
+    shown = token.encode().hex()
+    assert "id=" + shown + "&ok" == "id=" + shown + "#failed"
+
+
+def test_not_in(leakcheck):
+    token = leakcheck.secret("api_key")
+    body = "session=" + token.encode().hex() + "&debug=1&rest=" + "r" * 20
+    assert "&debug=1&" not in body
+
+
+def test_log_format_cut(leakcheck):
+    import logging
+
+    token = leakcheck.secret("bearer")
+    logging.getLogger("app").warning("sending key=%s upstream", "w" * 20 + token.encode().hex())
+    assert False
+
+
+def test_bytes_wrapped(leakcheck):
+    token = leakcheck.secret("bearer")
+    blob = b"p" * 15 + token.encode().hex().encode()
+    assert [blob, 1] == [blob, 2]
 """
 
-#: Puts pytest's own shortening back (the control run).
+#: Puts pytest's own shortening back (the control run), and its log formatters' own
+#: ``format`` (the plugin wraps them as the session starts, after a conftest's hook).
 UNPATCHED = """
 def pytest_sessionstart(session):
     from leakcheck.pytest_plugin.session import SESSION
 
     session.config.stash[SESSION].unmask_shortened()
+
+
+def pytest_collection_finish(session):
+    logging_plugin = session.config.pluginmanager.get_plugin("logging-plugin")
+    for formatter in (logging_plugin.formatter, logging_plugin.log_cli_handler.formatter):
+        vars(formatter).pop("format", None)
 """
 
 TESTS = {
@@ -72,7 +105,16 @@ TESTS = {
     "test_locals_cut": "bearer",
     "test_locals_bytes_cut": "api_key",
     "test_explanation_cut": "bearer",
+    "test_identical_head_skipped": "bearer",
+    "test_not_in": "api_key",
 }
+#: Cut only under ``-v``: a long ``bytes`` in the full diff, wrapped 4 bytes a line.
+VERBOSE_TESTS = {"test_bytes_wrapped": "bearer"}
+#: A format that cuts the message: the captured log section and the live log show it so
+#: (a run of its own: the live log changes how pytest explains the other failures).
+LOG_TESTS = {"test_log_format_cut": "bearer"}
+LOG_FORMAT = ("-o", "log_cli=true", "--log-format=%(levelname)s %(message).60s",
+              "--log-cli-format=%(message).60s", "--log-cli-level=WARNING")  # fmt: skip
 PIECE = 10
 
 
@@ -96,32 +138,46 @@ def _pieces_shown(text: str, secret: Secret) -> int:
     return shown
 
 
-def _run(pytester: pytest.Pytester, *, patched: bool) -> dict[str, int]:
+def _run(
+    pytester: pytest.Pytester, *args: str, patched: bool, tests: dict[str, str]
+) -> dict[str, int]:
     pytester.makepyfile(test_cut=INNER)
     if not patched:
         pytester.makeconftest(UNPATCHED)
     result = pytester.runpytest_subprocess(
         "-p", "no:randomly", "-p", "no:cacheprovider", "-l", f"--leakcheck-seed={SEED}",
+        "-k", " or ".join(tests), *args,
     )  # fmt: skip
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     text = "\n".join(result.outlines + result.errlines)
-    for name in TESTS:
+    for name in tests:
         assert f"_ {name} _" in text, f"the run shows no failure of {name}"
     shown = {}
-    for name, kind in TESTS.items():
+    for name, kind in tests.items():
         secret = CanaryFactory(SEED, namespace=f"test_cut.py::{name}", announce=False).nth(kind, 1)
         shown[name] = _pieces_shown(text, secret)
     return shown
 
 
 def test_what_pytest_cuts_shows_no_piece(pytester: pytest.Pytester) -> None:
-    shown = _run(pytester, patched=True)
+    shown = _run(pytester, patched=True, tests=TESTS)
     assert shown == dict.fromkeys(TESTS, 0)
 
 
 def test_pytest_alone_shows_pieces_at_each_cut(pytester: pytest.Pytester) -> None:
-    shown = _run(pytester, patched=False)
+    shown = _run(pytester, patched=False, tests=TESTS)
     assert all(shown.values()), shown
+
+
+@pytest.mark.parametrize("patched", [True, False], ids=["patched", "pytest alone"])
+@pytest.mark.parametrize(
+    ("args", "tests"), [(("-v",), VERBOSE_TESTS), (LOG_FORMAT, LOG_TESTS)], ids=["-v", "log"]
+)
+def test_cut_under_options(
+    pytester: pytest.Pytester, args: tuple[str, ...], tests: dict[str, str], patched: bool
+) -> None:
+    shown = _run(pytester, *args, patched=patched, tests=tests)
+    assert all(bool(n) is not patched for n in shown.values()), shown
 
 
 def test_restore_puts_the_functions_back() -> None:

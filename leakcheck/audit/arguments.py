@@ -26,6 +26,7 @@ from typing import Any
 
 import jsonschema
 
+from ..findings import cut_whole
 from .model import AuditError
 
 __all__ = [
@@ -171,7 +172,7 @@ def check_input_schema(tool: str, schema: Any) -> None:
         where = "/".join(str(p) for p in exc.path) or "the root"
         raise SchemaProblem(
             f"tool {tool}: its input schema is not a valid JSON Schema (at {where}: "
-            f"{exc.message.splitlines()[0][:160]})"
+            f"{cut_whole(exc.message.splitlines()[0], 160)})"
         ) from None
     kind = schema.get("type", "object")
     if kind != "object" and not (isinstance(kind, list) and "object" in kind):
@@ -198,7 +199,7 @@ def arguments_for(schema: Mapping[str, Any]) -> dict[str, Any]:
     where = "/".join(str(p) for p in first.path) or "the arguments"
     raise ArgumentError(
         f"no valid arguments could be generated (at {where}: "
-        f"{first.message.splitlines()[0][:120]}); pin them with --arguments FILE"
+        f"{cut_whole(first.message.splitlines()[0], 120)}); pin them with --arguments FILE"
     )
 
 

@@ -436,7 +436,13 @@ def audit_mcp_server(
     if url and argv:
         raise AuditError("either --url (a running streamable-HTTP server) or a COMMAND, not both")
     if url and not url.startswith(("http://", "https://")):
-        raise AuditError(f"--url is an http:// or https:// URL, not {url[:60]!r}")
+        # (its scheme alone: the rest of a URL given here is masked by nothing yet, and
+        # a query may carry a token)
+        scheme = url.partition(":")[0] if ":" in url else ""
+        shown = (
+            f"one starting {scheme}:" if scheme.isalpha() and len(scheme) <= 16 else "other text"
+        )
+        raise AuditError(f"--url is an http:// or https:// URL, not {shown}")
     if not argv and not url:
         raise AuditError("no server command: leakcheck mcp [options] -- COMMAND [ARGS...]")
     if headers and not url:

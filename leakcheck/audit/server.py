@@ -55,6 +55,7 @@ from leakcheck.plugins.process_sink import provisioning
 from ..capture import Captured
 from ..errors import first_leaf
 from ..faults import HarnessError
+from ..findings import cut_whole
 from ..matrix import UNREACHABLE_URL, Case
 from ..policy import SinkClass
 from .model import AuditError, ServerSpec, ToolInfo
@@ -254,13 +255,13 @@ def _first_text(result: Any) -> str:
         if isinstance(block, dict) and isinstance(block.get("text"), str):
             lines = [line.strip() for line in block["text"].splitlines() if line.strip()]
             error = " (isError)" if result.get("isError") else ""
-            return (lines[0][:200] if lines else "") + error
+            return (cut_whole(lines[0], 200) if lines else "") + error
     return ""
 
 
 def _stderr_tail(text: str) -> str:
     lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return lines[-1][:200] if lines else ""
+    return cut_whole(lines[-1], 200) if lines else ""
 
 
 class _Audit(McpTarget):

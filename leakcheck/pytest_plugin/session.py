@@ -4,6 +4,7 @@ prints is masked with them), the JSON report, the xdist merge, the header and th
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import os
@@ -23,6 +24,7 @@ from ..forms import WINDOW_CHARS
 from ..policy import DEFAULT_POLICY, PolicyError
 from . import reports
 from .options import MARKER, options_for
+from .shortened import cuts_message
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..harness import LeakCheck
@@ -323,6 +325,15 @@ class PluginSession:
             if isinstance(handler, logging.Handler):
                 masked = self._masked_format(handler.format)
                 handler.format = masked  # type: ignore[method-assign]  # on this instance only
+        # A log format that cuts the message (``--log-format='%(message).60s'``) cut a form
+        # of a secret into a piece no masking needle matches, in the captured log section
+        # and the live log: the message is masked before such a format cuts it.
+        formatters = [logging_plugin.formatter]
+        for name in ("log_cli_handler", "log_file_handler"):
+            formatters.append(getattr(getattr(logging_plugin, name, None), "formatter", None))
+        for formatter in {id(f): f for f in formatters if f is not None}.values():
+            if isinstance(formatter, logging.Formatter) and cuts_message(formatter):
+                formatter.format = self._message_masked_first(formatter.format)  # type: ignore[method-assign]  # on this instance only
 
     def quiet_inactive(self, sink: str, reason: str) -> bool:
         """Whether an inactive sink goes unsaid in a failure: its reason says the app never
@@ -333,6 +344,21 @@ class PluginSession:
     def shown_inactive(self, inactive: dict[str, str]) -> dict[str, str]:
         """``inactive`` (``{sink: why}``) without the quiet ones."""
         return {s: why for s, why in inactive.items() if not self.quiet_inactive(s, why)}
+
+    def _message_masked_first(self, fmt: Any) -> Any:
+        def format(record: logging.LogRecord) -> str:
+            try:
+                message = record.getMessage()
+            except Exception:  # noqa: BLE001 - the formatter says how it fails
+                return str(fmt(record))
+            masked = self.mask(message)
+            if masked == message:
+                return str(fmt(record))
+            shown = copy.copy(record)
+            shown.msg, shown.args = masked, None
+            return str(fmt(shown))
+
+        return format
 
     def _masked_format(self, fmt: Any) -> Any:
         def format(record: logging.LogRecord) -> str:

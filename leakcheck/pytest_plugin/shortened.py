@@ -16,6 +16,8 @@ one is cut after masking, which may change where the cut falls.
 from __future__ import annotations
 
 import builtins
+import logging
+import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -82,6 +84,7 @@ class ShortenedMasking:
 
         self._patch(saferepr, "_ellipsize", masked_ellipsize)
         self._patch(saferepr.SafeRepr, "repr_str", masked_repr_str)
+        self._install_diff_and_wrap()
 
         # pytest 9 cuts the explanation as it streams it; pytest 8 cut the list. Only the
         # line cut in the middle is masked before the cut (a line kept whole is masked
@@ -104,6 +107,41 @@ class ShortenedMasking:
 
             self._patch(truncate, "truncate_if_required", masked_truncate)
 
+    def _install_diff_and_wrap(self) -> None:
+        """Two more cuts: a failed comparison of two texts skips their identical head and
+        tail but for 10 characters of context (``assert a not in b`` shows the same cut
+        text), and a long ``bytes`` in a ``-v`` diff is wrapped 4 bytes at a time. Both
+        texts of a comparison are masked before the diff is made (the same form, the
+        same label on both sides); bytes whose ``repr`` holds a form are shown on one
+        line, masked."""
+        mask = self._mask
+        try:
+            from _pytest._io import pprint
+            from _pytest.assertion import compare_text
+        except ImportError:  # (a pytest without them: nothing of theirs to cut)
+            return
+        diff_text = getattr(compare_text, "_diff_text", None)
+        if diff_text is not None:
+
+            def masked_diff_text(left: Any, right: Any, *args: Any, **kwargs: Any) -> Any:
+                if isinstance(left, str) and isinstance(right, str):
+                    left, right = mask(left), mask(right)
+                return diff_text(left, right, *args, **kwargs)
+
+            self._patch(compare_text, "_diff_text", masked_diff_text)
+        wrap_bytes = getattr(pprint, "_wrap_bytes_repr", None)
+        if wrap_bytes is not None:
+
+            def masked_wrap_bytes(data: Any, width: int, allowance: int) -> Iterator[str]:
+                whole = builtins.repr(bytes(data))
+                masked = mask(_ends(whole))
+                if masked == _ends(whole):
+                    yield from wrap_bytes(data, width, allowance)
+                else:
+                    yield masked
+
+            self._patch(pprint, "_wrap_bytes_repr", masked_wrap_bytes)
+
     def _patch(self, owner: Any, name: str, replacement: Any) -> None:
         self._saved.append((owner, name, getattr(owner, name), name in vars(owner)))
         setattr(owner, name, replacement)
@@ -115,6 +153,23 @@ class ShortenedMasking:
                 setattr(owner, name, original)
             else:  # (inherited: the subclass had none of its own)
                 delattr(owner, name)
+
+
+#: A ``%``-style format whose message has a precision (``%(message).60s``), and the same
+#: in a ``{``-style one (``{message:.60}``): the formatter cuts the message there.
+_PERCENT_CUT = re.compile(r"%\(message\)[#0 +\-]*(?:\d+|\*)?\.")
+_BRACE_CUT = re.compile(r"\{message(?:![rsa])?:[^}]*\.")
+
+
+def cuts_message(formatter: logging.Formatter) -> bool:
+    """Whether ``formatter``'s format cuts the record's message (a precision on it)."""
+    style = getattr(formatter, "_style", None)
+    fmt = getattr(style, "_fmt", None) or getattr(formatter, "_fmt", None) or ""
+    if isinstance(style, logging.StrFormatStyle):
+        return bool(_BRACE_CUT.search(fmt))
+    if isinstance(style, logging.StringTemplateStyle):
+        return False  # (no precision in a ``$`` template)
+    return bool(_PERCENT_CUT.search(fmt))
 
 
 def _recorded(lines: Iterable[str], pulled: list[str]) -> Iterator[str]:

@@ -6,6 +6,7 @@ import json
 import sys
 from collections.abc import AsyncIterator, Callable, Coroutine, Generator, Iterator, Mapping
 
+from ..findings import cut_whole
 from .budget import BUDGET_CHARS, INLINE_MAX, INT_TEXT_BITS, MAX_DEPTH, PATH_KEY_CHARS
 from .reprs import members_of
 from .text import (
@@ -414,7 +415,7 @@ def child_path(path: str, key: str) -> str:
     is shortened."""
     key = text_of(key) if isinstance(key, str) else safe_str(key)
     if len(key) > PATH_KEY_CHARS:
-        key = f"{key[:PATH_KEY_CHARS]}...({len(key):,} chars)"
+        key = f"{cut_whole(key, PATH_KEY_CHARS)}...({len(key):,} chars)"
     if key.isidentifier():
         return f"{path}.{key}" if path else key
     return f"{path}[{json.dumps(key, ensure_ascii=False)}]"
