@@ -20,7 +20,7 @@ from enum import Enum
 
 from ._lazy import lazy_compile
 from ._values import Value, field
-from .errors import LeakcheckUsageError, NotASecretError, did_you_mean, with_article
+from .errors import LeakcheckUsageError, NotASecretError, did_you_mean, quoted, with_article
 
 TYPE_CHECKING = False  # not typing's: its import was a twentieth of a scan's start-up
 if TYPE_CHECKING:  # generation only: a scan of user secrets never imports random
@@ -72,6 +72,12 @@ class WeakSecretError(LeakcheckUsageError, ValueError):
 
 class UnknownKindError(LeakcheckUsageError, ValueError):
     """A canary kind leakcheck does not make (the message lists those it does)."""
+
+
+class SecretIdError(LeakcheckUsageError, ValueError):
+    """An id given to a secret of one's own that looks like a key: more likely a secret
+    passed where its id goes (``register(value, id=token)``, a secrets file's ``id``).
+    The id names the secret in every report: described, never quoted."""
 
 
 class KindNameError(UnknownKindError):
@@ -141,6 +147,12 @@ class Secret(Value, frozen=True):
         Raises ``WeakSecretError`` when it is too short or too guessable; the message
         names the secret's id and kind, never its value or a fragment of it.
         """
+        if quoted(id) != repr(id):  # (checked first: every message below names the id)
+            raise SecretIdError(
+                f"a secret's id of {len(str(id))} characters looks like a key (a value given "
+                "where the id goes?): an id names the secret in every report; use a name "
+                "such as 'deploy_token'"
+            )
         if not isinstance(value, str):
             raise NotASecretError(f"secret {id!r}: expected str, got {type(value).__name__}")
         if secret_class is None:

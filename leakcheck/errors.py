@@ -13,10 +13,13 @@ from collections.abc import Iterable
 
 __all__ = [
     "ExposeNameError",
+    "FaultOptionError",
     "LeakcheckUsageError",
     "NotASecretError",
     "UnknownOptionError",
     "did_you_mean",
+    "plain",
+    "quoted",
     "with_article",
 ]
 
@@ -42,6 +45,12 @@ class UnknownOptionError(LeakcheckUsageError, TypeError, ValueError):
     keyword argument, and a ``ValueError``, as the HTTP transports raised before)."""
 
 
+class FaultOptionError(LeakcheckUsageError, ValueError):
+    """A fault option whose value a transport cannot use (a URL that is none, a method
+    name that is none). A usage error, so that pytest shows the caller's line and none of
+    leakcheck's frames, whose arguments hold the value (a URL with a token in its query)."""
+
+
 def did_you_mean(name: object, known: Iterable[str]) -> str:
     """`` (did you mean 'http_401'?)`` for the one of ``known`` closest to a misspelt
     ``name``, or nothing when none is close."""
@@ -56,6 +65,37 @@ def did_you_mean(name: object, known: Iterable[str]) -> str:
         name, known, n=1, cutoff=0.6 if len(name) <= 4 else 0.8
     )
     return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def quoted(value: object) -> str:
+    """``repr(value)``, as a message quotes what it refused, unless it holds a run that
+    looks like a key (``findings.without_random_tokens``): a token given where a name goes
+    (a CI script's ``$TOKEN`` in the wrong option, a marker's key, an ini value) is no
+    secret any mask knows yet, and is described, never quoted."""
+    try:
+        shown = repr(value)
+    except Exception:  # noqa: BLE001 - a value whose repr raises is described too
+        return with_article(type(value).__name__)
+    return _described(shown) or shown
+
+
+def plain(value: object) -> str:
+    """``str(value)`` (a name as a message lists it, unquoted), or described as
+    ``quoted`` describes a value that looks like a key."""
+    try:
+        shown = str(value)
+    except Exception:  # noqa: BLE001
+        return with_article(type(value).__name__)
+    return _described(shown) or shown
+
+
+def _described(shown: str) -> str:
+    """``shown`` described when it holds a run that looks like a key, else ""."""
+    from .findings import OPAQUE_LABEL, without_random_tokens  # (on the error path only)
+
+    if without_random_tokens(shown) == shown:
+        return ""
+    return f"{OPAQUE_LABEL} (a value of {len(shown)} characters that looks like a key)"
 
 
 def with_article(noun: str) -> str:

@@ -25,7 +25,7 @@ from importlib import resources
 from typing import Any, Protocol, runtime_checkable
 
 from .doubles import Approver, Boom, ObservedInput, Vault
-from .errors import LeakcheckUsageError, did_you_mean
+from .errors import LeakcheckUsageError, did_you_mean, quoted
 from .extensions import load_plugins
 from .placements import Placed
 from .stages import Stage, get_stage
@@ -336,5 +336,7 @@ def make_fault(
             hint += f"; {install_hint(via)} to use it"
         known = ", ".join(sorted(fault_factories())) or "none installed"
         guess = did_you_mean(via, fault_factories())
-        raise UnknownTransportError(f"no fault transport {via!r}{guess}{hint}; known: {known}")
+        raise UnknownTransportError(
+            f"no fault transport {quoted(via)}{guess}{hint}; known: {known}"
+        )
     return factory(resolved, placed=placed, secret=secret, **options)

@@ -16,7 +16,7 @@ from functools import cache
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from .errors import UnknownOptionError, did_you_mean
+from .errors import FaultOptionError, UnknownOptionError, did_you_mean, plain
 from .faults import Fault, Reply, SecretFactory, UnknownTransportError, reply_for
 from .placements import Placed
 from .stages import HTTP, HTTP_ANSWERED, HTTP_RAISED, TLS_STAGES, Stage
@@ -86,19 +86,21 @@ def parse_base(transport: str, url: object, stage: Stage) -> BaseURL:
     """Validate ``url`` (never echoing it: it may hold a secret)."""
     hint = f"{transport} fault: url= must be an http:// or https:// URL with a host"
     if not isinstance(url, str):
-        raise ValueError(f"{hint}, such as {DEFAULT_URL!r}; got a {type(url).__name__}")
+        raise FaultOptionError(f"{hint}, such as {DEFAULT_URL!r}; got a {type(url).__name__}")
     try:
         parts = urlsplit(url.strip())
         port = parts.port
     except ValueError:
-        raise ValueError(f"{hint} and a valid port, such as {DEFAULT_URL!r}") from None
+        raise FaultOptionError(f"{hint} and a valid port, such as {DEFAULT_URL!r}") from None
     scheme = parts.scheme.lower()
     if scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"{hint}, such as {DEFAULT_URL!r}")
+        raise FaultOptionError(f"{hint}, such as {DEFAULT_URL!r}")
     if parts.query or parts.fragment:
-        raise ValueError(f"{hint} and no query or fragment: it is a prefix of the URLs to answer")
+        raise FaultOptionError(
+            f"{hint} and no query or fragment: it is a prefix of the URLs to answer"
+        )
     if stage.name in TLS_STAGES and scheme != "https":
-        raise ValueError(f"{transport} fault: stage {stage.name} needs an https:// url")
+        raise FaultOptionError(f"{transport} fault: stage {stage.name} needs an https:// url")
     default = 443 if scheme == "https" else 80
     return BaseURL(scheme, parts.hostname.lower(), port or default, parts.path.rstrip("/"))
 
@@ -107,7 +109,7 @@ def check_options(transport: str, stage: Stage, options: dict[str, Any]) -> None
     """Unknown options and stages this transport cannot force: a clear error, no traceback
     through the factory's signature."""
     if options:
-        names = ", ".join(sorted(options))
+        names = ", ".join(map(plain, sorted(options)))
         guess = did_you_mean(names, ("url", "method")) if len(options) == 1 else ""
         raise UnknownOptionError(
             f"{transport} fault: unknown option(s) {names}{guess}; it takes url= (the upstream "
@@ -129,7 +131,9 @@ def check_method(transport: str, method: object) -> str | None:
     if method is None:
         return None
     if not isinstance(method, str) or not re.fullmatch(r"[A-Za-z]+", method):
-        raise ValueError(f"{transport} fault: method= takes an HTTP method name such as 'POST'")
+        raise FaultOptionError(
+            f"{transport} fault: method= takes an HTTP method name such as 'POST'"
+        )
     return method.upper()
 
 

@@ -18,7 +18,7 @@ from importlib import resources
 from typing import Any, Literal
 
 from .canaries import KINDS
-from .errors import LeakcheckUsageError, did_you_mean
+from .errors import LeakcheckUsageError, did_you_mean, quoted
 from .stages import STAGES
 
 __all__ = [
@@ -196,7 +196,8 @@ def get_placement(name: str | Placement) -> Placement:
     except KeyError:
         known = ", ".join(PLACEMENTS)
         raise UnknownPlacementError(
-            f"unknown placement {name!r}{did_you_mean(name, PLACEMENTS)}; known placements: {known}"
+            f"unknown placement {quoted(name)}{did_you_mean(name, PLACEMENTS)}; "
+            f"known placements: {known}"
         ) from None
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 
 from .canaries import SecretClass
-from .errors import LeakcheckUsageError
+from .errors import LeakcheckUsageError, quoted
 
 __all__ = [
     "SinkClass",
@@ -179,7 +179,7 @@ def _pairs(
                 raise PolicyError(shape)
             if ":" not in rule:
                 raise PolicyError(
-                    f"{what} rule {rule!r}: expected 'SECRET_CLASS: SINK_CLASS[, SINK_CLASS]'"
+                    f"{what} rule {quoted(rule)}: expected 'SECRET_CLASS: SINK_CLASS[, SINK_CLASS]'"
                 )
             secret_class, sinks = rule.split(":", 1)
             items.append((secret_class, [s for s in sinks.replace(",", " ").split() if s]))
@@ -190,7 +190,7 @@ def _pairs(
             cls = SecretClass(secret_class.strip())
         except ValueError:
             raise PolicyError(
-                f"{what}: unknown secret class {secret_class.strip()!r}; use {secret_names}"
+                f"{what}: unknown secret class {quoted(secret_class.strip())}; use {secret_names}"
             ) from None
         if not sinks:
             raise PolicyError(f"{what}: no sink class for {cls.value!r}; use {sink_names}")
@@ -202,7 +202,7 @@ def _pairs(
             if sink_class not in RULE_SINK_CLASSES:
                 hint = " (latent is judged by strict_latent)" if sink_class else ""
                 raise PolicyError(
-                    f"{what}: unknown sink class {sink.strip()!r}; use {sink_names}{hint}"
+                    f"{what}: unknown sink class {quoted(sink.strip())}; use {sink_names}{hint}"
                 )
             yield cls, sink_class
 
@@ -237,10 +237,10 @@ def parse_log_levels(
                     elif part.upper() in _LEVELS:
                         example = f"root={part}"
                     else:
-                        example = f"{part}=INFO"
+                        example = f"{part}=INFO" if quoted(part) == repr(part) else "httpx=INFO"
                     raise PolicyError(
-                        f"{what}: {part!r} has no level; write LOGGER=LEVEL (e.g. {example}; "
-                        f"root is every logger no closer name covers)"
+                        f"{what}: {quoted(part)} has no level; write LOGGER=LEVEL (e.g. "
+                        f"{example}; root is every logger no closer name covers)"
                     )
                 pairs.append((name, level))
     else:
@@ -266,6 +266,6 @@ def _level(level: object, name: str, what: str) -> int:
         if text.upper() in _LEVELS:
             return _LEVELS[text.upper()]
     raise PolicyError(
-        f"{what}: unknown level {level!r} for {name!r}; use DEBUG, INFO, WARNING, ERROR, "
-        f"CRITICAL, NOTSET, TRACE, SUCCESS or a number"
+        f"{what}: unknown level {quoted(level)} for {quoted(name)}; use DEBUG, INFO, WARNING, "
+        f"ERROR, CRITICAL, NOTSET, TRACE, SUCCESS or a number"
     )

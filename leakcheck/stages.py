@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from .errors import LeakcheckUsageError, did_you_mean
+from .errors import LeakcheckUsageError, did_you_mean, quoted
 
 __all__ = [
     "GATEWAY",
@@ -129,7 +129,9 @@ def get_stage(name: str | Stage) -> Stage:
     except KeyError:
         known = ", ".join(STAGES)
         guess = did_you_mean(name, STAGES)
-        raise UnknownStageError(f"unknown stage {name!r}{guess}; known stages: {known}") from None
+        raise UnknownStageError(
+            f"unknown stage {quoted(name)}{guess}; known stages: {known}"
+        ) from None
 
 
 def stages_for(transport: Transport) -> list[Stage]:

@@ -95,7 +95,7 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from typing import Any, Literal
 
-from leakcheck.errors import UnknownOptionError, did_you_mean
+from leakcheck.errors import UnknownOptionError, did_you_mean, plain, quoted
 from leakcheck.faults import Fault, HarnessError, Reply, UnknownTransportError, reply_for
 from leakcheck.netwatch import ChildEvents, ChildProof, Watcher, failing_dns, watch
 from leakcheck.placements import Placed
@@ -160,7 +160,7 @@ _accept_queue = accept_queue
 def _check_choice(name: str, value: Any, allowed: tuple[str, ...]) -> None:
     if value not in allowed:
         choices = ", ".join(repr(a) for a in allowed)
-        raise LoopbackOptionError(f"loopback: {name} must be one of {choices}, not {value!r}")
+        raise LoopbackOptionError(f"loopback: {name} must be one of {choices}, not {quoted(value)}")
 
 
 class LoopbackFault(Fault):
@@ -196,8 +196,8 @@ class LoopbackFault(Fault):
             known = ("scheme", "timeout", "truncation", "disconnect")
             guess = did_you_mean(next(iter(unknown)), known) if len(unknown) == 1 else ""
             raise LoopbackOptionError(
-                f"loopback: unknown option(s) {', '.join(sorted(unknown))}{guess}; known: "
-                + ", ".join(known)
+                f"loopback: unknown option(s) {', '.join(map(plain, sorted(unknown)))}{guess}; "
+                f"known: {', '.join(known)}"
             )
         if name not in SUPPORTED:
             raise UnknownTransportError(
@@ -216,7 +216,7 @@ class LoopbackFault(Fault):
             or timeout <= 0
         ):
             raise LoopbackOptionError(
-                f"loopback: timeout must be a positive number of seconds, not {timeout!r}"
+                f"loopback: timeout must be a positive number of seconds, not {quoted(timeout)}"
             )
         if truncation is not None:
             if name != "truncated_body":

@@ -61,7 +61,7 @@ from typing import Any
 import asyncssh
 from asyncssh.logging import SSHLogger
 
-from leakcheck.errors import UnknownOptionError, did_you_mean
+from leakcheck.errors import UnknownOptionError, did_you_mean, plain, quoted
 from leakcheck.faults import Fault, HarnessError, SecretFactory, UnknownTransportError
 from leakcheck.netwatch import Watcher, watch
 from leakcheck.placements import Placed
@@ -240,7 +240,7 @@ class SSHFault(Fault):
         **unknown: object,
     ) -> None:
         if unknown:
-            names = ", ".join(sorted(unknown))
+            names = ", ".join(map(plain, sorted(unknown)))
             guess = did_you_mean(names, ("timeout",)) if len(unknown) == 1 else ""
             raise UnknownOptionError(
                 f"ssh fault: unknown option(s) {names}{guess}; the only option is timeout"
@@ -258,7 +258,7 @@ class SSHFault(Fault):
             or timeout <= 0
         ):
             raise UnknownOptionError(
-                f"ssh fault: timeout must be a positive number of seconds, not {timeout!r}"
+                f"ssh fault: timeout must be a positive number of seconds, not {quoted(timeout)}"
             )
         ssh = placed.ssh if placed is not None else None
         self.host = HOST

@@ -664,7 +664,7 @@ def test_log_levels_from_the_session(pytester: pytest.Pytester, config: str) -> 
     [
         ("leakcheck_log_levels = httpcore", "leakcheck_log_levels: 'httpcore' has no level"),
         ("leakcheck_log_levels = httpcore=LOUD", "unknown level 'LOUD' for 'httpcore'"),
-        ("leakcheck_strict_latent = maybe", "leakcheck_strict_latent: invalid truth value"),
+        ("leakcheck_strict_latent = maybe", "leakcheck_strict_latent: not a truth value"),
     ],
 )
 def test_bad_latent_ini_is_a_usage_error(pytester: pytest.Pytester, ini: str, message: str) -> None:

@@ -54,10 +54,13 @@ class ServerSpec:
     handshake: str = "auto"
 
     def describe(self) -> str:
-        """The server as a person would name it (the command line, or the URL)."""
-        if self.url:
-            return self.url
-        return " ".join([self.command, *self.args])
+        """The server as a person would name it (the command line, or the URL), each run
+        in it that looks like a key shown ``«opaque»``: a token given as an argument
+        (``-k $TOKEN``, a header) is no secret the audit knows, and this is quoted in
+        errors and reports."""
+        from ..findings import without_random_tokens  # (findings imports no audit module)
+
+        return without_random_tokens(self.url or " ".join([self.command, *self.args]))
 
 
 class ToolStatus(str, Enum):

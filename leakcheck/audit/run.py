@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from ..canaries import KINDS, Secret, WeakSecretError
+from ..errors import plain
 from ..faults import HarnessError
 from ..findings import without_random_tokens
 from ..harness import LeakCheck
@@ -93,7 +94,7 @@ def _pick(names: Sequence[str], patterns: Sequence[str] | None, what: str) -> li
     unmatched = [p for p in patterns if not any(fnmatch.fnmatchcase(n, p) for n in names)]
     if unmatched:
         raise AuditError(
-            f"--{what} {', '.join(unmatched)} matches no {what[:-1]}; "
+            f"--{what} {', '.join(map(plain, unmatched))} matches no {what[:-1]}; "
             f"known: {', '.join(names) or 'none'}"
         )
     return chosen

@@ -19,6 +19,7 @@ import os
 import sys
 import time
 
+from ..errors import quoted
 from .console import (
     EXIT_ERROR,
     UsageError,
@@ -163,7 +164,9 @@ def _environment(pairs: list[str], option: str = "--env") -> dict[str, str]:
     for pair in pairs:
         name, sep, value = pair.partition("=")
         if not sep or not name or not name.replace("_", "a").replace("-", "a").isalnum():
-            raise UsageError(f"{option} takes NAME=TEMPLATE (such as {example}), not {name[:40]!r}")
+            raise UsageError(
+                f"{option} takes NAME=TEMPLATE (such as {example}), not {quoted(name[:40])}"
+            )
         env[name] = value
     return env
 

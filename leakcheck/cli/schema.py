@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from ..errors import quoted
 from .console import EXIT_CLEAN, UsageError, write_stdout
 
 __all__ = ["schema_command"]
@@ -15,7 +16,8 @@ def schema_command(version: str) -> int:
 
     if version not in SCHEMA_VERSIONS:
         raise UsageError(
-            f"unknown schema version {version!r}; known versions: {', '.join(SCHEMA_VERSIONS)}"
+            f"unknown schema version {quoted(version)}; known versions: "
+            + ", ".join(SCHEMA_VERSIONS)
         )
     write_stdout(json.dumps(load_schema(version), indent=2, ensure_ascii=False) + "\n")
     return EXIT_CLEAN

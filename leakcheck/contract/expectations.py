@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..errors import quoted
 from ..stages import Stage, get_stage
 from .vocabulary import (
     ACTIONS,
@@ -164,12 +165,12 @@ class Expectations:
             raise ValueError(f"expectation {key!r}: expected an Expected or a (code, action) pair")
         if value.code not in self.codes:
             raise ValueError(
-                f"expectation {key!r}: unknown code {value.code!r}; known codes: "
+                f"expectation {quoted(key)}: unknown code {quoted(value.code)}; known codes: "
                 + ", ".join(self.codes)
             )
         if value.action not in self.actions:
             raise ValueError(
-                f"expectation {key!r}: unknown action {value.action!r}; known actions: "
+                f"expectation {quoted(key)}: unknown action {quoted(value.action)}; known actions: "
                 + ", ".join(self.actions)
             )
         return value

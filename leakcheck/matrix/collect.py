@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..contract import ContractCheck, EnvelopeV1, Expectations
-from ..errors import did_you_mean
+from ..errors import did_you_mean, quoted
 from ..faults import fault_factories, fault_factory
 from ..placements import PLACEMENTS, Placement, placements_for
 from ..stages import HTTP_RAISED, STAGES, Stage, stages_for
@@ -132,7 +132,7 @@ def _validate_target(target: Target) -> None:
             raise TargetError(f"{name}.{attr}: a list of names, not one string")
         unknown = sorted(set(chosen or ()) - set(known), key=str)
         if unknown:
-            said = ", ".join(f"{u!r}{did_you_mean(u, known)}" for u in unknown)
+            said = ", ".join(f"{quoted(u)}{did_you_mean(u, known)}" for u in unknown)
             raise TargetError(f"{name}.{attr}: unknown {attr} {said}; known: {', '.join(known)}")
     if target.stages is not None:
         # (a stage no operation's transport has was dropped: "1 skipped", exit 0)
@@ -147,7 +147,7 @@ def _validate_target(target: Target) -> None:
             )
     timeout = target.timeout
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
-        raise TargetError(f"{name}.timeout: a number of seconds above 0, not {timeout!r}")
+        raise TargetError(f"{name}.timeout: a number of seconds above 0, not {quoted(timeout)}")
     if not isinstance(target.expectations, Expectations):
         raise TargetError(f"{name}.expectations: an Expectations object")
     contract = contract_of(target)
@@ -216,7 +216,7 @@ def _validate_runnable(target: Target, specs: Sequence[CaseSpec]) -> None:
             if via in skipped
         )
         raise TargetError(
-            f"{name}: no fault transport {', '.join(map(repr, missing))} (http_via, ssh_via or "
+            f"{name}: no fault transport {', '.join(map(quoted, missing))} (http_via, ssh_via or "
             f"Operation.via){'; ' + why if why else ''}; known: "
             f"{', '.join(sorted(fault_factories())) or 'none installed'}"
         )

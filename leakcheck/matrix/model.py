@@ -15,7 +15,7 @@ from ..contract import (
 )
 from ..contract import ContractCheck, EnvelopeV1, Expectations
 from ..doubles import Approver, Boom, ObservedInput, Vault
-from ..errors import LeakcheckUsageError
+from ..errors import LeakcheckUsageError, quoted
 from ..faults import Fault
 from ..placements import AuthTemplate, Placed, Placement, template_kinds
 from ..stages import Stage
@@ -74,12 +74,12 @@ class Operation:
         __tracebackhide__ = True
         if self.transport not in ("http", "ssh"):
             raise ValueError(
-                f"operation {self.name!r}: transport must be 'http' or 'ssh', "
-                f"not {self.transport!r}"
+                f"operation {quoted(self.name)}: transport must be 'http' or 'ssh', "
+                f"not {quoted(self.transport)}"
             )
         if not re.fullmatch(r"[a-z][a-z0-9_]{0,63}", self.name):
             raise ValueError(
-                f"operation name {self.name!r} must be a generic action class "
+                f"operation name {quoted(self.name)} must be a generic action class "
                 "(lower case letters, digits, underscores)"
             )
         if not isinstance(self.input, Mapping):
@@ -130,7 +130,8 @@ def _check_invalid_input(name: str, invalid: Any) -> None:
     unknown = sorted(kinds - set(KINDS))
     if unknown:
         raise ValueError(
-            f"{where} names unknown canary kind(s) {unknown}; known kinds: {', '.join(KINDS)}"
+            f"{where} names unknown canary kind(s) {', '.join(map(quoted, unknown))}; "
+            f"known kinds: {', '.join(KINDS)}"
         )
 
 

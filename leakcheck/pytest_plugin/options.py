@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from ..errors import did_you_mean
+from ..errors import did_you_mean, plain, quoted
 from ..extensions import skipped_plugins, waiting_plugins
 from ..policy import Policy, PolicyError, parse_log_levels
 
@@ -76,9 +76,10 @@ def _session_latent(config: pytest.Config) -> tuple[bool, dict[str, int]]:
         return found
     try:
         strict = bool(config.getini("leakcheck_strict_latent"))
-    except (ValueError, pytest.UsageError) as exc:  # "invalid truth value": say which option
+    except (ValueError, pytest.UsageError):  # "invalid truth value": say which option
+        # (not pytest's message: it quotes the value, and a value may be a token)
         raise pytest.UsageError(
-            f"leakcheck ini: leakcheck_strict_latent: {exc} (write true or false)"
+            "leakcheck ini: leakcheck_strict_latent: not a truth value (write true or false)"
         ) from None
     strict = strict or bool(config.getoption("--leakcheck-strict-latent"))
     try:
@@ -127,7 +128,8 @@ class LeakcheckOptions:
         if unknown:
             guess = did_you_mean(next(iter(unknown)), MARKER_KEYS) if len(unknown) == 1 else ""
             raise pytest.UsageError(
-                f"@pytest.mark.leakcheck: unknown option(s) {', '.join(sorted(unknown))}{guess}; "
+                "@pytest.mark.leakcheck: unknown option(s) "
+                f"{', '.join(map(plain, sorted(unknown)))}{guess}; "
                 f"known: {', '.join(sorted(MARKER_KEYS))}"
             )
         skip = kwargs.get("skip_sinks", {})
@@ -151,13 +153,13 @@ class LeakcheckOptions:
         if misspelt:
             raise pytest.UsageError(
                 f"@pytest.mark.leakcheck(skip_sinks=...): unknown sink "
-                f"{misspelt[0]!r}{did_you_mean(misspelt[0], known_sinks)}; known: "
+                f"{quoted(misspelt[0])}{did_you_mean(misspelt[0], known_sinks)}; known: "
                 f"{', '.join(sorted(known_sinks))}"
             )
         if unknown_sinks and not skipped_plugins() and not waiting_plugins():
             raise pytest.UsageError(
                 f"@pytest.mark.leakcheck(skip_sinks=...): unknown sink(s) "
-                f"{', '.join(repr(n) for n in unknown_sinks)}; known: "
+                f"{', '.join(map(quoted, unknown_sinks))}; known: "
                 f"{', '.join(sorted(known_sink_names()))}"
             )
         decode = kwargs.get("decode", True)

@@ -19,6 +19,7 @@ import pytest
 
 from .. import canaries
 from ..canaries import CANARY_GENERATION, Secret, check_kind_name
+from ..errors import plain, quoted
 from ..extensions import broken_plugins, not_set_up_reasons, skipped_plugins
 from ..forms import WINDOW_CHARS
 from ..policy import DEFAULT_POLICY, PolicyError
@@ -143,7 +144,7 @@ class PluginSession:
         try:
             secret = Secret.from_user(value, kind="secret", id=f"${name}")
         except ValueError as exc:
-            raise pytest.UsageError(f"leakcheck_secret_env {name}: {exc}") from None
+            raise pytest.UsageError(f"leakcheck_secret_env {plain(name)}: {exc}") from None
         self.add_session_secret(secret)
 
     def add_session_secret(self, secret: Secret) -> None:
@@ -523,7 +524,7 @@ class PluginSession:
         """What the session does not see or mask: said in the header, and again in the
         summary when pytest printed no header (``-q``, ``--no-header``, the way CI runs)."""
         notes = [self.capture_note] if self.enabled and self.capture_note else []
-        notes += [f"leakcheck_secret_env: ${name} is not set" for name in self.missing_env]
+        notes += [f"leakcheck_secret_env: ${plain(name)} is not set" for name in self.missing_env]
         if self.enabled and self.no_log_capture:
             notes.append(_NO_LOG_CAPTURE)
         if self.trace_unmasked:
@@ -549,7 +550,7 @@ class PluginSession:
             terminalreporter.write_line(note)
         for opt in self.opt_outs:
             terminalreporter.write_line(
-                f"opted out: {opt['test']}: sink {opt['sink']!r} ({opt['reason']})"
+                f"opted out: {opt['test']}: sink {quoted(opt['sink'])} ({opt['reason']})"
             )
         python = f"{sys.version_info[0]}.{sys.version_info[1]}"
         for flag, said in (

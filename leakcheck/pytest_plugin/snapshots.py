@@ -274,8 +274,13 @@ class SnapshotSession:
         if self.enabled:
             try:
                 self.enabled = bool(config.getini("leakcheck_snapshots"))
-            except ValueError:  # options registered without our ini keys
-                pass
+            except (ValueError, pytest.UsageError) as exc:
+                if "truth value" in str(exc):  # (pytest's message quotes the value)
+                    raise pytest.UsageError(
+                        "leakcheck ini: leakcheck_snapshots: not a truth value (write true "
+                        "or false)"
+                    ) from None
+                # (options registered without our ini keys)
         if not self.enabled and (update or create):
             raise pytest.UsageError(
                 "snapshots are off (--no-leakcheck-snapshots or leakcheck_snapshots = false): "
