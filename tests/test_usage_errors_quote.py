@@ -156,6 +156,26 @@ def test_a_marker_key_and_an_opted_out_sink_are_described(pytester: pytest.Pytes
     assert "unknown option(s)" in text and not _shown(text)
 
 
+def test_an_opted_out_sink_named_by_a_token_is_described(pytester: pytest.Pytester) -> None:
+    """(An unknown sink passes when a sink plugin is skipped, and is listed as opted out in
+    the summary and the JSON report; else it is a usage error: neither shows it.)"""
+    pytester.makepyfile(
+        f"""
+        import pytest
+
+        @pytest.mark.leakcheck(skip_sinks={{{TOKEN!r}: "reason"}})
+        def test_skip(leakcheck):
+            pass
+        """
+    )
+    report = pytester.path / "report.json"
+    result = pytester.runpytest_subprocess("-p", "no:randomly", f"--leakcheck-report={report}")
+    text = "\n".join(result.outlines + result.errlines)
+    assert "opted out" in text or "unknown sink" in text
+    assert not _shown(text)
+    assert not report.exists() or not _shown(report.read_text())
+
+
 def test_the_mcp_command_line_and_env_name_are_described(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ..errors import plain
 from . import capture_fixtures, options, reports, snapshots
 from .capture_fixtures import CAPTURE_FIXTURES
 from .caught import caught_by_test
@@ -179,7 +180,7 @@ def leakcheck() -> Iterator[LeakCheck]:
         check.register_secret(secret)
     for sink, reason in options.skip_sinks.items():
         state.opt_outs.append(
-            {"test": state.mask(node.nodeid), "sink": sink, "reason": state.mask(reason)}
+            {"test": state.mask(node.nodeid), "sink": plain(sink), "reason": state.mask(reason)}
         )
     if state.uncaptured:
         # never silently clean: what pytest does not capture, no sink sees
