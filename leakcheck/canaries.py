@@ -732,10 +732,44 @@ _LOOKALIKES = {
 }
 
 
+#: Their fixed prefixes, for the encoded shapes below.
+_PREFIXES = {
+    "bearer": "lcb.",
+    "api_key": "lck_",
+    "cookie": "lcs=",
+    "hostname": "lc-",
+    "local_path": "/srv/lc-",
+    "prose": "lc-repair ",
+}
+
+
+@functools.cache
+def _encoded_lookalikes() -> dict[str, re.Pattern[str]]:
+    """The same shapes hex- or base64-encoded: the encoded fixed prefix, then the encoding
+    of random characters (16 hex digits, 12 base64 characters). A pending snapshot edited
+    by hand, or fetched from a fork's CI run, showed a canary's hex and base64 to ``leakcheck
+    review`` as they were, and accepting wrote them into the snapshot."""
+    import base64
+
+    shapes: dict[str, re.Pattern[str]] = {}
+    for kind, prefix in _PREFIXES.items():
+        data = prefix.encode()
+        shapes[f"{kind} (hex)"] = re.compile(f"(?i){data.hex()}[0-9a-f]{{16}}")
+        cores: list[str] = []
+        for offset in range(3):
+            core = base64.b64encode(b"\0" * offset + data).decode()
+            fixed = core[math.ceil(8 * offset / 6) : (8 * (offset + len(data))) // 6]
+            cores += {re.escape(fixed), re.escape(fixed.translate(str.maketrans("+/", "-_")))}
+        shapes[f"{kind} (base64)"] = re.compile(f"(?:{'|'.join(cores)})[A-Za-z0-9+/_-]{{12}}")
+    return shapes
+
+
 def canary_lookalikes(text: str) -> list[str]:
     """The generated canary kinds whose shape (fixed prefix + random characters) occurs in
-    ``text``: a backstop where the secrets themselves are not known."""
-    return [kind for kind, pattern in _LOOKALIKES.items() if pattern.search(text)]
+    ``text``, as it is or hex- or base64-encoded: a backstop where the secrets themselves
+    are not known."""
+    found = [kind for kind, pattern in _LOOKALIKES.items() if pattern.search(text)]
+    return found + [kind for kind, pattern in _encoded_lookalikes().items() if pattern.search(text)]
 
 
 # --- generation ---------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from .canaries import Secret, canary_lookalikes
-from .findings import MASK_LABEL
+from .findings import MASK_LABEL, without_random_tokens
 from .serialize import map_strings, read_json_file, to_jsonable
 
 __all__ = [
@@ -308,6 +308,14 @@ def _secret_hits(text: str, scanner: Any) -> list[str]:
     return sorted({f"{f.secret_id} ({f.form})" for f in scanner.scan(text)})
 
 
+def _is_pending_entry(entry: Any) -> bool:
+    """Whether ``entry`` has a pending entry's shape: ``new`` (and ``old``) an object or
+    null."""
+    return isinstance(entry, dict) and all(
+        entry.get(side) is None or isinstance(entry.get(side), dict) for side in ("old", "new")
+    )
+
+
 def refusal(text: str, value: Any, scanner: Any = None) -> list[str]:
     """Why ``text`` (what would be written: ``value`` as JSON) must not be written: the
     secret ids and forms ``scanner`` finds in it or in ``value``'s strings raw, and the
@@ -354,13 +362,20 @@ def differing_fields(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str
 def version_changes(
     old: Mapping[str, str] | None, new: Mapping[str, str] | None
 ) -> list[tuple[str, str, str]]:
-    """``(name, old, new)`` for each tracked dependency whose version differs."""
+    """``(name, old, new)`` for each tracked dependency whose version differs (as shown:
+    a name or a version that looks like a key, in a snapshot edited by hand, is opaque)."""
     old, new = old or {}, new or {}
-    names = sorted(set(old) | set(new))
+    names = sorted(set(old) | set(new), key=str)
     missing = "not recorded"
     return [
-        (n, old.get(n, missing), new.get(n, missing)) for n in names if old.get(n) != new.get(n)
+        (_shown(n), _shown(old.get(n, missing)), _shown(new.get(n, missing)))
+        for n in names
+        if old.get(n) != new.get(n)
     ]
+
+
+def _shown(text: Any) -> str:
+    return without_random_tokens(str(text))
 
 
 def _versions_line(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> str:
@@ -375,7 +390,8 @@ def _versions_line(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> str
 def render_drift(key: str, old: Mapping[str, Any], new: Mapping[str, Any], where: str = "") -> str:
     """The failure text of a drifted case: the dependencies that changed version, then a
     unified diff per field that differs."""
-    lines = [f"leakcheck snapshot drift: {key}" + (f" (snapshot {where})" if where else "")]
+    shown = without_random_tokens(key)
+    lines = [f"leakcheck snapshot drift: {shown}" + (f" (snapshot {where})" if where else "")]
     lines.append(_versions_line(old, new))
     for name in differing_fields(old, new):
         diff = difflib.unified_diff(
@@ -488,10 +504,22 @@ def review(
             total -= len(document["entries"])
             continue
         entries: dict[str, Any] = document["entries"]
+        malformed = [k for k, e in entries.items() if not _is_pending_entry(e)]
+        if malformed:
+            # (a pending file is input: a hand-edited one was a traceback here)
+            say(
+                f"refusing {path.name}: {len(malformed)} of its entries are not pending "
+                'snapshots ({"old": ..., "new": {...}}); delete it and rerun pytest'
+            )
+            total -= len(entries)
+            continue
+        # (an id or a module name is input too: one that looks like a key is shown opaque)
+        module = without_random_tokens(guard(str(document.get("module", path.stem))))
         for key in sorted(entries):
             old, new = entries[key].get("old"), entries[key].get("new") or {}
             shown += 1
-            say(f"=== [{shown}/{total}] {document.get('module', path.stem)}: {key}")
+            named = without_random_tokens(guard(key))
+            say(f"=== [{shown}/{total}] {module}: {named}")
             say(_versions_line(old, new) if old else "new case: no snapshot yet")
             for name in FIELDS:
                 if old is not None and old.get(name) == new.get(name):
@@ -502,6 +530,10 @@ def review(
                 for row in side_by_side(before, after, width):
                     say(row)
             reasons = refusal(dump(new), new, detector)
+            if named != key or without_random_tokens(str(document.get("snapshot_file"))) != str(
+                document.get("snapshot_file")
+            ):
+                reasons.append("text shaped like a key in its id or file name")
             unsafe = [reason for reason in reasons if reason.startswith("text shaped like")]
             if len(unsafe) < len(reasons):
                 unsafe.append("a secret of --secrets-file")
@@ -513,7 +545,7 @@ def review(
                 break
             if choice == "accept":
                 if unsafe:
-                    say(f"refusing to accept {key}: it holds {', '.join(unsafe)}")
+                    say(f"refusing to accept {named}: it holds {', '.join(unsafe)}")
                     continue
                 current = read_entries(snapshot)
                 current[key] = new
@@ -523,11 +555,11 @@ def review(
                         write_atomic(extra, content)
                 del entries[key]
                 accepted += 1
-                say(f"accepted: {key} written to {document.get('snapshot_file')}")
+                say(f"accepted: {named} written to {document.get('snapshot_file')}")
             elif choice == "reject":
                 del entries[key]
                 rejected += 1
-                say(f"rejected: {key} (the snapshot is unchanged; the next run fails again)")
+                say(f"rejected: {named} (the snapshot is unchanged; the next run fails again)")
         if entries:
             write_atomic(path, dump(document))
         else:

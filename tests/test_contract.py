@@ -822,3 +822,12 @@ def test_schema_command_subprocess(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr.decode(errors="replace")
     assert json.loads(done.stdout) == load_schema()
+
+
+def test_a_field_name_shaped_like_a_key_is_not_shown_in_a_pointer() -> None:
+    """An envelope field named like a key (``sk_`` and random letters, 24 characters with
+    no digit) was shown in a contract failure's pointer and the JSON report's reason."""
+    from leakcheck.contract.schema import _safe_key
+
+    assert not _safe_key("sk_hInnKUXOAiBIanPTeYHLy")
+    assert _safe_key("request_id") and _safe_key("retryAfterSeconds")

@@ -4,8 +4,10 @@ review``; nothing written or printed holds a canary."""
 
 from __future__ import annotations
 
+import base64
 import io
 import json
+import secrets
 import subprocess
 import sys
 from pathlib import Path
@@ -569,6 +571,47 @@ def test_review_never_shows_or_accepts_canary_shaped_text(
     assert "c/http_401" not in _snapshot(tmp_path)
 
 
+@pytest.mark.parametrize("encoding", ["hex", "base64"])
+def test_review_never_shows_or_accepts_an_encoded_canary(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], canaries: CanaryFactory, encoding: str
+) -> None:
+    """(A hand-edited pending file, or one from a fork's CI run: its canary's hex or
+    base64 was shown and, accepted, written into the committed snapshot.)"""
+    _pending_tree(tmp_path)
+    token = canaries("bearer")
+    data = token.value.encode()
+    spelled = data.hex() if encoding == "hex" else base64.b64encode(b"x" + data).decode()
+    path = tmp_path / PENDING_DIR / "test_x.json"
+    document = json.loads(path.read_text(encoding="utf-8"))
+    document["entries"]["c/http_401"]["new"]["response"]["message"] = f"bad {spelled}"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    assert main(["review", "--dir", str(tmp_path), "--accept-all"]) == 1
+    shown = capsys.readouterr().out
+    assert spelled[12:32] not in shown
+    assert f"«canary?:bearer ({encoding}): line" in shown  # (rows may wrap the label)
+    assert "c/http_401" not in _snapshot(tmp_path)
+
+
+def test_review_shows_no_key_shaped_id_and_refuses_a_malformed_entry(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _pending_tree(tmp_path)
+    token = "tok_" + secrets.token_urlsafe(24)
+    path = tmp_path / PENDING_DIR / "test_x.json"
+    document = json.loads(path.read_text(encoding="utf-8"))
+    document["entries"][f"c/http_401_{token}"] = document["entries"].pop("c/http_401")
+    path.write_text(json.dumps(document), encoding="utf-8")
+    assert main(["review", "--dir", str(tmp_path), "--accept-all"]) == 1
+    shown = capsys.readouterr().out
+    assert token[4:12] not in shown and "«opaque»" in shown
+    assert not any(token in key for key in _snapshot(tmp_path))
+    # an entry that is no pending snapshot: one line, no traceback
+    document["entries"]["d/http_403"] = "not an entry"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    assert main(["review", "--dir", str(tmp_path), "--reject-all"]) == 0
+    assert "are not pending snapshots" in capsys.readouterr().out
+
+
 def test_review_masks_pieces_and_refuses_a_listed_secret(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -756,3 +799,18 @@ def test_review_output_that_cannot_be_written_is_one_error(
     err = capsys.readouterr().err
     assert "cannot write to standard output: No space left on device" in err
     assert "Traceback" not in err
+
+
+def test_a_hand_edited_snapshots_key_shaped_names_are_opaque_in_drift() -> None:
+    """A stored snapshot is a file of the repository: a version or a key edited by hand to
+    hold a token was printed in the drift text and the summary as it was."""
+    from leakcheck.snapshot_store import drift_line, render_drift
+
+    token = "tok_" + secrets.token_urlsafe(24)
+    old = snapshot_entry({"ok": False}, None, {"httpx": token}, key="a/http_401")
+    new = snapshot_entry({"ok": True}, None, {"httpx": "0.29.0"}, key="a/http_401")
+    shown = render_drift(f"a/http_401_{token}", old, new) + drift_line(old, new)
+    assert token[4:12] not in shown and "«opaque» -> 0.29.0" in shown
+    # (the twin: a plain version is shown)
+    plain = snapshot_entry({"ok": False}, None, {"httpx": "0.28.1"}, key="a/http_401")
+    assert "0.28.1 -> 0.29.0" in drift_line(plain, new)

@@ -190,3 +190,22 @@ def test_the_mcp_command_line_and_env_name_are_described(
     err = capsys.readouterr().err
     assert err.count("leakcheck: error:") == 3
     assert not _shown(err)
+
+
+def test_a_reports_canary_id_that_is_a_token_is_described(
+    tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from leakcheck.cli import main
+
+    report = tmp_path / "r.json"
+    secret = {"id": TOKEN, "kind": "bearer", "generated": True}
+    tests = [{"test": "t.py::t", "secrets": [secret]}]
+    report.write_text(
+        json.dumps({"tool": "leakcheck", "seed": "1", "canary_generation": 2, "tests": tests})
+    )
+    (tmp_path / "a.log").write_text("nothing\n")
+    assert main(["scan", "--canaries-from", str(report), str(tmp_path / "a.log")]) == 2
+    err = capsys.readouterr().err
+    assert "is not a canary id" in err and not _shown(err)

@@ -17,6 +17,7 @@ from typing import Any
 
 from .._values import replace
 from ..canaries import CANARY_GENERATION, KINDS, CanaryFactory, Secret
+from ..errors import quoted
 from ..findings import MASK_LABEL
 from ..records import TestRecord
 from ..serialize import read_json_file
@@ -128,8 +129,8 @@ def canaries_from_report(
                 continue
             match = _CANARY_ID.fullmatch(secret.id)
             if match is None:
-                shown = secret.id[:40]
-                raise UsageError(f"report {path!r} test {n}: {shown!r} is not a canary id (KIND#N)")
+                shown = quoted(secret.id[:40])
+                raise UsageError(f"report {path!r} test {n}: {shown} is not a canary id (KIND#N)")
             if match.group(1) not in KINDS:
                 raise UsageError(
                     f"report {path!r} test {n}: canary kind {match.group(1)[:40]!r} is none "

@@ -99,7 +99,11 @@ _SAFE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 def _safe_key(key: str) -> bool:
     """A key short and plain enough to be a field name rather than a value used as a key.
     (A canary used as a key is long or random: it shows as ``*`` instead.)"""
-    return bool(_SAFE_KEY.fullmatch(key)) and len(key) <= 24 and sum(c.isdigit() for c in key) <= 2
+    if not (_SAFE_KEY.fullmatch(key) and len(key) <= 24 and sum(c.isdigit() for c in key) <= 2):
+        return False
+    from ..findings import without_random_tokens  # (on a failure's path only)
+
+    return without_random_tokens(key) == key  # (a real key's shape: ``sk_`` + random letters)
 
 
 def declared(schema: Any) -> frozenset[str]:

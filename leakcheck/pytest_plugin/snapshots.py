@@ -78,6 +78,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..harness import LeakCheck
 
 from ..canaries import Secret
+from ..findings import without_random_tokens
 from ..snapshot_store import (
     DEFAULT_DIR,
     FIELDS,
@@ -709,7 +710,8 @@ class SnapshotSession:
         terminalreporter.write_line(f"mode {self.mode}: {counts or 'nothing observed'}")
         for title in ("drifted", "new", "unused", "deleted"):
             for line in _by_stage(s.get(title, [])):
-                terminalreporter.write_line(f"  {title}: {line}")
+                # (a key of a snapshot edited by hand may look like a key: opaque)
+                terminalreporter.write_line(f"  {title}: {without_random_tokens(line)}")
         if s.get("new") and self.mode == "check":
             terminalreporter.write_line(
                 "new cases have no snapshot: run with --leakcheck-snapshot-create"
