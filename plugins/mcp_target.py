@@ -103,6 +103,7 @@ from leakcheck.contract import DEFAULT as DEFAULT_EXPECTATIONS
 from leakcheck.contract import Expectations, Violation
 from leakcheck.errors import LeakcheckUsageError, did_you_mean, first_leaf
 from leakcheck.faults import ChildProcessUpstream, TlsUpstream
+from leakcheck.findings import cut_whole, without_random_tokens
 from leakcheck.matrix import SEAMS, UNREACHABLE_URL, Case, Operation, Target, TargetError
 from leakcheck.netwatch import merge_environment
 from leakcheck.placements import PLACEMENTS, template_kinds
@@ -671,7 +672,7 @@ class McpTarget(Target):
                 leaf = first_leaf(exc)
                 if isinstance(leaf, TargetError):
                     raise leaf.with_traceback(None) from None
-                said = str(leaf).splitlines()[0][:200] if str(leaf) else ""
+                said = _shown(str(leaf).splitlines()[0], 200) if str(leaf) else ""
                 raise TargetError(
                     f"{type(self).__name__}: could not list the server's tools: "
                     f"{type(leaf).__name__}" + (f": {said}" if said else "")
@@ -732,9 +733,16 @@ class McpTarget(Target):
             case.check.harness_hints.append(
                 f"the tool {tool!r} answered an error before any request reached the fault: "
                 "are its arguments (arguments=) ones it takes?"
-                + (f" It said: {said[:200]!r}" if said else "")
+                + (f" It said: {_shown(said, 200)!r}" if said else "")
             )
         return wire
+
+
+def _shown(text: str, size: int, *, keep_end: bool = False) -> str:
+    """``text`` cut to ``size`` characters as a message quotes it: a run of credential
+    characters cut at the edge, and every run that looks like a key, shown ``«opaque»``
+    (what a server said may hold a literal token of ``env=``: no secret leakcheck knows)."""
+    return without_random_tokens(cut_whole(text, size, keep_end=keep_end))
 
 
 def _first_text(result: Mapping[str, Any]) -> str:
@@ -904,7 +912,7 @@ class StdioMcpTarget(McpTarget):
             except Exception as exc:  # noqa: BLE001 - said once, as the user's mistake
                 # (the first failure inside anyio's groups: "ExceptionGroup" named no cause)
                 leaf = first_leaf(exc)
-                detail = str(leaf).splitlines()[0][:160] if str(leaf) else ""
+                detail = _shown(str(leaf).splitlines()[0], 160) if str(leaf) else ""
                 failure = type(leaf).__name__ + (f" ({detail})" if detail else "")
             else:
                 return [
@@ -912,8 +920,10 @@ class StdioMcpTarget(McpTarget):
                     for t in listed
                 ]
             errlog.seek(0)
-            said = errlog.read()[-2000:].strip()  # placeholders only: no case yet
-        command = " ".join([self.command, *map(str, self.args)])
+            # (placeholders only, no case yet: a literal token in env= or args= is no
+            # secret leakcheck knows, and is shown opaque)
+            said = _shown(errlog.read(), 2000, keep_end=True).strip()
+        command = without_random_tokens(" ".join([self.command, *map(str, self.args)]))
         raise TargetError(
             f"{type(self).__name__}: could not list the tools of {command!r} (placeholder "
             f"credentials, upstream {UNREACHABLE_URL}): {failure}"

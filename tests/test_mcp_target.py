@@ -826,6 +826,62 @@ def test_an_in_process_factory_written_wrong_is_one_clear_error() -> None:
         assert said in str(caught.value), str(caught.value)
 
 
+def test_what_a_target_quotes_shows_no_literal_token() -> None:
+    """A token given literally (``args=``, ``env=``: no secret leakcheck knows) was
+    printed whole in the command line of "could not list the tools of", cut to a piece
+    by the stderr tail (its last 2,000 characters) and by the factory's message (200),
+    and nearly whole in the tool-refused hint (200): each shown ``«opaque»`` now."""
+    import secrets
+
+    from leakcheck.findings import OPAQUE_LABEL
+    from leakcheck.matrix import TargetError
+
+    token = "tok_" + secrets.token_urlsafe(24)
+
+    def shown(text: str) -> bool:
+        body = token[4:]
+        return any(body[i : i + 6] in text for i in range(len(body) - 5))
+
+    server = (
+        "import sys; sys.stderr.write('cfg API_TOKEN=' + sys.argv[2] + chr(10) + 'x' * 1984);"
+        " sys.exit(3)"
+    )
+    target = mcp_target.StdioMcpTarget(
+        sys.executable, ["-c", server, "--api-key", token], startup_timeout=60
+    )
+    with pytest.raises(TargetError) as caught:
+        target.operations  # noqa: B018
+    said = str(caught.value)
+    assert "could not list the tools of" in said and OPAQUE_LABEL in said
+    assert not shown(said)
+
+    def raises(**kwargs: Any) -> Any:
+        raise RuntimeError("x" * 170 + " API_TOKEN=" + token + " rejected")
+
+    with pytest.raises(TargetError) as caught:
+        mcp_target.InProcessMcpTarget(raises).operations  # noqa: B018
+    assert "could not list the server's tools" in str(caught.value)
+    assert not shown(str(caught.value))
+
+    def refusing(**kwargs: Any) -> Any:
+        from fastmcp.exceptions import ToolError
+
+        server = fastmcp.FastMCP("refusing")
+
+        @server.tool
+        def fetch(item: str) -> str:
+            raise ToolError("x" * 150 + " with SERVICE_KEY=" + token + " denied")
+
+        return server
+
+    hinted = mcp_target.InProcessMcpTarget(refusing, arguments={"fetch": {"item": "a"}})
+    with LeakCheck(seed=SEED, namespace="refusing") as check:
+        hinted.call(_case(check, hinted, "http_401", "authorization-header"))
+        hint = " ".join(check.harness_hints)
+    assert "answered an error before any request reached the fault" in hint
+    assert not shown(hint)
+
+
 # --- placements: only those whose credentials the server is given ------------------------
 
 
