@@ -69,14 +69,14 @@ def did_you_mean(name: object, known: Iterable[str]) -> str:
 
 def quoted(value: object) -> str:
     """``repr(value)``, as a message quotes what it refused, unless it holds a run that
-    looks like a key (``findings.without_random_tokens``): a token given where a name goes
-    (a CI script's ``$TOKEN`` in the wrong option, a marker's key, an ini value) is no
-    secret any mask knows yet, and is described, never quoted."""
+    looks like a key and is no name of words (``findings.hides_a_key``): a token given
+    where a name goes (a CI script's ``$TOKEN`` in the wrong option, a marker's key, an
+    ini value) is no secret any mask knows yet, and is described, never quoted."""
     try:
         shown = repr(value)
     except Exception:  # noqa: BLE001 - a value whose repr raises is described too
         return with_article(type(value).__name__)
-    return _described(shown) or shown
+    return _described(value if isinstance(value, str) else shown) or shown
 
 
 def plain(value: object) -> str:
@@ -89,13 +89,13 @@ def plain(value: object) -> str:
     return _described(shown) or shown
 
 
-def _described(shown: str) -> str:
-    """``shown`` described when it holds a run that looks like a key, else ""."""
-    from .findings import OPAQUE_LABEL, without_random_tokens  # (on the error path only)
+def _described(text: str) -> str:
+    """``text`` described when it holds a run that looks like a key, else ""."""
+    from .findings import OPAQUE_LABEL, hides_a_key  # (on the error path only)
 
-    if without_random_tokens(shown) == shown:
+    if not hides_a_key(text):
         return ""
-    return f"{OPAQUE_LABEL} (a value of {len(shown)} characters that looks like a key)"
+    return f"{OPAQUE_LABEL} (a value of {len(text)} characters that looks like a key)"
 
 
 def with_article(noun: str) -> str:

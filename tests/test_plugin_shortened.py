@@ -213,3 +213,28 @@ def test_restore_puts_the_functions_back() -> None:
         shortened.install()
         shortened.restore()
         assert "repr_str" not in vars(saferepr.SafeRepr)
+
+
+def test_a_difference_a_mask_swallows_still_shows_its_lines(pytester: pytest.Pytester) -> None:
+    """``"prefix " * 10 + token + "A-tail" == ... + "B-tail"``: both sides masked are one
+    label (a mask swallows the credential characters next to a form), and the diff of the
+    masked texts showed no difference at all. The texts are diffed as they are then, never
+    cut at an identical head or tail, each line masked whole: the - and + lines show."""
+    pytester.makepyfile(
+        """
+        def test_glued(leakcheck):
+            token = leakcheck.secret("bearer")
+            assert "prefix " * 10 + token + "A-tail" == "prefix " * 10 + token + "B-tail"
+        """
+    )
+    with pytest.MonkeyPatch.context() as env:
+        env.delenv("CI", raising=False)
+        env.delenv("BUILD_NUMBER", raising=False)
+        result = pytester.runpytest_subprocess("-p", "no:randomly", f"--leakcheck-seed={SEED}")
+    text = "\n".join(result.outlines)
+    secret = CanaryFactory(SEED, namespace="test_glued.py::test_glued", announce=False).nth(
+        "bearer", 1
+    )
+    assert "E         - prefix" in text and "E         + prefix" in text
+    assert "Skipping" not in text
+    assert secret.value[4:12] not in text and not _pieces_shown(text, secret)

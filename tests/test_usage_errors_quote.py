@@ -209,3 +209,19 @@ def test_a_reports_canary_id_that_is_a_token_is_described(
     assert main(["scan", "--canaries-from", str(report), str(tmp_path / "a.log")]) == 2
     err = capsys.readouterr().err
     assert "is not a canary id" in err and not _shown(err)
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["OAuth2TokenRefresher", "MyCompanyInternalHttpTransport2", "HttpUnauthorizedResponse401"],
+)
+def test_a_name_of_words_is_quoted_whatever_its_case_and_digits(name: str) -> None:
+    """(A class or logger name in CamelCase with a digit is no key: quoted, as before.)"""
+    assert name in _message(lambda: _levels({name: "LOUD"}))
+    assert name in _message(lambda: _check().force(name, via="respx"))
+
+
+def test_a_described_value_says_its_own_length() -> None:
+    from leakcheck.errors import quoted
+
+    assert f"a value of {len(TOKEN)} characters" in quoted(TOKEN)

@@ -550,7 +550,7 @@ class PluginSession:
             terminalreporter.write_line(note)
         for opt in self.opt_outs:
             terminalreporter.write_line(
-                f"opted out: {opt['test']}: sink {quoted(opt['sink'])} ({opt['reason']})"
+                f"opted out: {opt['test']}: sink {_sink_shown(opt['sink'])} ({opt['reason']})"
             )
         python = f"{sys.version_info[0]}.{sys.version_info[1]}"
         for flag, said in (
@@ -727,6 +727,14 @@ def request_id_problems(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     from ..contract import check_request_ids  # jsonschema: only when a matrix ran
 
     return [v.to_dict() for v in check_request_ids(ids)]
+
+
+def _sink_shown(sink: str) -> str:
+    """An opted-out sink's name as the summary quotes it (one that looked like a key was
+    recorded described: not quoted again)."""
+    from ..findings import OPAQUE_LABEL
+
+    return sink if sink.startswith(OPAQUE_LABEL) else quoted(sink)
 
 
 def _subtest_description(report: pytest.TestReport) -> str | None:

@@ -123,10 +123,20 @@ class ShortenedMasking:
         diff_text = getattr(compare_text, "_diff_text", None)
         if diff_text is not None:
 
-            def masked_diff_text(left: Any, right: Any, *args: Any, **kwargs: Any) -> Any:
+            def masked_diff_text(
+                left: Any, right: Any, highlighter: Any, verbose: int = 0, *args: Any, **kw: Any
+            ) -> Any:
                 if isinstance(left, str) and isinstance(right, str):
-                    left, right = mask(left), mask(right)
-                return diff_text(left, right, *args, **kwargs)
+                    masked_left, masked_right = mask(left), mask(right)
+                    if masked_left != masked_right or left == right:
+                        left, right = masked_left, masked_right
+                    else:
+                        # (what differs is inside what a mask swallows: both sides would
+                        # show one label and no difference. The texts as they are, never
+                        # cut at an identical head or tail; each line is masked whole
+                        # where the report is.)
+                        verbose = max(verbose, 1)
+                return diff_text(left, right, highlighter, verbose, *args, **kw)
 
             self._patch(compare_text, "_diff_text", masked_diff_text)
         wrap_bytes = getattr(pprint, "_wrap_bytes_repr", None)
