@@ -554,41 +554,32 @@ def test_review_asks_per_entry_on_a_terminal(
     assert (tmp_path / "tests" / "__leakcheck_snapshots__" / ".gitleaks.toml").exists()
 
 
+@pytest.mark.parametrize("encoding", ["raw", "hex", "base64"])
 def test_review_never_shows_or_accepts_canary_shaped_text(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], canaries: CanaryFactory
-) -> None:
-    _pending_tree(tmp_path)
-    token = canaries("bearer")
-    path = tmp_path / PENDING_DIR / "test_x.json"
-    document = json.loads(path.read_text(encoding="utf-8"))
-    document["entries"]["c/http_401"]["new"]["response"]["message"] = f"bad {token.value}"
-    path.write_text(json.dumps(document), encoding="utf-8")
-    assert main(["review", "--dir", str(tmp_path), "--accept-all"]) == 1
-    shown = capsys.readouterr().out
-    self_scan(shown, [token], "review output")
-    assert "«canary?:bearer: line withheld»" in shown
-    assert "refusing to accept c/http_401" in shown
-    assert "c/http_401" not in _snapshot(tmp_path)
-
-
-@pytest.mark.parametrize("encoding", ["hex", "base64"])
-def test_review_never_shows_or_accepts_an_encoded_canary(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], canaries: CanaryFactory, encoding: str
 ) -> None:
-    """(A hand-edited pending file, or one from a fork's CI run: its canary's hex or
-    base64 was shown and, accepted, written into the committed snapshot.)"""
+    """A canary's shape, raw or encoded (a hand-edited pending file, or one from a fork's
+    CI run: its hex and base64 were shown and, accepted, written into the committed
+    snapshot), is withheld and never accepted."""
     _pending_tree(tmp_path)
     token = canaries("bearer")
     data = token.value.encode()
-    spelled = data.hex() if encoding == "hex" else base64.b64encode(b"x" + data).decode()
+    spelled = {
+        "raw": token.value,
+        "hex": data.hex(),
+        "base64": base64.b64encode(b"x" + data).decode(),
+    }[encoding]
     path = tmp_path / PENDING_DIR / "test_x.json"
     document = json.loads(path.read_text(encoding="utf-8"))
     document["entries"]["c/http_401"]["new"]["response"]["message"] = f"bad {spelled}"
     path.write_text(json.dumps(document), encoding="utf-8")
     assert main(["review", "--dir", str(tmp_path), "--accept-all"]) == 1
     shown = capsys.readouterr().out
+    self_scan(shown, [token], "review output")
     assert spelled[12:32] not in shown
-    assert f"«canary?:bearer ({encoding}): line" in shown  # (rows may wrap the label)
+    label = "bearer" if encoding == "raw" else f"bearer ({encoding})"
+    assert f"«canary?:{label}: line" in shown  # (rows may wrap the label)
+    assert "refusing to accept c/http_401" in shown
     assert "c/http_401" not in _snapshot(tmp_path)
 
 
