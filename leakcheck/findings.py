@@ -388,6 +388,13 @@ def cut_whole(text: str, size: int, *, keep_end: bool = False) -> str:
     return kept
 
 
+def credential_run_start(text: str) -> int:
+    """Where the run of credential characters that ends ``text`` starts (its length when
+    it ends with none)."""
+    run = _CREDENTIAL_TAIL.search(text)
+    return run.start() if run else len(text)
+
+
 def _cuts_a_run(buf: bytes, at: int) -> bool:
     """Whether a window edge at ``at`` falls inside a run of credential characters."""
     return buf[at - 1 : at + 1].translate(None, _CREDENTIAL_CHARS) == b""

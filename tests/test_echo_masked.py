@@ -105,6 +105,36 @@ def test_the_echo_masks_a_line_at_a_time_and_shows_a_prompt_when_flushed() -> No
     assert terminal.getvalue().endswith("? after\n")
 
 
+def test_a_flush_inside_a_run_of_key_characters_holds_the_run_back() -> None:
+    """``write("progress " + hex[:30]); flush(); write(hex[30:] + " done\\n")``: the flushed
+    half was masked alone and shown, a piece of the token's hex that no needle matches.
+    The run of credential characters at a flushed line's end waits for what follows it
+    (or for the test's end)."""
+    import io
+
+    from leakcheck.pytest_plugin.capture_fixtures import MaskedEcho
+
+    def mask(text: str) -> str:
+        return text.replace("0123456789abcdef", "«masked»")
+
+    terminal = io.StringIO()
+    echo = MaskedEcho(terminal, mask)
+    echo.write("progress 0123456")
+    echo.flush()
+    assert terminal.getvalue() == "progress "  # (the run waits)
+    echo.write("789abcdef done")
+    echo.flush()
+    assert terminal.getvalue() == "progress «masked» "  # ("done" may go on too)
+    echo.write("\n")
+    assert terminal.getvalue() == "progress «masked» done\n"
+    echo.write("Password: ")  # (a prompt is shown whole)
+    echo.flush()
+    assert terminal.getvalue().endswith("Password: ")
+    echo.write("tail0123")
+    echo.flush_all()  # (the test ended: everything is shown)
+    assert terminal.getvalue().endswith("Password: tail0123")
+
+
 DEBUGS = """
 def test_debugs(leakcheck):
     token = leakcheck.secret("bearer")

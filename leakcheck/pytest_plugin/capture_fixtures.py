@@ -101,6 +101,13 @@ def _tapped_disabled(
     return tapped
 
 
+def _run_start(text: str) -> int:
+    """Where the run of credential characters that ends ``text`` starts."""
+    from ..findings import credential_run_start
+
+    return credential_run_start(text)
+
+
 class MaskedEcho(io.TextIOBase):
     """A text stream that writes to ``stream`` masked, a line at a time (a secret written
     in pieces is masked whole; a line without its newline when flushed), and, while
@@ -156,21 +163,35 @@ class MaskedEcho(io.TextIOBase):
         return len(text)
 
     def flush(self) -> None:
+        """Show what is pending (a prompt without its newline), but for a run of
+        credential characters at its end: it may go on in the next write (a progress line
+        flushed in the middle of a token's hex showed a piece that no needle matches,
+        masked alone), and is shown with what follows it, or when the test ends."""
+        self._flush(whole=False)
+
+    def flush_all(self) -> None:
+        """Show everything pending (the test ended, the streams are given back)."""
+        self._flush(whole=True)
+
+    def _flush(self, *, whole: bool) -> None:
         with self._lock:
-            if self._pending:  # (a prompt without its newline: shown when flushed)
-                pending, self._pending = self._pending, ""
-                self.stream.write(self._mask(pending))
+            if self._pending:
+                pending = self._pending
+                cut = len(pending) if whole else _run_start(pending)
+                shown, self._pending = pending[:cut], pending[cut:]
+                if shown:
+                    self.stream.write(self._mask(shown))
         self.stream.flush()
 
     def start_recording(self) -> None:
         """Keep what is written from now on (what is pending is written out first)."""
-        self.flush()
+        self._flush(whole=True)
         with self._lock:
             self._written = []
 
     def stop_recording(self) -> str:
         """Write out what is pending; what was written since ``start_recording``."""
-        self.flush()
+        self.flush_all()
         with self._lock:
             written, self._written = self._written or [], None
         return "".join(written)
@@ -278,7 +299,7 @@ class TerminalEcho:
 
         def undo() -> None:
             for echo in echoes:
-                echo.flush()
+                echo.flush_all()
             if sys.stdout is echoes[0]:
                 sys.stdout = shown[0]
             if sys.stderr is echoes[1]:
@@ -301,7 +322,7 @@ class TerminalEcho:
             tee._other = MaskedEcho(echoed, self._mask)  # type: ignore[union-attr]
 
             def undo(tee: Any = tee, echoed: Any = echoed) -> None:
-                tee._other.flush()
+                tee._other.flush_all()
                 tee._other = echoed
 
             self._undo.append(undo)
@@ -337,7 +358,7 @@ class TerminalEcho:
     def pause(self, paused: bool) -> None:
         """Keep nothing while ``paused`` (a debugger's session is the developer's)."""
         for echo in self.echoes or ():
-            echo.flush()
+            echo.flush_all()
             echo.paused = paused
 
     def restore(self) -> None:
