@@ -78,6 +78,12 @@ def test_log_format_cut(leakcheck):
     assert False
 
 
+def test_locals_wrapped(leakcheck):
+    token = leakcheck.secret("resource_id")
+    blob = b"x" + token.encode("utf-16-le")
+    assert not blob
+
+
 def test_bytes_wrapped(leakcheck):
     token = leakcheck.secret("bearer")
     blob = b"p" * 15 + token.encode().hex().encode()
@@ -138,9 +144,9 @@ def _pieces_shown(text: str, secret: Secret) -> int:
     return shown
 
 
-def _run(
-    pytester: pytest.Pytester, *args: str, patched: bool, tests: dict[str, str]
-) -> dict[str, int]:
+def _output(pytester: pytest.Pytester, *args: str, patched: bool, tests: dict[str, str]) -> str:
+    """What the inner suite's ``tests`` print, with pytest's own shortening back unless
+    ``patched``."""
     pytester.makepyfile(test_cut=INNER)
     if not patched:
         pytester.makeconftest(UNPATCHED)
@@ -156,11 +162,18 @@ def _run(
     text = "\n".join(result.outlines + result.errlines)
     for name in tests:
         assert f"_ {name} _" in text, f"the run shows no failure of {name}"
-    shown = {}
-    for name, kind in tests.items():
-        secret = CanaryFactory(SEED, namespace=f"test_cut.py::{name}", announce=False).nth(kind, 1)
-        shown[name] = _pieces_shown(text, secret)
-    return shown
+    return text
+
+
+def _canary(name: str, kind: str) -> Secret:
+    return CanaryFactory(SEED, namespace=f"test_cut.py::{name}", announce=False).nth(kind, 1)
+
+
+def _run(
+    pytester: pytest.Pytester, *args: str, patched: bool, tests: dict[str, str]
+) -> dict[str, int]:
+    text = _output(pytester, *args, patched=patched, tests=tests)
+    return {name: _pieces_shown(text, _canary(name, kind)) for name, kind in tests.items()}
 
 
 def test_what_pytest_cuts_shows_no_piece(pytester: pytest.Pytester) -> None:
@@ -238,3 +251,15 @@ def test_a_difference_a_mask_swallows_still_shows_its_lines(pytester: pytest.Pyt
     assert "E         - prefix" in text and "E         + prefix" in text
     assert "Skipping" not in text
     assert secret.value[4:12] not in text and not _pieces_shown(text, secret)
+
+
+@pytest.mark.parametrize("patched", [True, False], ids=["patched", "pytest alone"])
+def test_a_local_that_pprint_wraps_under_vv(pytester: pytest.Pytester, patched: bool) -> None:
+    """``-l -vv`` shows locals with the standard library's ``pprint``, which wraps a long
+    ``bytes``: a token's UTF-16-LE bytes at an odd offset left a line of its characters
+    (between ``\\x00`` escapes) that no window matched (found by a fuzzing helper)."""
+    text = _output(pytester, "-vv", patched=patched, tests={"test_locals_wrapped": "x"})
+    value = _canary("test_locals_wrapped", "resource_id").value
+    narrowed = text.replace("\\x00", "")
+    shown = sum(value[i : i + 8] in narrowed for i in range(5, len(value) - 7))
+    assert bool(shown) is not patched, shown

@@ -85,6 +85,7 @@ class ShortenedMasking:
         self._patch(saferepr, "_ellipsize", masked_ellipsize)
         self._patch(saferepr.SafeRepr, "repr_str", masked_repr_str)
         self._install_diff_and_wrap()
+        self._install_locals_format()
 
         # pytest 9 cuts the explanation as it streams it; pytest 8 cut the list. Only the
         # line cut in the middle is masked before the cut (a line kept whole is masked
@@ -151,6 +152,34 @@ class ShortenedMasking:
                     yield masked
 
             self._patch(pprint, "_wrap_bytes_repr", masked_wrap_bytes)
+
+    def _install_locals_format(self) -> None:
+        """``-l`` under ``-vv`` shows each local with the standard library's ``pprint``,
+        which wraps a long ``bytes`` or ``str`` over lines (``b'...' b'...'``): a form cut
+        there (a token's UTF-16 bytes at an odd offset) left a line of its characters that
+        no window matched. A local whose one-line ``repr`` holds a form is shown on one
+        line, masked."""
+        mask = self._mask
+        try:
+            from _pytest._code import code
+            from _pytest._io import saferepr
+        except ImportError:
+            return
+        for owner in (saferepr, code):
+            formatted = getattr(owner, "safeformat", None)
+            if formatted is None:
+                continue
+
+            def masked_safeformat(obj: object, formatted: Any = formatted) -> str:
+                shown: str = formatted(obj)
+                try:
+                    whole = builtins.repr(obj)
+                except Exception:  # noqa: BLE001 - pytest's own text says how it failed
+                    return shown
+                masked = mask(_ends(whole))
+                return shown if masked == _ends(whole) else masked
+
+            self._patch(owner, "safeformat", masked_safeformat)
 
     def _patch(self, owner: Any, name: str, replacement: Any) -> None:
         self._saved.append((owner, name, getattr(owner, name), name in vars(owner)))
