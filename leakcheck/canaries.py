@@ -20,7 +20,13 @@ from enum import Enum
 
 from ._lazy import lazy_compile
 from ._values import Value, field
-from .errors import LeakcheckUsageError, NotASecretError, did_you_mean, quoted, with_article
+from .errors import (
+    LeakcheckUsageError,
+    NotASecretError,
+    did_you_mean,
+    looks_like_a_key,
+    with_article,
+)
 
 TYPE_CHECKING = False  # not typing's: its import was a twentieth of a scan's start-up
 if TYPE_CHECKING:  # generation only: a scan of user secrets never imports random
@@ -147,7 +153,7 @@ class Secret(Value, frozen=True):
         Raises ``WeakSecretError`` when it is too short or too guessable; the message
         names the secret's id and kind, never its value or a fragment of it.
         """
-        if quoted(id) != repr(id):  # (checked first: every message below names the id)
+        if looks_like_a_key(id):  # (checked first: every message below names the id)
             raise SecretIdError(
                 f"a secret's id of {len(str(id))} characters looks like a key (a value given "
                 "where the id goes?): an id names the secret in every report; use a name "
@@ -732,28 +738,26 @@ _LOOKALIKES = {
 }
 
 
-#: Their fixed prefixes, for the encoded shapes below.
-_PREFIXES = {
-    "bearer": "lcb.",
-    "api_key": "lck_",
-    "cookie": "lcs=",
-    "hostname": "lc-",
-    "local_path": "/srv/lc-",
-    "prose": "lc-repair ",
-}
+def _fixed_prefix(kind: str) -> str:
+    """The characters every canary of ``kind`` starts with (those that carry no bits)."""
+    secret = CanaryFactory(0, announce=False).secret(kind)
+    return secret.value[: next((i for i, bits in enumerate(secret.bits) if bits), 0)]
 
 
 @functools.cache
 def _encoded_lookalikes() -> dict[str, re.Pattern[str]]:
-    """The same shapes hex- or base64-encoded: the encoded fixed prefix, then the encoding
-    of random characters (16 hex digits, 12 base64 characters). A pending snapshot edited
-    by hand, or fetched from a fork's CI run, showed a canary's hex and base64 to ``leakcheck
-    review`` as they were, and accepting wrote them into the snapshot."""
+    """The shapes of the kinds with a fixed prefix (3 characters or more), hex- or
+    base64-encoded: the encoded prefix, then the encoding of random characters (16 hex
+    digits, 12 base64 characters). A pending snapshot edited by hand, or fetched from a
+    fork's CI run, showed a canary's hex and base64 to ``leakcheck review`` as they were,
+    and accepting wrote them into the snapshot."""
     import base64
 
     shapes: dict[str, re.Pattern[str]] = {}
-    for kind, prefix in _PREFIXES.items():
-        data = prefix.encode()
+    for kind in KINDS:
+        data = _fixed_prefix(kind).encode()
+        if len(data) < 3:
+            continue
         shapes[f"{kind} (hex)"] = re.compile(f"(?i){data.hex()}[0-9a-f]{{16}}")
         cores: list[str] = []
         for offset in range(3):

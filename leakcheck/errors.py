@@ -18,6 +18,7 @@ __all__ = [
     "NotASecretError",
     "UnknownOptionError",
     "did_you_mean",
+    "looks_like_a_key",
     "plain",
     "quoted",
     "with_article",
@@ -87,6 +88,11 @@ def plain(value: object) -> str:
     except Exception:  # noqa: BLE001
         return with_article(type(value).__name__)
     return _described(shown) or shown
+
+
+def looks_like_a_key(value: object) -> bool:
+    """Whether ``quoted`` and ``plain`` describe ``value`` rather than show it."""
+    return isinstance(value, str) and bool(_described(value))
 
 
 def _described(text: str) -> str:

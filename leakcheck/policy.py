@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 
 from .canaries import SecretClass
-from .errors import LeakcheckUsageError, quoted
+from .errors import LeakcheckUsageError, looks_like_a_key, quoted
 
 __all__ = [
     "SinkClass",
@@ -237,7 +237,7 @@ def parse_log_levels(
                     elif part.upper() in _LEVELS:
                         example = f"root={part}"
                     else:
-                        example = f"{part}=INFO" if quoted(part) == repr(part) else "httpx=INFO"
+                        example = "httpx=INFO" if looks_like_a_key(part) else f"{part}=INFO"
                     raise PolicyError(
                         f"{what}: {quoted(part)} has no level; write LOGGER=LEVEL (e.g. "
                         f"{example}; root is every logger no closer name covers)"

@@ -202,23 +202,37 @@ def test_restore_puts_the_functions_back() -> None:
     was there, and a pytest without one gets its own functions.)"""
     import reprlib
 
-    from _pytest._io import saferepr
-    from _pytest.assertion import truncate
+    from _pytest._code import code
+    from _pytest._io import pprint, saferepr
+    from _pytest.assertion import compare_text, truncate
 
     from leakcheck.pytest_plugin.shortened import ShortenedMasking
 
+    patched = [
+        (saferepr, "_ellipsize"),
+        (saferepr, "safeformat"),
+        (code, "safeformat"),
+        (truncate, "materialize_with_truncation"),
+        (compare_text, "_diff_text"),
+        (pprint, "_wrap_bytes_repr"),
+    ]
+
     def there() -> tuple[object, ...]:
         own = vars(saferepr.SafeRepr).get("repr_str")
-        return saferepr._ellipsize, truncate.materialize_with_truncation, own
+        return (*(getattr(owner, name) for owner, name in patched), own)
 
     before = there()
     shortened = ShortenedMasking(str.upper)
     shortened.install()
+    during = there()
+    # (every function it patches is in the list: each is another while installed)
+    assert all(a is not b for a, b in zip(during[:-1], before[:-1], strict=True))
+    assert len(shortened._saved) == len(patched) + 1  # (and SafeRepr.repr_str)
     shown = saferepr.saferepr("ab" * 200, maxsize=20)
     assert shown.startswith("'ABABABA...") and len(shown) <= 20
     shortened.restore()
     assert there() == before
-    if before[2] is None:
+    if before[-1] is None:
         assert saferepr.SafeRepr.repr_str is reprlib.Repr.repr_str
     with pytest.MonkeyPatch.context() as patch:  # pytest's own, whatever is in place
         if "repr_str" in vars(saferepr.SafeRepr):
