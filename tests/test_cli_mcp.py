@@ -561,8 +561,30 @@ def test_credentials_in_the_url_are_never_shown(mcp, canaries) -> None:
         f"?api_key={quote(key.value, safe='')}"
     )
     run = mcp("--url", url, *TIMEOUTS, server=[], extra=(password, key))
-    line = one_error_line(run, "cannot reach the MCP server at http://operator:")
-    assert line.count("\u00abcanary:") >= 2
+    # (a password is opaque whatever it is; the key, a secret-named parameter, masked)
+    one_error_line(
+        run, "at http://operator:\u00abopaque\u00bb@127.0.0.1:9/mcp?\u00abcanary:secret:"
+    )
+
+
+@pytest.mark.parametrize(
+    "where",
+    ["https://mcp.example/{t}/mcp", "https://mcp.example/mcp?session={t}&v=2",
+     "https://mcp.example/mcp#{t}", "https://{t}.mcp.example/mcp",
+     "https://mcp.example/v1/{pct}/mcp"],
+)  # fmt: skip
+def test_a_key_in_the_url_is_never_quoted(mcp, where: str) -> None:
+    # a hosted MCP server's key in its path (or any query parameter, the fragment, a host
+    # label): no secret the audit knows, quoted raw in "cannot reach the MCP server at"
+    import secrets
+    from urllib.parse import quote
+
+    token = secrets.token_urlsafe(24)
+    key = Secret.from_user(token, kind="secret", id="key")
+    url = where.format(t=token, pct=quote(token[:12] + "/" + token[12:], safe=""))
+    run = mcp("--url", url, *TIMEOUTS, server=[], extra=(key,))
+    line = one_error_line(run, "cannot reach the MCP server at https://", "\u00abopaque\u00bb")
+    assert "mcp.example" in line or "{t}." in where
 
 
 def test_files_written_under_the_case_home_are_read(mcp) -> None:

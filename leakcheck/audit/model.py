@@ -5,6 +5,7 @@ None of them holds a secret's value: ids, kinds, names and masked texts only."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
@@ -60,7 +61,46 @@ class ServerSpec:
         errors and reports."""
         from ..findings import without_random_tokens  # (findings imports no audit module)
 
-        return without_random_tokens(self.url or " ".join([self.command, *self.args]))
+        if self.url:
+            return described_url(self.url)
+        return without_random_tokens(" ".join([self.command, *self.args]))
+
+
+#: Where a URL is cut into the pieces ``described_url`` judges one by one.
+_URL_DELIMITERS = re.compile(r"([/?&=#;:@])")
+
+
+def described_url(url: str) -> str:
+    """``url`` as an error or a report names it: its scheme, host and port as given, a
+    password ``«opaque»`` whatever it is, and each piece of the rest (between ``/ ? & = #``
+    and the like) that looks like a key, percent-decoded, ``«opaque»``. A key in a hosted
+    MCP server's path (``https://mcp.example/<key>/mcp``) or in any query parameter is no
+    secret the audit knows: quoted raw, an unreachable server's error showed it. The
+    secrets it does know (a password, a secret-named query parameter) are masked after."""
+    from urllib.parse import unquote
+
+    from ..findings import OPAQUE_LABEL, without_random_tokens
+
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        scheme, rest = "", url
+    authority, slash, tail = rest.partition("/")
+    userinfo, at, host = authority.rpartition("@")
+    if at:
+        user, colon, _password = userinfo.partition(":")
+        userinfo = user + (f":{OPAQUE_LABEL}" if colon else "")
+
+    def pieces(text: str) -> str:
+        out = []
+        for piece in _URL_DELIMITERS.split(text):
+            plain = unquote(piece)
+            looks_like_a_key = len(plain) >= 20 and without_random_tokens(plain) != plain
+            out.append(OPAQUE_LABEL if looks_like_a_key else piece)
+        return "".join(out)
+
+    # (a host is judged whole as well: its labels are short, a key cut at its dots is not)
+    shown_host = OPAQUE_LABEL if without_random_tokens(host) != host else pieces(host)
+    return f"{scheme}{sep}{pieces(userinfo)}{at}{shown_host}{slash}{pieces(tail)}"
 
 
 class ToolStatus(str, Enum):

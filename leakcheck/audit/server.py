@@ -494,7 +494,7 @@ def _start_failure(spec: ServerSpec, exc: BaseException, said: str) -> str:
     command = spec.describe()
     if spec.url and not isinstance(leaf, TimeoutError | MCPError):
         return (
-            f"cannot reach the MCP server at {spec.url}: {type(leaf).__name__} (is it "
+            f"cannot reach the MCP server at {command}: {type(leaf).__name__} (is it "
             "running, and is that its streamable-HTTP endpoint?)"
         )
     if isinstance(leaf, FileNotFoundError):

@@ -282,7 +282,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.command == "review":
             from .review import review_command
 
-            code = review_command(args)
+            code = review_command(args, output)
         elif args.command == "mcp":
             code = mcp_command(args, output)
         else:
@@ -291,6 +291,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         write_stdout("")  # flushed here, where a failure can still be reported
     except UsageError as exc:
         # the message may name a path or an id: masked with the secrets known so far
+        if exc.secrets:
+            output.use([*output.secrets, *exc.secrets])
         print_stderr(output.mask_one(f"leakcheck: error: {exc}"))
         return EXIT_ERROR
     except StdoutError as exc:

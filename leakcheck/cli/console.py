@@ -8,6 +8,12 @@ import os
 import re
 import sys
 
+TYPE_CHECKING = False  # not typing's: its import was a twentieth of a scan's start-up
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from ..canaries import Secret
+
 __all__ = [
     "EXIT_CLEAN",
     "EXIT_ERROR",
@@ -24,7 +30,13 @@ EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
 
 class UsageError(Exception):
-    """A user mistake: reported as one line, exit 2, never a traceback."""
+    """A user mistake: reported as one line, exit 2, never a traceback. ``secrets``: those
+    known where it was raised and not yet to the command's masker (a secrets file read
+    up to a bad line: the path or id the message names may hold one of them)."""
+
+    def __init__(self, message: str, secrets: Sequence[Secret] = ()) -> None:
+        super().__init__(message)
+        self.secrets = list(secrets)
 
 
 class StdoutError(Exception):

@@ -8,15 +8,20 @@ import sys
 from pathlib import Path
 
 from .console import UsageError, named, print_stderr, write_stdout
+from .output import Output
 from .secrets_file import load_secrets
 
 __all__ = ["review_command"]
 
 
-def review_command(args: argparse.Namespace) -> int:
+def review_command(args: argparse.Namespace, output: Output) -> int:
     # imported here: the snapshot machinery only for this command (it imports no pytest)
     from ..snapshot_store import SnapshotError, review
 
+    # (first: every message below names a path, masked with them; a pending file's name
+    # is a snapshot's id, which a test may have made of a secret)
+    secrets = load_secrets(args.secrets_file) if args.secrets_file else []
+    output.use(secrets)
     root = Path(args.dir)
     if not root.is_dir():
         raise UsageError(f"--dir {named(args.dir)} is not a directory")
@@ -26,13 +31,13 @@ def review_command(args: argparse.Namespace) -> int:
         found = next((d for d in root.resolve().parents if (d / ".leakcheck").is_dir()), None)
         if found is not None and args.dir != ".":
             raise UsageError(
-                f"no .leakcheck/ in {args.dir!r}, and {str(found)!r} has one: give --dir the "
-                "pytest rootdir, where a run that saw drift wrote .leakcheck/pending"
+                f"no .leakcheck/ in {named(args.dir)}, and {named(str(found))} has one: give "
+                "--dir the pytest rootdir, where a run that saw drift wrote .leakcheck/pending"
             )
         if found is not None:  # (run from a subdirectory of the rootdir: as pytest finds it)
-            print_stderr(f"leakcheck review: reviewing {str(found)!r} (its .leakcheck/)")
+            said = f"leakcheck review: reviewing {named(str(found))} (its .leakcheck/)"
+            print_stderr(output.mask_one(said))
             root = found
-    secrets = load_secrets(args.secrets_file) if args.secrets_file else []
     decision = "accept" if args.accept_all else "reject" if args.reject_all else None
     try:
         interactive = decision is None and sys.stdin.isatty()

@@ -23,6 +23,7 @@ from .console import (
     print_stderr,
     write_stdout,
 )
+from .console import named as named_path
 from .inputs import Inputs, distinct_files, looks_like_report, total_size
 from .output import Output, strings_of
 from .secrets_file import OWN_ID, OWN_KINDS, read_secrets
@@ -55,14 +56,14 @@ def _distinct(secrets: list[Secret]) -> tuple[list[Secret], list[list[str]]]:
 def scan_command(args: argparse.Namespace, out: str | None, output: Output) -> int:
     if not args.secrets_file and not args.canaries_from:
         raise UsageError("give --secrets-file FILE, --canaries-from REPORT, or both")
-    if out is not None:
-        _check_output_is_no_input(out, args.paths)
     notes: list[str] = []  # stderr lines that name nothing of the user's
     budget = budget_for(args.engine)
     secrets, named = _read_secrets_files(
         args.secrets_file or [], budget, notes, early=not args.full_estimate
     )
     output.use(secrets)
+    if out is not None:  # (its message names paths: masked with the secrets read)
+        _check_output_is_no_input(out, args.paths)
     reports: list[str] = args.canaries_from or []
     # (a report named as a PATH: its canaries would not be searched for)
     _check_paths_are_not_reports(args.paths, reports)
@@ -192,7 +193,7 @@ def scan_command(args: argparse.Namespace, out: str | None, output: Output) -> i
             with open(out, "w", encoding="utf-8") as written:
                 written.write(text)
         except OSError as exc:
-            raise UsageError(f"cannot write report {display(str(out))!r}: {exc.strerror}") from None
+            raise UsageError(f"cannot write report {named_path(out)}: {exc.strerror}") from None
     else:
         write_stdout(text)
     for line in notes + said:
@@ -309,7 +310,11 @@ def _read_secrets_files(
     named: list[tuple[str, int, str, str]] = []
     owners: dict[str, str] = {}
     for number, path in enumerate(distinct_files(paths), start=1):
-        loaded = read_secrets(path, budget.take(secrets), early=early)
+        try:
+            loaded = read_secrets(path, budget.take(secrets), early=early)
+        except UsageError as exc:  # (its path may hold a secret of an earlier file)
+            exc.secrets[:0] = secrets
+            raise
         notes += loaded.warnings
         for secret in loaded.secrets:
             earlier = owners.get(secret.id)

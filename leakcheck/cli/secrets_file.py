@@ -8,7 +8,8 @@ import re
 
 from .._lazy import lazy_compile
 from .._values import replace
-from ..canaries import KINDS, Secret, WeakSecretError
+from ..canaries import KINDS, Secret, is_kind_name
+from ..errors import LeakcheckUsageError
 from ..serialize import parse_json
 from .budget import Budget, budget_for
 from .console import UsageError, named, print_stderr
@@ -62,6 +63,46 @@ def load_secrets(path: str) -> list[Secret]:
 
 
 def read_secrets(path: str, budget: Budget | None = None, *, early: bool = True) -> SecretsFile:
+    entries: list[tuple[str, str, str]] = []  # (value, kind, id), as read so far
+    try:
+        return _read_secrets(path, budget, early, entries)
+    except UsageError as exc:
+        # The message names the file's path and an item's id, either of which may hold a
+        # secret the file gave before the bad line (a directory named after a token, an
+        # id made of one): masked with them.
+        exc.secrets += _for_masking(entries, str(exc))
+        raise
+
+
+#: A value is judged for masking an error only where this many of its characters in a row
+#: are in the message (as a masking window is): not every value of a file refused for
+#: holding too many.
+_SHOWN_CHARS = 6
+
+
+def _for_masking(entries: list[tuple[str, str, str]], message: str) -> list[Secret]:
+    """The values of ``entries`` that ``message`` holds a piece of (as it is or
+    case-folded), as secrets to mask it with (judged early; one too weak to be a secret
+    cannot be masked and is left out)."""
+    size = _SHOWN_CHARS
+    grams = {text[i : i + size] for text in (message, message.casefold()) for i in range(len(text))}
+    secrets = []
+    for value, _kind, _id in entries:
+        unseen = grams.isdisjoint(value[i : i + size] for i in range(len(value) - size + 1))
+        if unseen and grams.isdisjoint(
+            value.casefold()[i : i + size] for i in range(len(value) - size + 1)
+        ):
+            continue
+        try:
+            secrets.append(Secret.from_user(value, kind="secret", id="S1"))
+        except (LeakcheckUsageError, ValueError):
+            continue
+    return secrets
+
+
+def _read_secrets(
+    path: str, budget: Budget | None, early: bool, entries: list[tuple[str, str, str]]
+) -> SecretsFile:
     budget = budget_for() if budget is None else budget
     label = f"secrets file {named(path)}"
     try:
@@ -85,7 +126,6 @@ def read_secrets(path: str, budget: Budget | None = None, *, early: bool = True)
         lineno = data.count(b"\n", 0, exc.start) + 1
         raise UsageError(f"{label} is not valid UTF-8 (line {lineno})") from None
     loaded = SecretsFile([])
-    entries: list[tuple[str, str, str]] = []  # (value, kind, id)
     if path.endswith(".json"):
         listed = parse_json(text, label, UsageError, surrogates=False)
         if not isinstance(listed, list):
@@ -143,7 +183,7 @@ def read_secrets(path: str, budget: Budget | None = None, *, early: bool = True)
             continue
         try:
             judged[value] = Secret.from_user(value, kind=kind, id=secret_id, early=early)
-        except WeakSecretError as exc:
+        except LeakcheckUsageError as exc:  # (too weak; an id that looks like a key)
             raise UsageError(f"{label}: {exc}") from None
         loaded.secrets.append(judged[value])
     return loaded
@@ -163,6 +203,13 @@ def _label_field(
         raise UsageError(
             f"{label} item {n}: its {name!r} must be a non-empty string without control "
             "characters or \u00ab\u00bb"
+        )
+    if name == "kind" and value not in KINDS and not is_kind_name(value):
+        # (printed in every mask label and report: a token given as it was shown raw)
+        raise UsageError(
+            f"{label} item {n}: its 'kind' must be a name for the secret, such as 'bearer' "
+            f"or 'github_token'; it is a str of {len(value)} characters that looks like a "
+            "value, not a name: was the secret given as its kind?"
         )
     loaded.named.append((n, name, value))
     return value

@@ -1,0 +1,152 @@
+"""A usage error of ``leakcheck scan`` and ``leakcheck review`` names a path, an id or a
+kind: each is masked with every secret known when it is said, those of a secrets file read
+up to its bad line included, and a value that looks like a key and names nothing is
+described, never quoted (found by a hunting helper, issue 13's trust items)."""
+
+from __future__ import annotations
+
+import json
+import secrets as random_secrets
+from pathlib import Path
+
+import pytest
+from test_cli import no_echo
+
+from leakcheck import Secret
+from leakcheck.cli import main
+
+
+def _token() -> str:
+    return random_secrets.token_urlsafe(24)
+
+
+@pytest.fixture
+def token() -> Secret:
+    return Secret.from_user(_token(), kind="secret", id="token")
+
+
+def run(capsys: pytest.CaptureFixture[str], known: list[Secret], *argv: str | Path) -> str:
+    """``main(argv)``'s one error line, checked for every form and piece of ``known``."""
+    __tracebackhide__ = True
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    no_echo(out + err, known, "the output")
+    assert "Traceback" not in err
+    assert code == 2, (code, out, err)
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("leakcheck: error: "), err
+    return lines[0]
+
+
+def test_a_second_secrets_file_under_a_directory_named_after_the_first_secret(
+    tmp_path: Path, token: Secret, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first = tmp_path / "first.txt"
+    first.write_text(token.value + "\n")
+    named = tmp_path / f"dir_{token.value}"
+    named.mkdir()
+    (named / "bad.txt").write_text("bad\x01line\n")
+    (tmp_path / "app.log").write_text("nothing\n")
+    line = run(capsys, [token], "scan", "--secrets-file", first, "--secrets-file",
+               named / "bad.txt", tmp_path / "app.log")  # fmt: skip
+    assert "line 1: a control character" in line and "\u00abcanary:secret:" in line
+
+
+def test_a_bad_line_after_a_secret_in_the_same_file(
+    tmp_path: Path, token: Secret, capsys: pytest.CaptureFixture[str]
+) -> None:
+    named = tmp_path / f"dir_{token.value}"
+    named.mkdir()
+    (named / "secrets.txt").write_text(f"{token.value}\nbad\x01line\n")
+    line = run(capsys, [token], "scan", "--secrets-file", named / "secrets.txt", tmp_path)
+    assert "line 2: a control character" in line and "\u00abcanary:secret:" in line
+
+
+def test_an_id_made_of_a_piece_of_an_earlier_secret(
+    tmp_path: Path, token: Secret, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the weak second value is refused, and its id, a note with the first secret's head
+    # in it, was quoted raw: no masker knew the first secret yet
+    listed = [{"value": token.value, "id": "one"},
+              {"value": "hunter2hunter2", "id": f"note_{token.value[:12]}"}]  # fmt: skip
+    path = tmp_path / "secrets.json"
+    path.write_text(json.dumps(listed))
+    line = run(capsys, [token], "scan", "--secrets-file", path, tmp_path)
+    assert "too guessable" in line
+
+
+def test_an_id_that_looks_like_a_key_is_a_usage_error(
+    tmp_path: Path, token: Secret, capsys: pytest.CaptureFixture[str]
+) -> None:
+    other = Secret.from_user(_token(), kind="secret", id="other")
+    path = tmp_path / "secrets.json"
+    path.write_text(json.dumps([{"value": token.value, "id": "one"},
+                                {"value": other.value, "id": token.value}]))  # fmt: skip
+    line = run(capsys, [token, other], "scan", "--secrets-file", path, tmp_path)
+    assert "item" in line or "id" in line
+
+
+def test_a_token_given_as_a_kind_is_refused_never_shown(
+    tmp_path: Path, token: Secret, capsys: pytest.CaptureFixture[str]
+) -> None:
+    kind = Secret.from_user(_token(), kind="secret", id="kind")
+    path = tmp_path / "secrets.json"
+    path.write_text(json.dumps([{"value": token.value, "id": "one", "kind": kind.value}]))
+    line = run(capsys, [token, kind], "scan", "--secrets-file", path, tmp_path)
+    assert "its 'kind' must be a name" in line and "32 characters" in line
+    # a kind that is a name is taken, and printed in the mask labels
+    path.write_text(json.dumps([{"value": token.value, "id": "one", "kind": "github_token"}]))
+    (tmp_path / "app.log").write_text(f"token {token.value}\n")
+    assert main(["scan", "--secrets-file", str(path), str(tmp_path / "app.log")]) == 1
+    assert "\u00abcanary:github_token:raw\u00bb" in capsys.readouterr().out
+
+
+def test_output_that_is_an_input_is_said_masked(
+    tmp_path: Path, token: Secret, capsys: pytest.CaptureFixture[str]
+) -> None:
+    named = tmp_path / f"dir_{token.value}"
+    named.mkdir()
+    (named / "ok.txt").write_text(token.value + "\n")
+    ok = named / "ok.txt"
+    line = run(capsys, [token], "scan", "--secrets-file", ok, "-o", ok, ok)
+    assert "is also a PATH to scan" in line and "\u00abcanary:secret:" in line
+
+
+def test_an_unwritable_report_path_that_looks_like_a_key(
+    tmp_path: Path, token: Secret, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "secrets.txt"
+    path.write_text(token.value + "\n")
+    (tmp_path / "app.log").write_text("nothing\n")
+    unknown = Secret.from_user(f"{_token()}/{_token()}", kind="secret", id="unknown")
+    line = run(capsys, [token, unknown], "scan", "--secrets-file", path, "-o", unknown.value,
+               tmp_path / "app.log")  # fmt: skip
+    assert "cannot write report (an argument that names no file" in line
+
+
+def test_review_errors_are_masked_with_its_secrets_file(
+    tmp_path: Path, token: Secret, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pending = tmp_path / "rv" / ".leakcheck" / "pending"
+    pending.mkdir(parents=True)
+    (pending / f"{token.value}.json").write_text("{bad")
+    path = tmp_path / "secrets.txt"
+    path.write_text(token.value + "\n")
+    line = run(capsys, [token], "review", "--dir", tmp_path / "rv", "--secrets-file", path,
+               "--reject-all")  # fmt: skip
+    assert "is not valid JSON" in line and "\u00abcanary:secret:" in line
+
+
+def test_review_from_a_subdirectory_names_the_rootdir_masked(
+    tmp_path: Path, token: Secret, capsys: pytest.CaptureFixture[str], monkeypatch
+) -> None:
+    root = tmp_path / f"repo_{token.value}"
+    (root / ".leakcheck").mkdir(parents=True)
+    (root / "sub").mkdir()
+    path = tmp_path / "secrets.txt"
+    path.write_text(token.value + "\n")
+    monkeypatch.chdir(root / "sub")
+    assert main(["review", "--secrets-file", str(path), "--reject-all"]) == 0
+    out, err = capsys.readouterr()
+    no_echo(out + err, [token], "the output")
+    assert "leakcheck review: reviewing '" in err and "\u00abcanary:secret:" in err
