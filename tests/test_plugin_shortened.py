@@ -78,6 +78,14 @@ def test_log_format_cut(leakcheck):
     assert False
 
 
+def test_log_msg_cut(leakcheck):
+    import logging
+
+    token = leakcheck.secret("bearer")
+    logging.getLogger("app").warning("sending key=" + "w" * 20 + token.encode().hex())
+    assert False
+
+
 def test_locals_wrapped(leakcheck):
     token = leakcheck.secret("resource_id")
     blob = b"x" + token.encode("utf-16-le")
@@ -121,6 +129,10 @@ VERBOSE_TESTS = {"test_bytes_wrapped": "bearer"}
 LOG_TESTS = {"test_log_format_cut": "bearer"}
 LOG_FORMAT = ("-o", "log_cli=true", "--log-format=%(levelname)s %(message).60s",
               "--log-cli-format=%(message).60s", "--log-cli-level=WARNING")  # fmt: skip
+#: The same cut on the record's ``msg`` (a message made before it is logged).
+LOG_MSG_TESTS = {"test_log_msg_cut": "bearer"}
+LOG_MSG_FORMAT = ("-o", "log_cli=true", "--log-format=%(levelname)s %(msg).60s",
+                  "--log-cli-format=%(msg).60s", "--log-cli-level=WARNING")  # fmt: skip
 PIECE = 10
 
 
@@ -188,7 +200,9 @@ def test_pytest_alone_shows_pieces_at_each_cut(pytester: pytest.Pytester) -> Non
 
 @pytest.mark.parametrize("patched", [True, False], ids=["patched", "pytest alone"])
 @pytest.mark.parametrize(
-    ("args", "tests"), [(("-v",), VERBOSE_TESTS), (LOG_FORMAT, LOG_TESTS)], ids=["-v", "log"]
+    ("args", "tests"),
+    [(("-v",), VERBOSE_TESTS), (LOG_FORMAT, LOG_TESTS), (LOG_MSG_FORMAT, LOG_MSG_TESTS)],
+    ids=["-v", "log", "log msg"],
 )
 def test_cut_under_options(
     pytester: pytest.Pytester, args: tuple[str, ...], tests: dict[str, str], patched: bool
@@ -277,3 +291,18 @@ def test_a_local_that_pprint_wraps_under_vv(pytester: pytest.Pytester, patched: 
     narrowed = text.replace("\\x00", "")
     shown = sum(value[i : i + 8] in narrowed for i in range(5, len(value) - 7))
     assert bool(shown) is not patched, shown
+
+
+@pytest.mark.parametrize(
+    ("fmt", "style", "cuts"),
+    [("%(message).60s", "%", True), ("%(msg).30s", "%", True), ("%(args)-.20s", "%", True),
+     ("{msg:.30}", "{", True), ("{message!s:>10.40}", "{", True), ("%(message)s", "%", False),
+     ("%(msg)s %(name).10s", "%", False), ("{msg} {name:.5}", "{", False),
+     ("$message", "$", False)],
+)  # fmt: skip
+def test_a_format_that_cuts_the_message_is_told(fmt: str, style: str, cuts: bool) -> None:
+    import logging
+
+    from leakcheck.pytest_plugin.shortened import cuts_message
+
+    assert cuts_message(logging.Formatter(fmt, style=style)) is cuts  # type: ignore[arg-type]

@@ -196,8 +196,8 @@ class ShortenedMasking:
 
 #: A ``%``-style format whose message has a precision (``%(message).60s``), and the same
 #: in a ``{``-style one (``{message:.60}``): the formatter cuts the message there.
-_PERCENT_CUT = re.compile(r"%\(message\)[#0 +\-]*(?:\d+|\*)?\.")
-_BRACE_CUT = re.compile(r"\{message(?:![rsa])?:[^}]*\.")
+_PERCENT_CUT = re.compile(r"%\((?:message|msg|args)\)[#0 +\-]*(?:\d+|\*)?\.")
+_BRACE_CUT = re.compile(r"\{(?:message|msg|args)(?:![rsa])?:[^}]*\.")
 
 
 def cuts_message(formatter: logging.Formatter) -> bool:
