@@ -29,7 +29,15 @@ _BASE64_RUN = re.compile(rb"[A-Za-z0-9+/_-]{16,}(?:(?:\r?\n|\\r\\n|\\n)[A-Za-z0-
 _WRAP = re.compile(rb"\r?\n|\\r\\n|\\n|=")
 _NOT_IDENTIFIER = re.compile(rb"[0-9+/]")
 _URLSAFE = bytes.maketrans(b"-_", b"+/")
-_HEX_RUN = re.compile(rb"[0-9a-fA-F]{32,}")
+#: A hex run: 32 characters or more on one line, or lines of 16 or more, each continued by
+#: a line of hex alone, 2 characters or more (``textwrap.wrap(token.hex(), 24)``: each line too short to count,
+#: the token shown whole), at real or JSON-escaped line breaks. A continuation must end its
+#: line: "2024" starting a log line's date continues no digest.
+_HEX_RUN = re.compile(
+    rb"[0-9a-fA-F]{16,}(?:(?:\r?\n|\\r\\n|\\n)[0-9a-fA-F]{2,}(?=\s|\\[rn]|[\"'<>,;)\]}]|$))+"
+    rb"|[0-9a-fA-F]{32,}"
+)
+_LINE_BREAKS = re.compile(rb"\r?\n|\\r\\n|\\n")
 _PERCENT_ESCAPE = re.compile(rb"%[0-9A-Fa-f]{2}")
 _TOKEN_REST = re.compile(rb"[^\s\"'<>]*")
 
@@ -68,6 +76,10 @@ def _base64_runs(buf: bytes, starts: Container[int]) -> Iterator[tuple[int, int,
 def hex_runs(buf: bytes) -> Iterator[tuple[int, int, bytes]]:
     for match in _HEX_RUN.finditer(buf):
         run = match.group()
+        if len(run) > 16 and not run.isalnum():  # wrapped: its breaks, real or escaped, out
+            run = _LINE_BREAKS.sub(b"", run)
+            if len(run) < 32:
+                continue
         even = run[: len(run) - len(run) % 2]
         yield match.start(), match.end(), bytes.fromhex(even.decode("ascii"))
         odd = run[1 : 1 + (len(run) - 1) - (len(run) - 1) % 2]

@@ -260,3 +260,59 @@ def test_the_wrap_search_is_linear_on_a_long_line() -> None:
     small = max(cost(16 * 1024), 1e-4)
     large = cost(256 * 1024)
     assert large < 64 * small, (small, large)
+
+
+# --- hex wrapped over lines ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["whole"])  # (keyed decoding: a limit, README)
+@pytest.mark.parametrize("width", [16, 24, 32, 60])
+@pytest.mark.parametrize("line_break", ["\n", "\r\n", "\\n"], ids=["lf", "crlf", "json"])
+def test_hex_wrapped_over_lines_is_rejoined(
+    canaries: CanaryFactory, mode: str, width: int, line_break: str
+) -> None:
+    # ``print("\n".join(textwrap.wrap(token.encode().hex(), 24)))``: each line too short to
+    # count as a hex run, the token shown whole (found by a hunting helper: neither found
+    # nor masked, the -rA section showed every line)
+    import textwrap
+
+    secret = canaries("bearer")
+    lines = textwrap.wrap(secret.value.encode().hex(), width)
+    # (a blank line after: a line of 80 with its escaped breaks is a terminal's width, and
+    # the next line would be taken for its hard-wrapped rest)
+    text = "dump:\n" + line_break.join(lines) + "\n\nend\n"
+    found = whole(forms_of(secret, scanner([secret], mode).scan(text)))  # (never the text)
+    assert "hex" in " ".join(found), found
+    # not catching: the same lines apart (a blank line between)
+    apart = "dump:\n" + (line_break * 2).join(lines) + "\n\nend\n"
+    if width < 32:  # (a line of 32 is a hex run of its own: a piece, found as one)
+        found = forms_of(secret, scanner([secret], mode).scan(apart))
+        assert not found, found
+
+
+def test_a_continuation_must_end_its_line() -> None:
+    from leakcheck.decode import hex_runs
+
+    digest = b"ab12" * 10
+    assert [(s, e) for s, e, _ in hex_runs(b"sha=" + digest + b"\n2024-01-01 ok")] == [
+        (4, 44),
+        (4, 44),
+    ]
+    assert [(s, e) for s, e, _ in hex_runs(b"sha=" + digest[:20] + b"\n" + digest[:20] + b"\n")][
+        0
+    ] == (4, 45)
+
+
+def test_wrapped_hex_is_masked_whole(canaries: CanaryFactory) -> None:
+    import textwrap
+
+    from leakcheck import LeakCheck
+
+    check = LeakCheck(seed=7)
+    token = check.secret("bearer")
+    hexed = token.encode().hex()
+    for width in (16, 20, 24, 28, 30, 32, 48, 60, 64):
+        masked = check.mask("\n".join(textwrap.wrap(hexed, width)) + "\n")
+        flat = masked.replace("\n", "")
+        shown = [hexed[i : i + 10] for i in range(len(hexed) - 9) if hexed[i : i + 10] in flat]
+        assert not shown, f"width {width}: {len(shown)} hex pieces of the token shown"
