@@ -368,6 +368,74 @@ class TerminalEcho:
             self._undo.pop()()
 
 
+class _SuspendedEcho(MaskedEcho):
+    """A ``MaskedEcho`` that masks only while pytest's capture is suspended. While it
+    captures, a write here (through a stream kept from a suspended moment: a log handler
+    that a conftest's ``pytest_configure`` made) reaches the terminal's stream, which the
+    capture of file descriptors 1 and 2 takes: as written, to be judged, never masked
+    before the verdict reads it."""
+
+    def __init__(self, stream: TextIO, mask: Callable[[str], str], suspended: Callable[[], bool]):
+        super().__init__(stream, mask)
+        self._suspended = suspended
+
+    def write(self, text: str) -> int:
+        if self._suspended():
+            return super().write(text)
+        self.flush_all()  # (a line begun while suspended: masked)
+        return self.stream.write(text)
+
+    def flush(self) -> None:
+        if self._suspended():
+            super().flush()
+        else:
+            self.flush_all()
+
+
+class SuspendedStreams:
+    """``sys.stdout`` and ``sys.stderr`` while pytest's capture is suspended (it writes a
+    test's report line, the summary, between a session's last test and its end), masked a
+    line at a time (``MaskedEcho``): pytest gives the terminal's streams back then, and a
+    thread that outlived the tests (a token refresher) printed to them as it wrote, in the
+    middle of the summary, and, under xdist, from a worker to the controller's terminal.
+    pytest's capture keeps the streams it gives back (``SysCapture._old``, an ``FDCapture``'s
+    ``syscapture``): each is replaced by its echo. pytest's internals missing in another
+    version, or no capture (``-s``: ``TerminalEcho``): not installed."""
+
+    def __init__(self) -> None:
+        #: (the capture that gives the stream back, the stream, its echo)
+        self._swapped: list[tuple[Any, TextIO, MaskedEcho]] = []
+
+    @classmethod
+    def install(cls, config: pytest.Config, mask: Callable[[str], str]) -> SuspendedStreams:
+        streams = cls()
+        manager = config.pluginmanager.get_plugin("capturemanager")
+        multi = getattr(manager, "_global_capturing", None)
+        for part in ("out", "err"):
+            capture = getattr(multi, part, None)
+            capture = getattr(capture, "syscapture", capture)  # (fd capture holds one)
+            name, old = getattr(capture, "name", None), getattr(capture, "_old", None)
+            if name not in ("stdout", "stderr") or old is None or not callable(old.write):
+                continue
+            echo = _SuspendedEcho(old, mask, lambda: getattr(multi, "_state", "") != "started")
+            capture._old = echo  # type: ignore[union-attr]  # (checked above)
+            if getattr(sys, name) is old:  # (suspended now: given back already)
+                setattr(sys, name, echo)
+            streams._swapped.append((capture, old, echo))
+        return streams
+
+    def restore(self) -> None:
+        """The streams back where pytest keeps them, and in ``sys`` where an echo is (what
+        is pending written out, masked)."""
+        while self._swapped:
+            capture, old, echo = self._swapped.pop()
+            echo.flush_all()
+            if getattr(capture, "_old", None) is echo:
+                capture._old = old
+            if getattr(sys, capture.name, None) is echo:
+                setattr(sys, capture.name, old)
+
+
 def _stream_handlers() -> list[logging.StreamHandler[Any]]:
     """Every ``logging.StreamHandler`` that exists (``logging._handlerList``, the weak
     references logging keeps for its shutdown; else those of the loggers)."""

@@ -30,7 +30,7 @@ from .shortened import cuts_message
 if TYPE_CHECKING:  # pragma: no cover
     from ..harness import LeakCheck
     from ..masking import SessionMasker
-    from .capture_fixtures import TerminalEcho
+    from .capture_fixtures import SuspendedStreams, TerminalEcho
     from .shortened import ShortenedMasking
 
 __all__ = [
@@ -103,6 +103,8 @@ class PluginSession:
         #: what reaches the terminal under ``-s`` and ``--capture=tee-sys``, masked
         #: (``mask_echo``); under ``-s`` what a test prints is recorded for its sinks
         self.echo: TerminalEcho | None = None
+        #: what a thread writes while pytest's capture is suspended, masked
+        self.suspended: SuspendedStreams | None = None
         #: the secrets of every test that ended (the snapshots' guard reads them)
         self.secrets: list[Secret] = []
         #: every secret of every test that ended and of the session (``masker``), made
@@ -252,16 +254,19 @@ class PluginSession:
         (``-s``, ``--capture=tee-sys``), they reach it masked (``TerminalEcho``); the
         capture note says so, and under ``-s`` the stdout and stderr sinks are no longer
         inactive."""
-        from .capture_fixtures import TerminalEcho
+        from .capture_fixtures import SuspendedStreams, TerminalEcho
 
         self.echo = TerminalEcho.install(self.config, self.capture, self.mask)
         if self.echo is not None:
             self.capture_note = self.echo.note
             self.uncaptured = ""
+        self.suspended = SuspendedStreams.install(self.config, self.mask)
 
     def unmask_echo(self) -> None:
         if self.echo is not None:
             self.echo.restore()
+        if self.suspended is not None:
+            self.suspended.restore()
 
     def pytest_enter_pdb(self) -> None:
         """A debugger's session under ``-s`` (``breakpoint()``, ``--pdb``) is the
