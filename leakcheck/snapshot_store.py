@@ -192,8 +192,11 @@ _REPAIR = (
 def read_document(path: Path, what: str) -> dict[str, Any] | None:
     if not path.exists():
         return None
+    # (a pending file is named after a snapshot's id, which a test may have made of a
+    # token: a run that looks like a key is opaque, with or without --secrets-file)
+    shown = os.sep.join(without_random_tokens(part) for part in str(path).split(os.sep))
     try:
-        document = read_json_file(path, f"{what} {path}", SnapshotError)
+        document = read_json_file(path, f"{what} {shown}", SnapshotError)
     except SnapshotError as exc:
         raise SnapshotError(f"{exc}{_REPAIR}") from None
     if (
@@ -202,7 +205,7 @@ def read_document(path: Path, what: str) -> dict[str, Any] | None:
         or not isinstance(document.get("entries"), dict)
     ):
         raise SnapshotError(
-            f"{what} {path} is not a leakcheck file of format {FORMAT} "
+            f"{what} {shown} is not a leakcheck file of format {FORMAT} "
             f'({{"format": 1, "entries": {{...}}}}){_REPAIR}'
         )
     return document

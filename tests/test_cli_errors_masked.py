@@ -6,6 +6,7 @@ described, never quoted (found by a hunting helper, issue 13's trust items)."""
 from __future__ import annotations
 
 import json
+import os
 import secrets as random_secrets
 from pathlib import Path
 
@@ -121,7 +122,7 @@ def test_an_unwritable_report_path_that_looks_like_a_key(
     unknown = Secret.from_user(f"{_token()}/{_token()}", kind="secret", id="unknown")
     line = run(capsys, [token, unknown], "scan", "--secrets-file", path, "-o", unknown.value,
                tmp_path / "app.log")  # fmt: skip
-    assert "cannot write report (an argument that names no file" in line
+    assert "cannot write report (a path that looks like a credential: not quoted)" in line
 
 
 def test_review_errors_are_masked_with_its_secrets_file(
@@ -134,7 +135,7 @@ def test_review_errors_are_masked_with_its_secrets_file(
     path.write_text(token.value + "\n")
     line = run(capsys, [token], "review", "--dir", tmp_path / "rv", "--secrets-file", path,
                "--reject-all")  # fmt: skip
-    assert "is not valid JSON" in line and "\u00abcanary:secret:" in line
+    assert "is not valid JSON" in line and "pending" + os.sep + "\u00ab" in line
 
 
 def test_review_from_a_subdirectory_names_the_rootdir_masked(
@@ -150,3 +151,74 @@ def test_review_from_a_subdirectory_names_the_rootdir_masked(
     out, err = capsys.readouterr()
     no_echo(out + err, [token], "the output")
     assert "leakcheck review: reviewing '" in err and "\u00abcanary:secret:" in err
+
+
+def test_a_bad_first_secrets_file_is_masked_with_the_files_after_it(
+    tmp_path: Path, token: Secret, capsys: pytest.CaptureFixture[str]
+) -> None:
+    named = tmp_path / f"dir_{token.value}"
+    named.mkdir()
+    (named / "nul.txt").write_text("bad\x00line\n")
+    later = tmp_path / "later.txt"
+    later.write_text(token.value + "\n")
+    line = run(capsys, [token], "scan", "--secrets-file", named / "nul.txt", "--secrets-file",
+               later, tmp_path / "later.txt")  # fmt: skip
+    assert "a control character" in line and "\u00abcanary:secret:" in line
+
+
+def test_output_that_would_replace_a_file_inside_a_scanned_directory(
+    tmp_path: Path, token: Secret, capsys: pytest.CaptureFixture[str]
+) -> None:
+    secrets = tmp_path / "secrets.txt"
+    secrets.write_text(token.value + "\n")
+    scanned = tmp_path / "in" / "logs"
+    scanned.mkdir(parents=True)
+    evidence = scanned / "app.log"
+    evidence.write_text(f"token {token.value}\n")
+    line = run(capsys, [token], "scan", "--secrets-file", secrets, "-o", evidence,
+               tmp_path / "in")  # fmt: skip
+    assert "is also in a PATH to scan" in line
+    assert token.value in evidence.read_text()  # the evidence is still there
+    # a new report inside a scanned directory replaces nothing: written
+    report = scanned / "report.txt"
+    assert (
+        main(["scan", "--secrets-file", str(secrets), "-o", str(report), str(tmp_path / "in")]) == 1
+    )
+    capsys.readouterr()
+    assert report.exists()
+
+
+def test_output_that_would_replace_the_secrets_file(
+    tmp_path: Path, token: Secret, capsys: pytest.CaptureFixture[str]
+) -> None:
+    secrets = tmp_path / "secrets.txt"
+    secrets.write_text(token.value + "\n")
+    (tmp_path / "app.log").write_text("nothing\n")
+    line = run(capsys, [token], "scan", "--secrets-file", secrets, "-o", secrets,
+               tmp_path / "app.log")  # fmt: skip
+    assert "is a --secrets-file" in line
+    assert secrets.read_text() == token.value + "\n"
+
+
+def test_a_report_path_is_described_without_the_advice_for_a_secret(
+    tmp_path: Path, token: Secret, capsys: pytest.CaptureFixture[str]
+) -> None:
+    secrets = tmp_path / "secrets.txt"
+    secrets.write_text(token.value + "\n")
+    (tmp_path / "app.log").write_text("nothing\n")
+    unknown = Secret.from_user(_token(), kind="secret", id="unknown")
+    out = tmp_path / unknown.value / "report.json"
+    line = run(capsys, [token, unknown], "scan", "--secrets-file", secrets, "-o", out,
+               tmp_path / "app.log")  # fmt: skip
+    assert "(a path that looks like a credential: not quoted)" in line
+    assert "put it in a file" not in line
+
+
+def test_review_without_secrets_hides_a_pending_file_named_after_a_key(
+    tmp_path: Path, token: Secret, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pending = tmp_path / "rv" / ".leakcheck" / "pending"
+    pending.mkdir(parents=True)
+    (pending / f"{token.value}.json").write_text("{bad")
+    line = run(capsys, [token], "review", "--dir", tmp_path / "rv", "--reject-all")
+    assert "is not valid JSON" in line and f"pending{os.sep}\u00abopaque\u00bb" in line

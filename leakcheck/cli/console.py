@@ -71,11 +71,15 @@ def display(name: str) -> str:
 NOT_A_PATH = "an argument that names no file and looks like a credential"
 
 
-def named(path: str) -> str:
+def named(path: str, *, to_write: bool = False) -> str:
     """``path`` as an error quotes it (``repr`` of its printable text), unless it names no
     file and looks like a credential: ``--secrets-file $TOKEN`` (or ``--secret``, which
-    argparse took for it) printed the token in "cannot read secrets file '...'"."""
+    argparse took for it) printed the token in "cannot read secrets file '...'".
+    ``to_write``: a path to write (``--output``), which names no file yet: described
+    without the advice for a secret given as an argument."""
     if credential_argument(path):
+        if to_write:
+            return "(a path that looks like a credential: not quoted)"
         return f"({NOT_A_PATH}: a secret is never given as an argument; put it in a file)"
     return repr(display(path))
 

@@ -293,7 +293,9 @@ def mcp_command(args: argparse.Namespace, output: Output) -> int:
             with open(args.output, "w", encoding="utf-8") as written:
                 written.write(report)
         except OSError as exc:
-            raise UsageError(f"cannot write {named(args.output)}: {exc.strerror or exc}") from None
+            raise UsageError(
+                f"cannot write {named(args.output, to_write=True)}: {exc.strerror or exc}"
+            ) from None
     else:
         write_stdout(report)
     if args.output or args.format != "text":

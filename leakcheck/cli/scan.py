@@ -4,6 +4,7 @@ inputs, the scanner, the report, masked, and the exit status."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 
@@ -63,7 +64,7 @@ def scan_command(args: argparse.Namespace, out: str | None, output: Output) -> i
     )
     output.use(secrets)
     if out is not None:  # (its message names paths: masked with the secrets read)
-        _check_output_is_no_input(out, args.paths)
+        _check_output_is_no_input(out, args.paths, args.secrets_file or [])
     reports: list[str] = args.canaries_from or []
     # (a report named as a PATH: its canaries would not be searched for)
     _check_paths_are_not_reports(args.paths, reports)
@@ -193,7 +194,9 @@ def scan_command(args: argparse.Namespace, out: str | None, output: Output) -> i
             with open(out, "w", encoding="utf-8") as written:
                 written.write(text)
         except OSError as exc:
-            raise UsageError(f"cannot write report {named_path(out)}: {exc.strerror}") from None
+            raise UsageError(
+                f"cannot write report {named_path(out, to_write=True)}: {exc.strerror}"
+            ) from None
     else:
         write_stdout(text)
     for line in notes + said:
@@ -309,11 +312,14 @@ def _read_secrets_files(
     secrets: list[Secret] = []
     named: list[tuple[str, int, str, str]] = []
     owners: dict[str, str] = {}
-    for number, path in enumerate(distinct_files(paths), start=1):
+    files = distinct_files(paths)
+    for number, path in enumerate(files, start=1):
         try:
             loaded = read_secrets(path, budget.take(secrets), early=early)
-        except UsageError as exc:  # (its path may hold a secret of an earlier file)
-            exc.secrets[:0] = secrets
+        except UsageError as exc:
+            # its path may hold a secret of another file, given before or after it: the
+            # message is masked with every secret the command was given that can be read
+            exc.secrets[:0] = [*secrets, *_readable_secrets(files[number:], budget, early)]
             raise
         notes += loaded.warnings
         for secret in loaded.secrets:
@@ -333,19 +339,46 @@ def _read_secrets_files(
     return secrets, named
 
 
-def _check_output_is_no_input(out: str, paths: list[str]) -> None:
-    """``--output`` naming a file to scan would replace the evidence with the report (and
-    a second scan would call it clean)."""
-    for path in paths:
+def _readable_secrets(paths: list[str], budget: Budget, early: bool) -> list[Secret]:
+    """The secrets of those of ``paths`` that can be read (to mask an error with)."""
+    found: list[Secret] = []
+    for path in distinct_files(paths):
         try:
-            same = path != "-" and os.path.samefile(out, path)
-        except OSError:  # (either does not exist: nothing to replace)
+            found += read_secrets(path, budget.take(found), early=early).secrets
+        except UsageError as exc:  # (one that cannot: what it held up to its error)
+            found += exc.secrets
+    return found
+
+
+def _check_output_is_no_input(out: str, paths: list[str], secrets_files: list[str]) -> None:
+    """``--output`` naming a file to scan, one inside a directory to scan or a secrets
+    file would replace the evidence (or the secrets) with the report (and a second scan
+    would call it clean)."""
+    if not os.path.isfile(out):
+        return  # (nothing there to replace)
+    where = os.path.realpath(out)
+    for path in paths:
+        if path == "-":
+            continue
+        try:
+            inside = os.path.isdir(path) and where.startswith(
+                os.path.join(os.path.realpath(path), "")
+            )
+            same = inside or os.path.samefile(out, path)
+        except OSError:  # (does not exist: nothing to replace)
             continue
         if same:
             raise UsageError(
-                f"--output {display(out)!r} is also a PATH to scan: writing the report there "
-                "would replace what is scanned; write it elsewhere"
+                f"--output {named_path(out)} is also {'in ' if inside else ''}a PATH to scan: "
+                "writing the report there would replace what is scanned; write it elsewhere"
             )
+    for path in secrets_files:
+        with contextlib.suppress(OSError):
+            if os.path.samefile(out, path):
+                raise UsageError(
+                    f"--output {named_path(out)} is a --secrets-file: writing the report there "
+                    "would replace the secrets; write it elsewhere"
+                )
 
 
 def _check_paths_are_not_reports(paths: list[str], reports: list[str]) -> None:
