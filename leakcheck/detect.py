@@ -15,7 +15,15 @@ from operator import itemgetter
 from . import engine as engine_module
 from ._lazy import lazy_compile
 from .canaries import Secret
-from .decode import DENSE_ESCAPES, Run, all_decoders, decode_pieces, decode_runs, wrap_extent
+from .decode import (
+    DENSE_ESCAPES,
+    Run,
+    all_decoders,
+    decode_pieces,
+    decode_runs,
+    masking_decoders,
+    wrap_extent,
+)
 from .engine import Engine, build_engine, resolve_backend
 from .findings import CONTEXT_BYTES, WIDEN_BYTES, Finding, Span, mask_all, masked_excerpt
 from .forms import (
@@ -34,6 +42,7 @@ from .forms import (
     is_piece,
     needle_table,
     weak_masks,
+    window_forms,
 )
 
 TYPE_CHECKING = False  # not typing's: its import was a twentieth of a scan's start-up
@@ -64,6 +73,10 @@ _HEAD_OF = itemgetter(slice(0, HEAD_BYTES))
 _TAIL_CODE = "I" if array("I").itemsize == 4 else "L"  # (checked where tails are read)
 _TAIL_OF = itemgetter(slice(-4, None))
 _BYTE_ORDER = sys.byteorder  # how an array reads its items' bytes
+
+
+#: The decoders whose run is the encoded bytes themselves, not a whole token around them.
+_POSITIONAL_LAYERS = ("base64>", "hex>")
 
 
 class _Hit:
@@ -127,11 +140,13 @@ class Scanner:
         # strict: report mask-only windows too (for scanning our own output, where a
         # 6-character piece of a secret is already too much)
         self._mask_only = frozenset() if strict else MASK_ONLY_FORMS
-        self._decoders = all_decoders() if decode else {}
         if forms is None:
             from .extensions import detection_forms
 
             forms = detection_forms()
+        # (a masker, one with the masking windows, decodes base64 pieces at every shift)
+        masking = window_forms in forms
+        self._decoders = (masking_decoders() if masking else all_decoders()) if decode else {}
         self._all_forms = tuple(forms)
         self._backend = backend
         # a masker may be called from a logging thread (``_thread``: importing threading
@@ -500,29 +515,38 @@ class Scanner:
         answer for ``buf`` when the caller already has it."""
         needles, keys = self._search(buf) if first is None else first
         hits = self._first_pass(buf, needles)
+        masking = hits
         if self.decode:
-            # A decoded hit adds nothing where the first pass already saw the whole secret;
-            # where it saw only a fragment (a base64 piece), the decoded chain is the
-            # fuller account and wins (it spans the fragment).
+            # A decoded hit adds nothing to report where the first pass already saw the
+            # whole secret; where it saw only a fragment (a base64 piece), the decoded
+            # chain is the fuller account and wins (it spans the fragment). A base64 or
+            # hex one masks all the same: such a run glued to the token's tail (the token,
+            # then its base64 on the next line) reaches past the token, and that part
+            # showed. (An escaping layer's run is a whole token, a URL holding a key: the
+            # key's own hit masks what it must.)
             whole = [h for h in hits if not is_piece(h.needle.form)]
             decoded = (
                 self._decoded_keyed(buf, keys, needles)
                 if self._keyed
                 else self._decoded(buf, self.decode_depth)
             )
+            masking = list(hits)
             for hit in decoded:
                 if not any(
                     d.secret is hit.secret and d.start < hit.end and hit.start < d.end
                     for d in whole
                 ):
                     hits.append(hit)
+                    masking.append(hit)
+                elif hit.chain.startswith(_POSITIONAL_LAYERS):
+                    masking.append(hit)
         # masking windows (MASKING_FORMS) mask our own output but are too short to report
         reportable = [h for h in hits if h.needle.form not in self._mask_only]
         if self._masked_bits > TAIL_BITS:  # (still masked: only not reported)
             strong = [h for h in reportable if not self._too_weak(h.needle)]
             self.unreported_pieces += len(reportable) - len(strong)
             reportable = strong
-        return _outermost(reportable, buf), hits
+        return _outermost(reportable, buf), masking
 
     def _too_weak(self, needle: Needle) -> bool:
         """A masked head or tail whose characters carry less than this search needs."""

@@ -38,7 +38,7 @@ from operator import itemgetter
 from typing import Any
 
 from .canaries import Secret
-from .decode import all_decoders, decode_runs
+from .decode import decode_runs, masking_decoders
 from .detect import JOIN_SEPARATOR, Scanner
 from .engine import (
     KEY_CODE,
@@ -284,7 +284,7 @@ class SessionMasker:
         self._seen_lock = threading.Lock()
         #: the hashes of long texts looked up for earlier secrets lately
         self._looked_up: OrderedDict[int, None] = OrderedDict()
-        self._decoders = all_decoders()
+        self._decoders = masking_decoders()
         #: ``_held`` at every key, of the texts looked up since the last ``add``: a test's
         #: verdict looks its texts up for its own secrets and for earlier tests' ones
         self._held_everywhere: OrderedDict[bytes, tuple[Sequence[bytes], set[int]]]

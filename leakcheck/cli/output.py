@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 from .._lazy import lazy_compile
 from ..canaries import Secret
-from ..decode import all_decoders, decode_runs
+from ..decode import decode_runs, masking_decoders
 from ..detect import HEAD_BYTES, JOIN_SEPARATOR, Scanner
 from ..engine import KEY_CODE, add_substring_keys, available_backends
 from ..extensions import detection_forms, masking_forms
@@ -154,7 +154,7 @@ class Output:
         return self.masker([text])(text)
 
     def _candidates(self, texts: list[str]) -> set[int]:
-        decoders = all_decoders()
+        decoders = masking_decoders()
         segments: list[bytes] = []
         for text in texts:  # each text and its decoded layers, as the masker decodes them
             layer = text.encode("utf-8", "surrogatepass")
