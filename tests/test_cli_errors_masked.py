@@ -26,6 +26,20 @@ def token() -> Secret:
     return Secret.from_user(_token(), kind="secret", id="token")
 
 
+def under_a_key(tmp_path: Path, token: Secret, name: str, text: str) -> Path:
+    """A file ``name`` holding ``text``, in a directory named after ``token``."""
+    folder = tmp_path / f"dir_{token.value}"
+    folder.mkdir(exist_ok=True)
+    (folder / name).write_text(text)
+    return folder / name
+
+
+def secrets_file(tmp_path: Path, token: Secret, name: str = "secrets.txt") -> Path:
+    path = tmp_path / name
+    path.write_text(token.value + "\n")
+    return path
+
+
 def run(capsys: pytest.CaptureFixture[str], known: list[Secret], *argv: str | Path) -> str:
     """``main(argv)``'s one error line, checked for every form and piece of ``known``."""
     __tracebackhide__ = True
@@ -42,24 +56,19 @@ def run(capsys: pytest.CaptureFixture[str], known: list[Secret], *argv: str | Pa
 def test_a_second_secrets_file_under_a_directory_named_after_the_first_secret(
     tmp_path: Path, token: Secret, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    first = tmp_path / "first.txt"
-    first.write_text(token.value + "\n")
-    named = tmp_path / f"dir_{token.value}"
-    named.mkdir()
-    (named / "bad.txt").write_text("bad\x01line\n")
+    first = secrets_file(tmp_path, token, "first.txt")
+    bad = under_a_key(tmp_path, token, "bad.txt", "bad\x01line\n")
     (tmp_path / "app.log").write_text("nothing\n")
-    line = run(capsys, [token], "scan", "--secrets-file", first, "--secrets-file",
-               named / "bad.txt", tmp_path / "app.log")  # fmt: skip
+    line = run(capsys, [token], "scan", "--secrets-file", first, "--secrets-file", bad,
+               tmp_path / "app.log")  # fmt: skip
     assert "line 1: a control character" in line and "\u00abcanary:secret:" in line
 
 
 def test_a_bad_line_after_a_secret_in_the_same_file(
     tmp_path: Path, token: Secret, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    named = tmp_path / f"dir_{token.value}"
-    named.mkdir()
-    (named / "secrets.txt").write_text(f"{token.value}\nbad\x01line\n")
-    line = run(capsys, [token], "scan", "--secrets-file", named / "secrets.txt", tmp_path)
+    path = under_a_key(tmp_path, token, "secrets.txt", f"{token.value}\nbad\x01line\n")
+    line = run(capsys, [token], "scan", "--secrets-file", path, tmp_path)
     assert "line 2: a control character" in line and "\u00abcanary:secret:" in line
 
 
@@ -105,10 +114,7 @@ def test_a_token_given_as_a_kind_is_refused_never_shown(
 def test_output_that_is_an_input_is_said_masked(
     tmp_path: Path, token: Secret, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    named = tmp_path / f"dir_{token.value}"
-    named.mkdir()
-    (named / "ok.txt").write_text(token.value + "\n")
-    ok = named / "ok.txt"
+    ok = under_a_key(tmp_path, token, "ok.txt", token.value + "\n")
     line = run(capsys, [token], "scan", "--secrets-file", ok, "-o", ok, ok)
     assert "is also a PATH to scan" in line and "\u00abcanary:secret:" in line
 
@@ -116,26 +122,12 @@ def test_output_that_is_an_input_is_said_masked(
 def test_an_unwritable_report_path_that_looks_like_a_key(
     tmp_path: Path, token: Secret, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    path = tmp_path / "secrets.txt"
-    path.write_text(token.value + "\n")
+    path = secrets_file(tmp_path, token)
     (tmp_path / "app.log").write_text("nothing\n")
     unknown = Secret.from_user(f"{_token()}/{_token()}", kind="secret", id="unknown")
     line = run(capsys, [token, unknown], "scan", "--secrets-file", path, "-o", unknown.value,
                tmp_path / "app.log")  # fmt: skip
     assert "cannot write report (a path that looks like a credential: not quoted)" in line
-
-
-def test_review_errors_are_masked_with_its_secrets_file(
-    tmp_path: Path, token: Secret, capsys: pytest.CaptureFixture[str]
-) -> None:
-    pending = tmp_path / "rv" / ".leakcheck" / "pending"
-    pending.mkdir(parents=True)
-    (pending / f"{token.value}.json").write_text("{bad")
-    path = tmp_path / "secrets.txt"
-    path.write_text(token.value + "\n")
-    line = run(capsys, [token], "review", "--dir", tmp_path / "rv", "--secrets-file", path,
-               "--reject-all")  # fmt: skip
-    assert "is not valid JSON" in line and "pending" + os.sep + "\u00ab" in line
 
 
 def test_review_from_a_subdirectory_names_the_rootdir_masked(
@@ -144,8 +136,7 @@ def test_review_from_a_subdirectory_names_the_rootdir_masked(
     root = tmp_path / f"repo_{token.value}"
     (root / ".leakcheck").mkdir(parents=True)
     (root / "sub").mkdir()
-    path = tmp_path / "secrets.txt"
-    path.write_text(token.value + "\n")
+    path = secrets_file(tmp_path, token)
     monkeypatch.chdir(root / "sub")
     assert main(["review", "--secrets-file", str(path), "--reject-all"]) == 0
     out, err = capsys.readouterr()
@@ -156,21 +147,17 @@ def test_review_from_a_subdirectory_names_the_rootdir_masked(
 def test_a_bad_first_secrets_file_is_masked_with_the_files_after_it(
     tmp_path: Path, token: Secret, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    named = tmp_path / f"dir_{token.value}"
-    named.mkdir()
-    (named / "nul.txt").write_text("bad\x00line\n")
-    later = tmp_path / "later.txt"
-    later.write_text(token.value + "\n")
-    line = run(capsys, [token], "scan", "--secrets-file", named / "nul.txt", "--secrets-file",
-               later, tmp_path / "later.txt")  # fmt: skip
+    bad = under_a_key(tmp_path, token, "nul.txt", "bad\x00line\n")
+    later = secrets_file(tmp_path, token, "later.txt")
+    line = run(capsys, [token], "scan", "--secrets-file", bad, "--secrets-file", later,
+               later)  # fmt: skip
     assert "a control character" in line and "\u00abcanary:secret:" in line
 
 
 def test_output_that_would_replace_a_file_inside_a_scanned_directory(
     tmp_path: Path, token: Secret, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    secrets = tmp_path / "secrets.txt"
-    secrets.write_text(token.value + "\n")
+    secrets = secrets_file(tmp_path, token)
     scanned = tmp_path / "in" / "logs"
     scanned.mkdir(parents=True)
     evidence = scanned / "app.log"
@@ -191,8 +178,7 @@ def test_output_that_would_replace_a_file_inside_a_scanned_directory(
 def test_output_that_would_replace_the_secrets_file(
     tmp_path: Path, token: Secret, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    secrets = tmp_path / "secrets.txt"
-    secrets.write_text(token.value + "\n")
+    secrets = secrets_file(tmp_path, token)
     (tmp_path / "app.log").write_text("nothing\n")
     line = run(capsys, [token], "scan", "--secrets-file", secrets, "-o", secrets,
                tmp_path / "app.log")  # fmt: skip
@@ -203,8 +189,7 @@ def test_output_that_would_replace_the_secrets_file(
 def test_a_report_path_is_described_without_the_advice_for_a_secret(
     tmp_path: Path, token: Secret, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    secrets = tmp_path / "secrets.txt"
-    secrets.write_text(token.value + "\n")
+    secrets = secrets_file(tmp_path, token)
     (tmp_path / "app.log").write_text("nothing\n")
     unknown = Secret.from_user(_token(), kind="secret", id="unknown")
     out = tmp_path / unknown.value / "report.json"
@@ -214,11 +199,15 @@ def test_a_report_path_is_described_without_the_advice_for_a_secret(
     assert "put it in a file" not in line
 
 
-def test_review_without_secrets_hides_a_pending_file_named_after_a_key(
-    tmp_path: Path, token: Secret, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize("given", [True, False], ids=["secrets file", "none"])
+def test_review_errors_name_a_pending_file_named_after_a_key_masked(
+    tmp_path: Path, token: Secret, capsys: pytest.CaptureFixture[str], given: bool
 ) -> None:
+    # masked with --secrets-file's secrets, and «opaque» (looks like a key) without
     pending = tmp_path / "rv" / ".leakcheck" / "pending"
     pending.mkdir(parents=True)
     (pending / f"{token.value}.json").write_text("{bad")
-    line = run(capsys, [token], "review", "--dir", tmp_path / "rv", "--reject-all")
-    assert "is not valid JSON" in line and f"pending{os.sep}\u00abopaque\u00bb" in line
+    secrets = ["--secrets-file", secrets_file(tmp_path, token)] if given else []
+    line = run(capsys, [token], "review", "--dir", tmp_path / "rv", *secrets, "--reject-all")
+    # (either label: the name is opaque before the secrets mask what is left)
+    assert "is not valid JSON" in line and f"pending{os.sep}\u00ab" in line
