@@ -43,7 +43,8 @@ _URLSAFE = bytes.maketrans(b"-_", b"+/")
 #: short to count, the token shown whole), at real or JSON-escaped line breaks. A
 #: continuation must end its line: "2024" starting a log line's date continues no digest.
 _HEX_RUN = re.compile(
-    rb"[0-9a-fA-F]{16,}(?:(?:\r?\n|\\r\\n|\\n)[0-9a-fA-F]{2,}(?=\s|\\[rn]|[\"'<>,;)\]}]|$))+"
+    rb"[0-9a-fA-F]{16,}(?:(?:\r?\n(?:E {2,})?|\\r\\n|\\n)[0-9a-fA-F]{2,}"
+    rb"(?=\s|\\[rn]|[\"'<>,;)\]}]|$))+"
     rb"|[0-9a-fA-F]{32,}"
 )
 #: ``_HEX_RUN``'s one-line runs alone: what a text holding no hex line continued by another
@@ -59,8 +60,10 @@ _HEX_LINE_CONTINUED = re.compile(
     rb"|\r\n(?<=[0-9a-fA-F]{16}\r\n)[0-9a-fA-F]{2}"
     rb"|\\n(?<=[0-9a-fA-F]{16}\\n)[0-9a-fA-F]{2}"
     rb"|\\r\\n(?<=[0-9a-fA-F]{16}\\r\\n)[0-9a-fA-F]{2}"
+    rb"|\nE {2}(?<=[0-9a-fA-F]{16}\nE  ) *[0-9a-fA-F]{2}"
 )
-_LINE_BREAKS = re.compile(rb"\r?\n|\\r\\n|\\n")
+#: (a line of a failure that pytest shows behind its ``E`` and spaces continues too)
+_LINE_BREAKS = re.compile(rb"\r?\n(?:E {2,})?|\\r\\n|\\n")
 _PERCENT_ESCAPE = re.compile(rb"%[0-9A-Fa-f]{2}")
 _TOKEN_REST = re.compile(rb"[^\s\"'<>]*")
 

@@ -316,3 +316,25 @@ def test_wrapped_hex_is_masked_whole(canaries: CanaryFactory) -> None:
         flat = masked.replace("\n", "")
         shown = [hexed[i : i + 10] for i in range(len(hexed) - 9) if hexed[i : i + 10] in flat]
         assert not shown, f"width {width}: {len(shown)} hex pieces of the token shown"
+
+
+@pytest.mark.parametrize("width", [16, 18, 24, 30])
+def test_hex_wrapped_in_a_failure_message_behind_pytests_e_is_masked(width: int) -> None:
+    # ``pytest.fail("\n".join(textwrap.wrap(token.encode().hex(), 18)))``: pytest shows each
+    # line behind "E" and spaces, and every line showed its 18 hex characters (a fuzzer)
+    import textwrap
+
+    from leakcheck import LeakCheck
+
+    check = LeakCheck(seed=7)
+    token = check.secret("bearer")
+    hexed = token.encode().hex()
+    lines = "\nE       ".join(textwrap.wrap(hexed, width))
+    failure = f">       pytest.fail(text)\nE       Failed: {lines}\n\ntest_x.py:3: Failed\n"
+    flat = check.mask(failure).replace("\nE       ", "")
+    shown = sum(hexed[i : i + 10] in flat for i in range(len(hexed) - 9))
+    assert not shown, f"{shown} hex pieces of the token shown"
+    # not a continuation: an "E" line of words after a digest
+    from leakcheck.decode import hex_runs
+
+    assert not list(hex_runs(b"sha " + b"ab" * 10 + b"\nE       Failed: nothing here\n"))
