@@ -93,7 +93,7 @@ def test_an_id_that_looks_like_a_key_is_a_usage_error(
     path.write_text(json.dumps([{"value": token.value, "id": "one"},
                                 {"value": other.value, "id": token.value}]))  # fmt: skip
     line = run(capsys, [token, other], "scan", "--secrets-file", path, tmp_path)
-    assert "item" in line or "id" in line
+    assert "item 2: a secret's id of 32 characters looks like a key" in line
 
 
 def test_a_token_given_as_a_kind_is_refused_never_shown(
@@ -211,3 +211,14 @@ def test_review_errors_name_a_pending_file_named_after_a_key_masked(
     line = run(capsys, [token], "review", "--dir", tmp_path / "rv", *secrets, "--reject-all")
     # (either label: the name is opaque before the secrets mask what is left)
     assert "is not valid JSON" in line and f"pending{os.sep}\u00ab" in line
+
+
+def test_a_path_holding_the_hex_of_an_earlier_secret_is_masked(
+    tmp_path: Path, token: Secret, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # (every value read is a mask, in every form: not only those whose characters show)
+    folder = tmp_path / token.value.encode().hex()
+    folder.mkdir()
+    (folder / "secrets.txt").write_text(f"{token.value}\nbad\x01line\n")
+    line = run(capsys, [token], "scan", "--secrets-file", folder / "secrets.txt", tmp_path)
+    assert "line 2: a control character" in line and "\u00abcanary:secret:hex" in line

@@ -39,6 +39,11 @@ BATCH_CHARS = 250_000
 HYPERSCAN_MAX_SECRETS = 2_000
 
 
+class ScaleError(UsageError):
+    """More secrets than a scan is made for: refused before any work on them (an error
+    masked with the values read judges only those its message holds a piece of)."""
+
+
 class Budget:
     """How many secrets (and characters of them) a scan may take, and has taken (a plain
     class: a dataclass cost the start-up 0.4 ms to define)."""
@@ -62,13 +67,13 @@ class Budget:
         """Refuse, before any work on them, more secrets than a scan is made for."""
         total, total_chars = self.used + count, self.used_chars + chars
         if total > self.secrets:
-            raise UsageError(
+            raise ScaleError(
                 f"{label} brings the secrets to search for to {total:,}; one scan searches "
                 f"for at most {self.secrets:,}{self.why} (split them over several scans; see "
                 "README, Scale)"
             )
         if total_chars > self.chars:
-            raise UsageError(
+            raise ScaleError(
                 f"{label} brings the secrets to search for to {total_chars:,} characters; one "
                 f"scan searches for at most {self.chars:,} (split them over several scans; "
                 "see README, Scale)"

@@ -8,8 +8,11 @@ import sys
 from pathlib import Path
 
 from .console import UsageError, named, print_stderr, write_stdout
-from .output import Output
 from .secrets_file import load_secrets
+
+TYPE_CHECKING = False  # not typing's (its import is start-up), nor output's scanner here
+if TYPE_CHECKING:
+    from .output import Output
 
 __all__ = ["review_command"]
 

@@ -11,7 +11,7 @@ from .._values import replace
 from ..canaries import KINDS, Secret, is_kind_name
 from ..errors import LeakcheckUsageError
 from ..serialize import parse_json
-from .budget import Budget, budget_for
+from .budget import Budget, ScaleError, budget_for
 from .console import UsageError, named, print_stderr
 
 TYPE_CHECKING = False  # not typing's: its import was a twentieth of a scan's start-up
@@ -70,27 +70,30 @@ def read_secrets(path: str, budget: Budget | None = None, *, early: bool = True)
         # The message names the file's path and an item's id, either of which may hold a
         # secret the file gave before the bad line (a directory named after a token, an
         # id made of one): masked with them.
-        exc.secrets += _for_masking(entries, str(exc))
+        exc.secrets += _for_masking(entries, str(exc), every=not isinstance(exc, ScaleError))
         raise
 
 
-#: A value is judged for masking an error only where this many of its characters in a row
-#: are in the message (as a masking window is): not every value of a file refused for
-#: holding too many.
-_SHOWN_CHARS = 6
+#: Up to this many values read, an error is masked with each of them (in any form, as
+#: every mask is); past it, or for a file refused for holding too many (``ScaleError``:
+#: before any work on them), with those the message holds a piece of as it is or
+#: case-folded, this many characters in a row (a masking window).
+_ALL_UP_TO, _SHOWN_CHARS = 1_000, 6
 
 
-def _for_masking(entries: list[tuple[str, str, str]], message: str) -> list[Secret]:
-    """The values of ``entries`` that ``message`` holds a piece of (as it is or
-    case-folded), as secrets to mask it with (judged early; one too weak to be a secret
-    cannot be masked and is left out)."""
+def _for_masking(entries: list[tuple[str, str, str]], message: str, *, every: bool) -> list[Secret]:
+    """The values of ``entries`` to mask ``message`` with (``_ALL_UP_TO``; ``every``:
+    no scale refusal), as secrets (judged early; one too weak to be a secret cannot be
+    masked and is left out)."""
     size = _SHOWN_CHARS
     grams = {text[i : i + size] for text in (message, message.casefold()) for i in range(len(text))}
     secrets = []
     for value, _kind, _id in entries:
-        unseen = grams.isdisjoint(value[i : i + size] for i in range(len(value) - size + 1))
-        if unseen and grams.isdisjoint(
-            value.casefold()[i : i + size] for i in range(len(value) - size + 1)
+        windows = range(len(value) - size + 1)
+        if (
+            (not every or len(entries) > _ALL_UP_TO)
+            and grams.isdisjoint(value[i : i + size] for i in windows)
+            and grams.isdisjoint(value.casefold()[i : i + size] for i in windows)
         ):
             continue
         try:
@@ -177,14 +180,15 @@ def _read_secrets(
         raise UsageError(f"{label} holds no secret")
     budget.check(len(entries), sum(len(v) for v, _, _ in entries), label)
     judged: dict[str, Secret] = {}
-    for value, kind, secret_id in entries:
+    item = " item {}" if path.endswith(".json") else ""  # (a line's id says its number)
+    for number, (value, kind, secret_id) in enumerate(entries, start=1):
         if value in judged:  # given twice: judged once (zxcvbn), searched for once
             loaded.secrets.append(replace(judged[value], id=secret_id))
             continue
         try:
             judged[value] = Secret.from_user(value, kind=kind, id=secret_id, early=early)
         except LeakcheckUsageError as exc:  # (too weak; an id that looks like a key)
-            raise UsageError(f"{label}: {exc}") from None
+            raise UsageError(f"{label}{item.format(number)}: {exc}") from None
         loaded.secrets.append(judged[value])
     return loaded
 

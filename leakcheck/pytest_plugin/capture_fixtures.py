@@ -371,7 +371,7 @@ class TerminalEcho:
 class _SuspendedEcho(MaskedEcho):
     """A ``MaskedEcho`` that masks only while pytest's capture is suspended. While it
     captures, a write here (through a stream kept from a suspended moment: a log handler
-    that a conftest's ``pytest_configure`` made) reaches the terminal's stream, which the
+    that a conftest's ``pytest_sessionstart`` made) reaches the terminal's stream, which the
     capture of file descriptors 1 and 2 takes: as written, to be judged, never masked
     before the verdict reads it."""
 
