@@ -34,6 +34,12 @@ def under_a_key(tmp_path: Path, token: Secret, name: str, text: str) -> Path:
     return folder / name
 
 
+def json_secrets(tmp_path: Path, items: list[dict[str, str]]) -> Path:
+    path = tmp_path / "secrets.json"
+    path.write_text(json.dumps(items))
+    return path
+
+
 def secrets_file(tmp_path: Path, token: Secret, name: str = "secrets.txt") -> Path:
     path = tmp_path / name
     path.write_text(token.value + "\n")
@@ -79,8 +85,7 @@ def test_an_id_made_of_a_piece_of_an_earlier_secret(
     # in it, was quoted raw: no masker knew the first secret yet
     listed = [{"value": token.value, "id": "one"},
               {"value": "hunter2hunter2", "id": f"note_{token.value[:12]}"}]  # fmt: skip
-    path = tmp_path / "secrets.json"
-    path.write_text(json.dumps(listed))
+    path = json_secrets(tmp_path, listed)
     line = run(capsys, [token], "scan", "--secrets-file", path, tmp_path)
     assert "too guessable" in line
 
@@ -89,9 +94,8 @@ def test_an_id_that_looks_like_a_key_is_a_usage_error(
     tmp_path: Path, token: Secret, capsys: pytest.CaptureFixture[str]
 ) -> None:
     other = Secret.from_user(_token(), kind="secret", id="other")
-    path = tmp_path / "secrets.json"
-    path.write_text(json.dumps([{"value": token.value, "id": "one"},
-                                {"value": other.value, "id": token.value}]))  # fmt: skip
+    path = json_secrets(tmp_path, [{"value": token.value, "id": "one"},
+                                   {"value": other.value, "id": token.value}])  # fmt: skip
     line = run(capsys, [token, other], "scan", "--secrets-file", path, tmp_path)
     assert "item 2: a secret's id of 32 characters looks like a key" in line
 
@@ -100,8 +104,7 @@ def test_a_token_given_as_a_kind_is_refused_never_shown(
     tmp_path: Path, token: Secret, capsys: pytest.CaptureFixture[str]
 ) -> None:
     kind = Secret.from_user(_token(), kind="secret", id="kind")
-    path = tmp_path / "secrets.json"
-    path.write_text(json.dumps([{"value": token.value, "id": "one", "kind": kind.value}]))
+    path = json_secrets(tmp_path, [{"value": token.value, "id": "one", "kind": kind.value}])
     line = run(capsys, [token, kind], "scan", "--secrets-file", path, tmp_path)
     assert "its 'kind' must be a name" in line and "32 characters" in line
     # a kind that is a name is taken, and printed in the mask labels
