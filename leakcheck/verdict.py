@@ -7,7 +7,7 @@ import io
 import re
 from array import array
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from .canaries import Secret
 from .capture import Captured
@@ -27,6 +27,8 @@ if TYPE_CHECKING:  # (typing is not imported at run time: a scan's start-up)
 
         def proves_absent(self, secrets: Iterable[Secret], texts: Iterable[bytes]) -> bool: ...
 
+    from .masking import SessionMasker
+
 
 __all__ = [
     "Leak",
@@ -42,6 +44,7 @@ __all__ = [
     "clean_verdict",
     "proven_clean",
     "lookup_texts",
+    "earlier_leaks",
 ]
 
 #: A captured text this long (characters or bytes) or longer is searched on its own, in
@@ -612,3 +615,36 @@ def format_not_inspected(parts: Iterable[NotInspected]) -> list[str]:
         for p in parts
     ]
     return lines
+
+
+def earlier_leaks(
+    masker: SessionMasker,
+    items: list[Captured],
+    policy: Policy,
+    *,
+    before: int,
+    leaving_out: Iterable[Secret],
+    note: str,
+    groups: dict[SinkClass, list[bytes]] | None = None,
+) -> list[Leak]:
+    """The forbidden hits in ``items`` of the secrets of ``masker``'s first ``before``
+    batches (an earlier test's, an earlier audit case's) other than ``leaving_out``: none,
+    nearly always, told from the masker's index. Each names its secret ``ID@OWNER`` (a
+    ``bearer#1`` of this test too must not make one root cause with it) and carries
+    ``note`` with ``{owner}`` filled in: who added the secret."""
+    if not before:
+        return []
+    texts = [text for group in (groups or lookup_texts(items)).values() for text in group]
+    found = masker.earlier_secrets_in(texts, before=before, leaving_out=leaving_out)
+    if found is None:
+        return []
+    scanner, added_by = found
+    leaks = []
+    for leak in judge(scanner, items, policy):
+        owner = added_by.get(leak.finding.secret_id)
+        if leak.allowed or owner is None:
+            continue
+        secret_id = f"{leak.finding.secret_id}@{owner}"
+        finding = Finding(**{**vars(leak.finding), "secret_id": secret_id})
+        leaks.append(replace(leak, finding=finding, note=note.format(owner=owner)))
+    return leaks

@@ -256,6 +256,47 @@ def test_jobs_2_gives_the_same_verdicts(mcp) -> None:
     assert run.code == 1 and "FAIL: 2 of 2 case(s)" in run.out
 
 
+CARRIED = ["--stages", "http_401,http_5xx", "--placements", "authorization-header"]
+
+
+def test_a_token_carried_from_case_to_case_fails_naming_the_earlier_case(
+    mcp, tmp_path: Path
+) -> None:
+    """A server that keeps state from one case to the next (a shared --url server; here a
+    file) answers a case with the token an earlier case gave it: that case fails on the
+    earlier case's canary, named ``ID@CASE`` and said so; every report masks it."""
+    carry = tmp_path.parent / f"{tmp_path.name}-carry"
+    run = mcp(*fake("carry"), "--env", f"CARRY_FILE={carry}", *CARRIED)
+    assert run.code == 1, run.out + run.err
+    assert "FAIL: 1 of 2 case(s)" in run.out, run.out
+    assert "bearer#1@fetch/http_401/authorization-header (in tool response)" in run.out, run.out
+    assert "a canary of the earlier case fetch/http_401/authorization-header" in run.out, run.out
+    # (stdout and stderr self-scanned by the ``mcp`` fixture, for every case's canaries)
+
+
+def test_a_piece_of_an_earlier_cases_token_is_masked_in_the_report(mcp, tmp_path: Path) -> None:
+    """Its first 14 characters only (a piece no detection form counts, so the cases pass):
+    each case masked with its own canaries, and the JSON report's answer showed it raw."""
+    carry = tmp_path.parent / f"{tmp_path.name}-carry"
+    written = ["--format", "json", "-o", str(tmp_path / "report.json")]
+    run = mcp(*fake("carry-piece"), "--env", f"CARRY_FILE={carry}", *CARRIED, *written)
+    assert run.code == 0, run.out + run.err
+    answers = [c["answer"] for c in json.loads((tmp_path / "report.json").read_text())["cases"]]
+    assert "The last caller used «canary:bearer:" in answers[1], answers
+    # (the report self-scanned by the ``mcp`` fixture, for every case's canaries)
+
+
+@pytest.mark.parametrize("code", [-32000, -32001, -32603])
+def test_a_json_rpc_error_holding_the_token_is_judged_whatever_its_code(mcp, code: int) -> None:
+    """-32000 and -32001 are the MCP SDK's codes for a closed session and a timeout, and
+    also server error codes JSON-RPC leaves to servers: a server's error of either code
+    was taken for "the server process exited" or "did not answer", never judged."""
+    only = ["--stages", "http_401", "--placements", "authorization-header"]
+    run = mcp(*fake("rpc-error"), "--env", f"RPC_CODE={code}", *only)
+    assert run.code == 1, run.out + run.err
+    assert "leaks: bearer#1 (in exception); a JSON-RPC error instead of a result" in run.out
+
+
 # --- failure modes of the command: one line, exit 2, never the secret -----------------------
 
 

@@ -34,16 +34,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..canaries import KINDS, Secret, WeakSecretError
+from ..canaries import KINDS, CanaryFactory, Secret, WeakSecretError
+from ..capture import resolve_latent
 from ..errors import plain
 from ..faults import HarnessError
 from ..findings import without_random_tokens
 from ..harness import LeakCheck
+from ..masking import SessionMasker
 from ..matrix import CaseSpec, MatrixFailure, caseless_stages, cases_for, run_case
 from ..placements import PLACEMENTS, template_kinds
 from ..records import Assertion
 from ..stages import STAGES
-from ..verdict import format_leaks, root_causes
+from ..verdict import earlier_leaks, format_leaks, root_causes
 from .arguments import (
     ArgumentError,
     arguments_for,
@@ -286,6 +288,25 @@ def _upstream_given(spec: ServerSpec) -> bool:
     return bool({"upstream", "auth_url"} & fields) or not fields <= {*CASE_FIELDS, *KINDS}
 
 
+#: Said under a leak of an earlier case's canary.
+CARRIED = (
+    "a canary of the earlier case {owner}, shown in this one: the server keeps what a case "
+    "gave it from one case to the next (a cache, a file; every case of a --url server is "
+    "one process), and a model sees another session's credential"
+)
+
+#: The canaries of the cases this process ran in this audit (``run_one``): a case's outputs
+#: are searched for them too. A forked worker (``--jobs``) knows those of its own cases.
+_EARLIER: SessionMasker | None = None
+
+
+def _earlier_cases() -> SessionMasker:
+    global _EARLIER
+    if _EARLIER is None:
+        _EARLIER = SessionMasker()
+    return _EARLIER
+
+
 def run_one(target: AuditTarget, spec: CaseSpec, seed: int | str) -> CaseOutcome:
     """One case in a fresh server process, judged; never raises for the server's sake."""
     namespace = case_namespace(spec)
@@ -318,6 +339,16 @@ def run_one(target: AuditTarget, spec: CaseSpec, seed: int | str) -> CaseOutcome
         error = error or check.mask(f"the harness could not stop the case's fault: {exc}")
     unreached = check.harness_errors()
     leaks = check.findings()
+    earlier = _earlier_cases()
+    if check.secrets:
+        items = resolve_latent(check.captured(), check.policy)
+        leaks += earlier_leaks(
+            earlier, items, check.policy, before=earlier.batch_count(),
+            leaving_out=check.secrets, note=CARRIED,
+        )  # fmt: skip
+        earlier.add(
+            [s for s in check.secrets if s.generated], by=f"{tool}/{spec.stage}/{spec.placement}"
+        )
     for sink in check.sinks:
         if isinstance(sink, HomeFilesSink):
             shutil.rmtree(sink.root, ignore_errors=True)
@@ -487,6 +518,7 @@ def audit_mcp_server(
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     result.seconds = time.monotonic() - began
+    _mask_across_cases(result)
     if masker.secrets:  # what the server was configured with literally: never printed
         result.server = masker.mask(result.server)
         for tool in result.tools:
@@ -503,6 +535,35 @@ def audit_mcp_server(
     for case in result.cases:
         case.answer = without_random_tokens(case.answer)
     return result
+
+
+def _mask_across_cases(result: AuditResult) -> None:
+    """Every case's texts masked with the canaries of every case, not its own alone: a
+    server that keeps state from call to call (a shared ``--url`` server, a stdio server
+    writing to disk) answers one case with what another planted, and a 14-character
+    piece of an earlier case's token went raw into every report, the verdict clean. Each
+    case's canaries are drawn again from the run's seed in its namespace (cases run in
+    forked workers, and an outcome carries ids, never values)."""
+    from ..masking import SessionMasker
+
+    masker = SessionMasker()
+    for case in result.cases:
+        factory = CanaryFactory(result.seed, namespace=case.canary_namespace)
+        batch = []
+        for canary_id in case.canaries:
+            kind, _, number = canary_id.partition("#")
+            if kind in KINDS and number.isdigit():
+                batch.append(factory.nth(kind, int(number)))
+        if batch:
+            masker.add(batch)
+    if not len(masker):
+        return
+    for tool in result.tools:
+        tool.why = masker.mask(tool.why)
+    for case in result.cases:
+        case.reason, case.details = masker.mask(case.reason), masker.mask(case.details)
+        case.answer = masker.mask(case.answer)
+        case.findings = _masked(case.findings, masker.mask)
 
 
 def _audit(
@@ -607,7 +668,8 @@ def _run_all(
     began: float,
     progress: Progress | None,
 ) -> None:
-    global _PLAN
+    global _PLAN, _EARLIER
+    _EARLIER = None  # (a new audit: an earlier one's canaries are no case of this one)
     by_tool: dict[str, list[CaseSpec]] = {}
     for spec in specs:
         by_tool.setdefault(spec.operation, []).append(spec)

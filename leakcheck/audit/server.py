@@ -25,6 +25,7 @@ import contextlib
 import dataclasses
 import logging
 import os
+import re
 import shutil
 import socket
 import tempfile
@@ -205,20 +206,36 @@ class HomeFilesSink:
 # --- the target --------------------------------------------------------------------------------
 
 
+#: The texts of the errors the MCP SDK makes itself when a session closes or a request
+#: times out (``mcp.shared.jsonrpc_dispatcher``, ``direct_dispatcher``,
+#: ``client.streamable_http``).
+_SDK_MESSAGES = frozenset({"Connection closed", "SSE stream ended without a response"})
+_SDK_TIMEOUT = re.compile(r"Request .{1,200} timed out")
+
+
+def sdk_error(leaf: BaseException, code: int) -> bool:
+    """Whether ``leaf`` is the MCP SDK's own error of ``code`` (a session that closed, a
+    request that timed out), not a JSON-RPC error the server sent with that code: -32000
+    and -32001 are in the range JSON-RPC leaves to servers, and a server's error holding
+    its token was taken for "the server exited" (and -32001 for a timeout), never judged."""
+    if not isinstance(leaf, MCPError) or leaf.code != code or leaf.data is not None:
+        return False
+    message = leaf.message
+    return message in _SDK_MESSAGES or _SDK_TIMEOUT.fullmatch(message) is not None
+
+
 def _why(exc: BaseException, spec: ServerSpec) -> str | None:
     """What a session failure means, or None for an error the server chose to send (a
     JSON-RPC error answer: the tool's own, judged as caller-visible)."""
     from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
     leaf = first_leaf(exc)
-    if isinstance(leaf, TimeoutError) or (
-        isinstance(leaf, MCPError) and leaf.code == REQUEST_TIMEOUT
-    ):
+    if isinstance(leaf, TimeoutError) or sdk_error(leaf, REQUEST_TIMEOUT):
         return (
             f"the server did not answer within {spec.call_timeout:g} s "
             "(a hang, or an HTTP client timeout longer than --call-timeout)"
         )
-    if isinstance(leaf, MCPError) and leaf.code == CONNECTION_CLOSED:
+    if sdk_error(leaf, CONNECTION_CLOSED):
         return "the server process exited (or closed its stdout) during the call"
     if isinstance(leaf, FileNotFoundError | PermissionError):
         return f"the server command cannot be started ({type(leaf).__name__})"
@@ -501,14 +518,12 @@ def _start_failure(spec: ServerSpec, exc: BaseException, said: str) -> str:
         what = f"cannot start the server: no such command {spec.command!r}"
     elif isinstance(leaf, PermissionError):
         what = f"cannot start the server: {spec.command!r} is not executable"
-    elif isinstance(leaf, TimeoutError) or (
-        isinstance(leaf, MCPError) and leaf.code == REQUEST_TIMEOUT
-    ):
+    elif isinstance(leaf, TimeoutError) or sdk_error(leaf, REQUEST_TIMEOUT):
         what = (
             f"the server did not complete the MCP handshake within "
             f"{spec.startup_timeout:g} s ({command!r}; --startup-timeout)"
         )
-    elif isinstance(leaf, MCPError) and leaf.code == CONNECTION_CLOSED:
+    elif sdk_error(leaf, CONNECTION_CLOSED):
         what = f"the server exited before listing its tools ({command!r})"
     elif type(leaf).__name__ == "ValidationError" and callable(getattr(leaf, "errors", None)):
         # (pydantic's, from the SDK reading tools/list: where and what, never the value)

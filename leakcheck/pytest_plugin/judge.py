@@ -4,7 +4,6 @@ never fired, a secret its own id shows, snapshot drift; the report record writte
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Iterable, Iterator
 
@@ -20,7 +19,6 @@ from ..capture import (
     resolve_latent,
 )
 from ..faults import HarnessError
-from ..findings import Finding
 from ..harness import LeakCheck
 from ..masking import SessionMasker
 from ..policy import SinkClass
@@ -29,6 +27,7 @@ from ..verdict import (
     Leak,
     Verdict,
     clean_verdict,
+    earlier_leaks,
     format_leaks,
     judge,
     leaks_header,
@@ -220,7 +219,7 @@ def _take_over(masker: SessionMasker, check: LeakCheck) -> None:
 
 #: Said under a leak of another test's secret.
 OUTLIVED = (
-    "a secret of the earlier test {test}, emitted while this test ran: something of that "
+    "a secret of the earlier test {owner}, emitted while this test ran: something of that "
     "test outlived it, a thread, a client or an object kept at module or session scope"
 )
 
@@ -234,31 +233,11 @@ def _earlier_secrets(
 ) -> list[Leak]:
     """The forbidden hits in ``items`` of the secrets of the masker's first ``earlier``
     batches that are not this test's (none, nearly always: told from the index)."""
-    if not earlier:
-        return []
     # (looked up as the absence proof looks them up: the masker keeps what it found)
-    texts = [text for group in groups.values() for text in group]
-    found = masker.earlier_secrets_in(texts, before=earlier, leaving_out=check.secrets)
-    if found is None:
-        return []
-    scanner, added_by = found
-    return [
-        _outlived(leak, added_by[leak.finding.secret_id])
-        for leak in judge(scanner, items, check.policy)
-        if not leak.allowed and leak.finding.secret_id in added_by
-    ]
-
-
-def _outlived(leak: Leak, test: str) -> Leak:
-    """``leak`` of an earlier test's secret, its id naming that test (``bearer#1`` is a
-    canary of this test too: their findings must not make one root cause)."""
-    finding = leak.finding
-    secret_id = f"{finding.secret_id}@{test}"
-    return dataclasses.replace(
-        leak,
-        finding=Finding(**{**vars(finding), "secret_id": secret_id}),
-        note=OUTLIVED.format(test=test),
-    )
+    return earlier_leaks(
+        masker, items, check.policy, before=earlier, leaving_out=check.secrets,
+        note=OUTLIVED, groups=groups,
+    )  # fmt: skip
 
 
 def fail_on_teardown_output(
