@@ -186,8 +186,11 @@ class Scanner:
         self._keys: list[bytes] = []
         self._key_owner: list[int] = []
         self._keyed = False
+        #: keyed decoding for every text, however small (the caller's input is large: a
+        #: scan's files), not only for those of KEYED_FROM_BYTES or more (``_keyed_for``)
+        self._keyed_always = False
         if decode and input_bytes is not None and input_bytes >= KEYED_FROM_BYTES:
-            self._keyed = self._key_up()
+            self._keyed = self._keyed_always = self._key_up()
         # the engine and the number of needle patterns it was built with, swapped together
         # (an index from the engine at or past that number is a key's)
         self._compiled: tuple[Engine, int] = (self._build(), len(self._patterns))
@@ -300,6 +303,14 @@ class Scanner:
         if not self._keyed or not hits:
             return hits, []
         return [h for h in hits if h[0] < split], [h for h in hits if h[0] >= split]
+
+    def _keyed_for(self, buf: bytes | memoryview) -> bool:
+        """Whether ``buf`` is decoded around its keys only, not whole: a text of
+        KEYED_FROM_BYTES or more, or any text of a scanner made for a large input. A
+        masker keyed by one large text decoded every small text after it that way (a
+        piece of a base64 or the hex of part of a token, masked by a fresh masker, then
+        showed: found by a fuzzing helper)."""
+        return self._keyed and (self._keyed_always or len(buf) >= KEYED_FROM_BYTES)
 
     def _make_keyed(self) -> None:
         with self._lock:
@@ -527,7 +538,7 @@ class Scanner:
             whole = [h for h in hits if not is_piece(h.needle.form)]
             decoded = (
                 self._decoded_keyed(buf, keys, needles)
-                if self._keyed
+                if self._keyed_for(buf)
                 else self._decoded(buf, self.decode_depth)
             )
             masking = list(hits)
@@ -683,7 +694,7 @@ class Scanner:
         """Every hit of ``data`` to report, sorted, with the buffer (as bytes) and the
         spans for masking; None when there is none."""
         first = self._search(data)
-        if not first[0] and (not self.decode or (self._keyed and not first[1])):
+        if not first[0] and (not self.decode or (self._keyed_for(data) and not first[1])):
             return None
         buf = _readable(data)
         report, every = self._hits(buf, first)
