@@ -448,6 +448,92 @@ def test_a_drifted_entry_with_another_tests_secret_is_never_written_pending(
     assert result.ret == 1
 
 
+PLANTS = """
+def test_plants_a_token(leakcheck):
+    leakcheck.secret("bearer")
+"""
+
+# a gateway that kept the tail of a token another test (another worker's, under xdist) gave it
+CARRIES = """
+import os
+
+import pytest
+
+from leakcheck import CanaryFactory
+from leakcheck.matrix import CaseSpec
+from leakcheck.snapshots import snapshot_entry
+
+
+@pytest.mark.parametrize("leakcheck_case", [CaseSpec("op", "http_401", "authorization-header")])
+def test_carries_its_tail(leakcheck, leakcheck_case):
+    seed = os.environ["LC_SEED"]
+    earlier = CanaryFactory(seed, namespace="test_one.py::test_plants_a_token", announce=False)
+    tail = earlier.secret("bearer").value[-12:]
+    leakcheck.snapshot = snapshot_entry({"message": f"last caller ...{tail}"}, None, key="k")
+"""
+
+
+def test_xdist_an_entry_holding_another_workers_canary_is_never_written(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under xdist the controller writes every file and runs no test: it scanned with the
+    canary-shaped backstop alone, and an entry holding the last 12 characters of a canary
+    of a test another worker ran went into the snapshot file, the pending file and
+    ``leakcheck review``. It draws every worker's canaries again now, from the seed and
+    their records."""
+    pytester.makepyfile(
+        test_one=PLANTS, test_two=CARRIES, conftest='pytest_plugins = ["leakcheck.snapshots"]'
+    )
+    monkeypatch.setenv("LC_SEED", "carry-1")
+    argv = ["-n", "2", "--dist", "loadfile", "-v", "--leakcheck-snapshot-update"]
+    result = run(pytester, *argv, subprocess=True, seed="carry-1")
+    out = result.stdout.str()
+    workers = {line.split("]")[0] for line in out.splitlines() if line.startswith("[gw")}
+    assert len(workers) == 2, out  # (each test on a worker of its own)
+    assert "refused to write __leakcheck_snapshots__/test_two.json" in out, out
+    assert "bearer#1@test_one.py::test_plants_a_token (suffix" in out, out
+    assert result.ret == 1
+    assert not (pytester.path / "__leakcheck_snapshots__" / "test_two.json").exists()
+    token = CanaryFactory("carry-1", namespace="test_one.py::test_plants_a_token").secret("bearer")
+    self_scan("\n".join(result.outlines + result.errlines), [token], "inner output")
+
+
+REGISTERS = """
+import pytest
+
+from leakcheck.matrix import CaseSpec
+from leakcheck.snapshots import snapshot_entry
+
+SAVED = {}
+
+
+def test_a_registers_a_password(leakcheck):
+    SAVED["password"] = leakcheck.register("Xk9-tQ2#mW7vR4pL8nZ3", kind="password")
+
+
+@pytest.mark.parametrize("leakcheck_case", [CaseSpec("op", "http_401", "authorization-header")])
+def test_b_holds_it(leakcheck, leakcheck_case):
+    leakcheck.snapshot = snapshot_entry({"message": "x " + SAVED["password"]}, None, key="k")
+"""
+
+
+def test_xdist_an_entry_holding_a_secret_its_worker_knows_is_never_written(
+    pytester: pytest.Pytester,
+) -> None:
+    """A secret a test registered itself is known to its worker alone (the controller
+    cannot draw it again): the worker scans the entries it observed with every secret it
+    knows before it hands them over, and the controller refuses the module's files."""
+    pytester.makepyfile(test_reg=REGISTERS, conftest='pytest_plugins = ["leakcheck.snapshots"]')
+    argv = ["-n", "1", "-p", "no:randomly", "--leakcheck-snapshot-update"]
+    result = run(pytester, *argv, subprocess=True, seed="reg-1")
+    out = result.stdout.str()
+    assert "refused to write __leakcheck_snapshots__/test_reg.json" in out, out
+    assert "entries hold a form of a registered secret: op/http_401 (password#user1 (raw))" in out
+    assert result.ret == 1
+    assert not (pytester.path / "__leakcheck_snapshots__" / "test_reg.json").exists()
+    assert "Xk9-tQ2#mW7vR4pL8nZ3" not in "\n".join(result.outlines + result.errlines)
+
+
 def test_snapshot_files_hold_no_canary_form(
     inner: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -102,7 +102,7 @@ def pytest_configure(config: pytest.Config) -> None:
     state.mask_echo()
     state.mask_debug_trace()
     state.watch_secrets()
-    snapshots.install(config, lambda: state.secrets)
+    snapshots.install(config, state.snapshot_secrets)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -119,6 +119,8 @@ class PluginSession:
         #: each test's record, unmasked while in this process: masked with every secret
         #: seen when it leaves it (the worker's output, the JSON report: sessionfinish)
         self.records: list[dict[str, Any]] = []
+        #: the records the xdist workers sent (``snapshot_secrets``)
+        self.worker_records: list[dict[str, Any]] = []
         #: pytest's debug trace is on and leakcheck cannot mask it (said in the header)
         self.trace_unmasked = False
         #: stops the masking of secrets made outside the fixture's checks (``watch_secrets``)
@@ -464,7 +466,34 @@ class PluginSession:
         if output:
             data = json.loads(output)
             self.records.extend(data["records"])
+            self.worker_records.extend(data["records"])
             self.opt_outs.extend(data["opt_outs"])
+
+    def snapshot_secrets(self) -> list[Secret]:
+        """What a snapshot or pending file is scanned for before it is written: the
+        secrets of every test that ended in this process and the session's; on an xdist
+        controller, which runs no test, also the canaries of every worker's tests, drawn
+        again from the seed and their records (ids, never values): an entry a worker
+        observed showed the tail of a canary of a test another worker ran, and the
+        controller wrote it (found by a hunting helper). A secret a test registered
+        itself is known to its worker alone (``SnapshotSession`` scans there too)."""
+        known = [*self.secrets, *self.session_secrets]
+        if not self.worker_records:
+            return known
+        from ..cli.canaries_from import canaries_from_report
+        from ..cli.console import UsageError
+
+        document = {
+            "tool": "leakcheck",
+            "seed": str(self.seed),
+            "canary_generation": CANARY_GENERATION,
+            "tests": self.worker_records,
+        }
+        try:
+            rebuilt, _, _ = canaries_from_report(document, "the xdist workers' records")
+        except UsageError:  # (past the scan's budget: the canary-shaped backstop alone)
+            return known
+        return [*known, *rebuilt]
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:

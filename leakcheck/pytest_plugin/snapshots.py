@@ -42,8 +42,10 @@ to the controller through ``workeroutput``; the controller does every file write
 
 Nothing written or printed holds a secret: every entry is scanned, by the scanner, for
 every form of the test's own canaries when it is observed and of every canary of the session
-before a file is written, and for canary-shaped text (the generated kinds' fixed prefixes)
-as a backstop where no secret is known (the xdist controller, ``leakcheck review``). A hit
+before a file is written (under xdist: each worker's entries with every secret it knows, at
+its end, and the controller's files with every worker's canaries, drawn again from the seed
+and the records), and for canary-shaped text (the generated kinds' fixed prefixes) as a
+backstop where no secret is known (``leakcheck review``). A hit
 refuses the write and fails the session with a message that names secret ids, never values.
 Next to the snapshot files go a gitleaks config and a trufflehog exclude list (written once,
 yours to edit) so that repository scanners do not flag the masked labels.
@@ -299,6 +301,9 @@ class SnapshotSession:
         self.broken: set[str] = set()
         self.passed: set[str] = set()
         self.problems: list[str] = []
+        #: under xdist, by module: why a worker found an entry it observed holding a secret
+        #: it knows (another test's there: the controller knows only the canaries)
+        self.tainted: dict[str, list[str]] = {}
         self.summary: dict[str, list[str]] = {}
         self._stored: dict[Path, dict[str, dict[str, Any]] | SnapshotError] = {}
         self._versions: dict[str, str] | None = None
@@ -506,6 +511,7 @@ class SnapshotSession:
             "broken": sorted(self.broken),
             "passed": sorted(self.passed),
             "problems": self.problems,
+            "tainted": self.tainted,
         }
 
     @pytest.hookimpl(optionalhook=True)
@@ -532,6 +538,8 @@ class SnapshotSession:
         self.broken.update(data["broken"])
         self.passed.update(data["passed"])
         self.problems.extend(data["problems"])
+        for module, why in data.get("tainted", {}).items():
+            self.tainted.setdefault(module, []).extend(why)
 
     # --- the end: compare, write, report ----------------------------------------------------
 
@@ -539,6 +547,7 @@ class SnapshotSession:
         if not self.enabled:
             return
         if self.is_worker:
+            self._taint_observed()
             self.config.workeroutput[_WORKER_KEY] = json.dumps(self._state())  # type: ignore[attr-defined]  # set by xdist on workers
             return
         write = not self.config.getoption("collectonly", False)
@@ -548,6 +557,22 @@ class SnapshotSession:
             self.problems.append(str(exc))
         if self.problems and session.exitstatus == 0:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def _taint_observed(self) -> None:
+        """(An xdist worker, at its end.) Each entry observed here scanned for every
+        secret this worker knows, as a serial session scans a file before writing it: a
+        secret a test registered itself is known to its worker alone, and the controller
+        would write another test's entry holding it."""
+        if not any(self.observed.values()):
+            return
+        scanner = self._session_scanner()
+        if scanner is None:
+            return
+        for module, entries in self.observed.items():
+            for key, observation in entries.items():
+                found = refusal(dump(observation["entry"]), observation["entry"], scanner)
+                if found:
+                    self.tainted.setdefault(module, []).append(f"{key} ({', '.join(found)})")
 
     def _session_scanner(self) -> Any:
         secrets = list(self.secrets_provider() or [])
@@ -615,6 +640,12 @@ class SnapshotSession:
                     pending.pop(key, None)
                     summary["deleted"].append(f"{module}: {key}")
             if not write:
+                continue
+            if module in self.tainted:
+                self.problems.append(
+                    f"refused to write {self._rel(path)} and its pending differences: entries "
+                    f"hold a form of a registered secret: {'; '.join(self.tainted[module])}"
+                )
                 continue
             if (entries != stored or pending) and scanner is False:
                 scanner = self._session_scanner()
