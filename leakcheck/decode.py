@@ -487,6 +487,38 @@ def wrap_extent(buf: bytes, low: int, high: int, limit: int) -> tuple[int, int]:
     return low, high
 
 
+#: What a terminal shows as nothing: an ANSI escape sequence (CSI: colours, cursor moves;
+#: OSC up to BEL or ST: a hyperlink, a title; a two-byte escape) or a Unicode format
+#: character (zero-width space, non-joiner and joiner, marks, word joiner and the invisible
+#: operators, byte order mark, soft hyphen)
+_INVISIBLE = re.compile(
+    rb"\x1b\[[0-?]*[ -/]*[@-~]"
+    rb"|\x1b\][^\x07\x1b]{0,4096}(?:\x07|\x1b\\)"
+    rb"|\x1b[@-Z\\-_]"
+    rb"|\xe2\x80[\x8b-\x8f]|\xe2\x81[\xa0-\xa4]|\xef\xbb\xbf|\xc2\xad"
+)
+#: the bytes one of them starts with, looked for in C first (a clean text pays for these)
+_INVISIBLE_LEADS = (b"\x1b", b"\xe2\x80", b"\xe2\x81", b"\xef\xbb\xbf", b"\xc2\xad")
+
+
+def invisible_runs(buf: bytes) -> Iterator[tuple[int, int, bytes]]:
+    """Each line holding an ANSI escape sequence or an invisible format character, with
+    every one taken out: a terminal shows the token that a log formatter or rich coloured
+    piece by piece, or that zero-width spaces split, as the token, and each piece between
+    them was too short to count (found by a hunting helper: a token coloured every four
+    characters passed, and showed whole in ``-rA``). A whole line, not a token: a hostile
+    canary holds a space and quotes."""
+    if not any(lead in buf for lead in _INVISIBLE_LEADS):
+        return
+    found = _INVISIBLE.search(buf)
+    while found is not None:
+        start = buf.rfind(b"\n", 0, found.start()) + 1
+        end = buf.find(b"\n", found.end())
+        end = len(buf) if end < 0 else end
+        yield start, end, _INVISIBLE.sub(b"", buf[start:end])
+        found = _INVISIBLE.search(buf, end)
+
+
 DECODERS: dict[str, Decoder] = {
     "base64": base64_runs,
     "hex": hex_runs,
@@ -495,6 +527,7 @@ DECODERS: dict[str, Decoder] = {
     "html": html_runs,
     "qp": qp_runs,
     "wrap": wrapped_runs,
+    "ansi": invisible_runs,
 }
 
 

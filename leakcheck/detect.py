@@ -819,6 +819,7 @@ _ESCAPES_START_WITH: dict[str, bytes] = {
     "pct": b"%+",
     "esc": b"\\\xed",
     "html": b"&",
+    "ansi": b"\x1b\xe2\xef\xc2",
 }
 
 

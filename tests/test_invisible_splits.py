@@ -1,0 +1,120 @@
+"""A token split by what a terminal shows as nothing: ANSI colour sequences between its
+pieces (a log formatter's or rich's highlighting, ``force_terminal``) or zero-width
+characters (zero-width spaces, joiners, soft hyphens). Each piece between them was too short
+to count: such a test passed and ``-rA`` showed the token whole on a terminal, and
+``leakcheck scan`` called such a log clean (found by a hunting helper). The decoding pass
+takes them out of each line holding one (``decode.invisible_runs``, chain ``ansi>``).
+
+Nothing here prints a secret: assertions name forms and ids only.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from conftest import inner_outcomes, self_scan
+
+from leakcheck import CanaryFactory, Scanner, Secret
+from leakcheck.decode import invisible_runs
+from leakcheck.masking import SessionMasker, masking_scanner
+
+pytest_plugins = ["pytester"]
+
+#: what a terminal does not show (for comparing what a reader sees)
+_SHOWN_AS_NOTHING = re.compile("\x1b\\[[0-9;]*m|\x1b\\]8;;[^\x07]*\x07|[\u200b-\u200f\u2060\u00ad]")
+
+
+def coloured(value: str, every: int = 4) -> str:
+    """``value`` with a colour change every ``every`` characters, reset at its end."""
+    pieces = [value[i : i + every] for i in range(0, len(value), every)]
+    return "".join(f"\x1b[3{n % 7 + 1};1m{piece}" for n, piece in enumerate(pieces)) + "\x1b[0m"
+
+
+def zero_width(value: str, every: int = 3) -> str:
+    marks = ["\u200b", "\u200d", "\u2060", "\u00ad"]
+    pieces = [value[i : i + every] for i in range(0, len(value), every)]
+    return "".join(piece + marks[n % len(marks)] for n, piece in enumerate(pieces))
+
+
+def hyperlinked(value: str) -> str:
+    """``value`` inside an OSC 8 hyperlink, split by a colour change in its middle."""
+    half = len(value) // 2
+    return f"\x1b]8;;https://example.test/\x07{value[:half]}\x1b[1m{value[half:]}\x1b]8;;\x07"
+
+
+SPLITS = {"coloured": coloured, "zero width": zero_width, "hyperlinked": hyperlinked}
+KINDS = ("bearer", "api_key", "password")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("split", SPLITS)
+def test_a_split_token_is_found_and_masked(canaries: CanaryFactory, kind: str, split: str) -> None:
+    secret = canaries(kind)
+    text = f"2026-12-07 INFO gw calling with {SPLITS[split](secret.value)} now\nnext line\n"
+    forms = [f.form for f in Scanner([secret], decode=True).scan(text)]
+    assert "ansi>raw" in forms, forms
+    session = SessionMasker()
+    session.add([secret])
+    for mask in (masking_scanner([secret]).mask, session.mask):
+        shown = _SHOWN_AS_NOTHING.sub("", mask(text))
+        assert not any(secret.value[i : i + 8] in shown for i in range(len(secret.value) - 7)), (
+            f"a piece of {secret.id} shown"
+        )
+        assert shown.endswith("next line\n")  # (the line holding it masked, not the next)
+
+
+@pytest.mark.parametrize("split", SPLITS)
+def test_a_split_text_without_the_whole_token_is_no_finding(
+    canaries: CanaryFactory, split: str
+) -> None:
+    """The clean twin: the same split with a piece of the token left out."""
+    secret = canaries("bearer")
+    cut = secret.value[:12] + secret.value[20:]
+    text = f"calling with {SPLITS[split](cut)} now\n"
+    assert not [
+        f.form for f in Scanner([secret], decode=True).scan(text) if f.form.endswith(">raw")
+    ]
+
+
+def test_only_a_line_holding_an_escape_is_decoded() -> None:
+    """No escape, no format character: nothing decoded; a coloured word alone: its line."""
+    assert list(invisible_runs(b"plain log line \xe2\x80\x94 with a dash\n")) == []
+    runs = list(invisible_runs(b"first\n\x1b[32mINFO\x1b[0m ok\nlast"))
+    assert runs == [(6, 22, b"INFO ok")]
+
+
+SEED = "invisible-1"
+
+TESTS = """
+def coloured(value, every=4):
+    pieces = [value[i : i + every] for i in range(0, len(value), every)]
+    return "".join(f"\\x1b[3{n % 7 + 1}m{p}" for n, p in enumerate(pieces)) + "\\x1b[0m"
+
+
+def test_prints_a_coloured_token(leakcheck):
+    print("calling with", coloured(leakcheck.secret("bearer")))
+
+
+def test_prints_a_coloured_word(leakcheck):
+    leakcheck.secret("bearer")
+    print("calling with", coloured("a-plain-identifier-of-the-app"))
+"""
+
+
+def test_a_test_printing_a_coloured_token_fails_and_shows_no_piece(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_inner=TESTS)
+    result = pytester.runpytest("-p", "no:randomly", "-rA", f"--leakcheck-seed={SEED}")
+    assert inner_outcomes(result) == {
+        "test_prints_a_coloured_token": "FAILED",
+        "test_prints_a_coloured_word": "PASSED",
+    }
+    shown = "\n".join(result.outlines + result.errlines)
+    assert "form ansi>raw" in shown, shown
+    token: Secret = CanaryFactory(
+        SEED, namespace="test_inner.py::test_prints_a_coloured_token"
+    ).secret("bearer")
+    self_scan(shown, [token], "inner output")
+    self_scan(_SHOWN_AS_NOTHING.sub("", shown), [token], "inner output as a terminal shows it")
