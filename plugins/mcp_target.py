@@ -58,7 +58,8 @@ without). What the model sees of a call, and what the checks read:
   and what it asks the host for during the call (elicitations shown to the user, sampling
   requests handed to the model: a 2026-07-28 ``InputRequiredResult``, an earlier
   protocol's requests to the client), answered as a user who declines, ``mcp input
-  request``;
+  request``; and what it said of itself when the session opened (``instructions``, handed
+  to the model, and ``serverInfo``), ``mcp server instructions``;
 * the stdio server's stderr: an operator sink, ``mcp server stderr``
   (``McpServerStderrSink``). An in-process server's logging is the ``log record`` sink's.
 
@@ -561,6 +562,8 @@ class _Call:
     #: (``_call``) or, on a connection of an earlier protocol, as requests of its own
     #: (``on_elicitation``, ``on_sampling``)
     input_requests: list[Any] = field(default_factory=list)
+    #: what the server said of itself when the session opened (``_server_said``)
+    server: dict[str, Any] = field(default_factory=dict)
 
     async def on_log(self, params: Any) -> None:
         """A log notification: heard."""
@@ -720,6 +723,8 @@ class McpTarget(Target):
         arguments = dict(dict.items(case.agent_input))
         values = _CaseValues(case)
         done: _Call = _run(lambda: self._call_tool(case, values, tool, arguments))
+        if done.server:
+            case.check.expose(done.server, "mcp server instructions")
         if done.notifications:
             case.check.expose(done.notifications, "mcp log notification")
         if done.progress:
@@ -843,6 +848,7 @@ class InProcessMcpTarget(McpTarget):
                     sampling_handler=on_sampling,
                     timeout=self.call_timeout,
                 ) as client:
+                    heard.server = _server_said(client.session)
                     heard.result = await _call(client.session, tool, args, self.call_timeout, heard)
                     await _settle()
         return heard
@@ -972,6 +978,7 @@ def _call_parts(
     heard = _Call(None, [])
 
     async def body(session: Any) -> Any:
+        heard.server = _server_said(session)
         with anyio.fail_after(timeout):
             result = await _call(session, tool, args, timeout, heard)
             with contextlib.suppress(MCPError):
@@ -980,6 +987,22 @@ def _call_parts(
         return result
 
     return heard, body
+
+
+def _server_said(session: Any) -> dict[str, Any]:
+    """What the server said of itself when ``session`` opened, as a host reads it: its
+    ``instructions`` (a host hands them to the model) and its ``serverInfo`` (name, title,
+    version, description: shown to the user). A server that built them from its
+    configuration (an upstream URL with a key in it) showed them to every session, and no
+    case was judged on them (found by a hunting helper)."""
+    said: dict[str, Any] = {}
+    instructions = getattr(session, "instructions", None)
+    if instructions:
+        said["instructions"] = instructions
+    info = _wire(getattr(session, "server_info", None))
+    if info:
+        said["serverInfo"] = info
+    return said
 
 
 def _listening(heard: _Call | None) -> dict[str, Any]:

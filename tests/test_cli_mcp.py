@@ -256,6 +256,16 @@ def test_jobs_2_gives_the_same_verdicts(mcp) -> None:
     assert run.code == 1 and "FAIL: 2 of 2 case(s)" in run.out
 
 
+def test_instructions_naming_the_token_fail(mcp) -> None:
+    """A host hands a server's ``instructions`` to the model: a server whose instructions
+    name its token (built from its configuration) fails every case; the careful server,
+    with none, passes (``test_careful_server_is_clean_exit_0``)."""
+    only = ["--stages", "http_401", "--placements", "authorization-header"]
+    run = mcp(*fake("instructions"), *only)
+    assert run.code == 1, run.out + run.err
+    assert "tool response mcp server instructions $.instructions" in run.out, run.out
+
+
 CARRIED = ["--stages", "http_401,http_5xx", "--placements", "authorization-header"]
 
 

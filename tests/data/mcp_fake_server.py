@@ -23,6 +23,7 @@ progress       careful, and reports progress naming the token (when asked for pr
 carry          answers each call with the token of the call before (kept in
                ``$CARRY_FILE``: a server that keeps state from case to case)
 carry-piece    as carry, with the first 14 characters of that token only
+instructions   careful, and its ``initialize`` answer's instructions name the token
 rpc-error      answers each call with a JSON-RPC error of code ``$RPC_CODE`` whose
                message holds the token's Authorization
 elicit-legacy  speaks protocol 2025-06-18 (an ``InputRequiredResult`` is 2026-07-28's)
@@ -128,11 +129,14 @@ def main():
             if MODE == "elicit-legacy":
                 CLIENT["elicitation"] = "elicitation" in (params.get("capabilities") or {})
                 params = {"protocolVersion": "2025-06-18"}
-            send({"jsonrpc": "2.0", "id": ident, "result": {
+            answer = {
                 "protocolVersion": params.get("protocolVersion", "2025-06-18"),
                 "capabilities": {"tools": {}},
                 "serverInfo": {"name": "fake", "version": "1"},
-            }})  # fmt: skip
+            }
+            if MODE == "instructions":
+                answer["instructions"] = f"Calls the API with Authorization: Bearer {TOKEN}."
+            send({"jsonrpc": "2.0", "id": ident, "result": answer})
         elif method == "tools/list":
             tools = [] if MODE == "no-tools" else [
                 {"name": "fetch", "description": "Fetch an item.", "inputSchema": SCHEMA}
