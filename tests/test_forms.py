@@ -492,6 +492,19 @@ def produce_case(v: str, form: str) -> list[Variant]:
     return [(f"str.{form}", around("Host header normalised to ", fn(v), " by proxy"))]
 
 
+#: a case variant as ``repr`` or JSON spells it (``casefold``: pytest shows ``assert
+#: token.upper() == x``'s operand as its repr)
+CASE_SPELLED = re.compile(r"(lower|upper|casefold)-(repr|repr-dq|repr-bytes|json|json-ascii)")
+
+
+def produce_case_spelled(v: str, form: str) -> list[Variant]:
+    __tracebackhide__ = True  # its arguments hold the secret
+    case, _, spelling = form.partition("-")
+    variant = {"lower": str.lower, "upper": str.upper, "casefold": str.casefold}[case](v)
+    producer = produce_json if spelling.startswith("json") else produce_repr
+    return [(f"str.{case}, then {label}", sample) for label, sample in producer(variant, spelling)]
+
+
 def produce_pct(v: str, form: str) -> list[Variant]:
     __tracebackhide__ = True  # its arguments hold the secret
     if form == "pct":
@@ -948,6 +961,8 @@ def producer_for(form: str) -> Producer:
         return produce_raw
     if form in ("lower", "upper", "casefold"):
         return produce_case
+    if CASE_SPELLED.fullmatch(form):
+        return produce_case_spelled
     if form.startswith("pct"):
         return produce_pct
     if form.startswith("base64-wrapped@"):
@@ -1120,6 +1135,11 @@ ALL_NAMED_FORMS = {
     "lower",
     "upper",
     "casefold",
+    *(
+        f"{case}-{spelling}"
+        for case in ("lower", "upper", "casefold")
+        for spelling in ("repr", "repr-dq", "repr-bytes", "json", "json-ascii")
+    ),
     "pct",
     "pct-path",
     "pct-requests",
