@@ -644,6 +644,14 @@ def test_files_written_under_the_case_home_are_read(mcp) -> None:
     assert "operator: server files home/.fake/debug.log" in run.out
 
 
+def test_a_file_named_after_the_token_under_the_case_home_fails(mcp) -> None:
+    """``ls`` shows a file's name to every local user: a server caching by its token (an
+    empty file named after it) fails; the careful server writes nothing there."""
+    run = mcp(*fake("home-name"), "--stages", "http_401", "--placements", "authorization-header")
+    assert run.code == 1 and "leaks: bearer#1 (in server files)" in run.out, run.out
+    assert "operator: server files (file names)" in run.out, run.out
+
+
 def test_progress_line_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
     import io
 

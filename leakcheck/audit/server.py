@@ -187,8 +187,14 @@ class HomeFilesSink:
         return None
 
     def collect(self) -> Iterator[Captured]:
+        # their names too: a file or directory named after a token (a cache keyed by it)
+        # is shown to every local user by ``ls`` (found by a hunting helper)
+        paths = sorted(Path(self.root).rglob("*"))
+        if paths:
+            names = "\n".join(path.relative_to(self.root).as_posix() for path in paths)
+            yield Captured(self.name, self.sink_class, "(file names)", names)
         total = 0
-        for path in sorted(Path(self.root).rglob("*")):
+        for path in paths:
             if total >= _FILES_LIMIT:
                 return
             try:

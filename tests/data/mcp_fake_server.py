@@ -18,6 +18,7 @@ no-request     the tool answers isError without calling the API
 own-key        as no-request, naming its own key from ``$ACCOUNT_REF`` (no canary: a real
                key of the server's configuration)
 home-log       careful, and logs each call's token to ``$HOME/.fake/debug.log``
+home-name      careful, and caches each call under ``$HOME/.fake/<token>`` (empty files)
 echo-arguments careful, and names each argument it does not know, with its value
 progress       careful, and reports progress naming the token (when asked for progress)
 carry          answers each call with the token of the call before (kept in
@@ -72,6 +73,10 @@ def fetch(item):
         os.makedirs(folder, exist_ok=True)
         with open(os.path.join(folder, "debug.log"), "a", encoding="utf-8") as log:
             log.write(f"fetch {item} with token {TOKEN}\n")
+    if MODE == "home-name":
+        folder = os.path.join(os.environ.get("HOME", "."), ".fake")
+        os.makedirs(folder, exist_ok=True)
+        open(os.path.join(folder, TOKEN.replace("/", "_")), "w").close()
     if MODE == "no-request":
         return text("fetch is not configured on this server.", True)
     if MODE == "own-key":
