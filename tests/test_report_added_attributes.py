@@ -34,6 +34,11 @@ def pytest_runtest_makereport(item, call):
         ]
         report.response_headers = ("Authorization", f"Bearer {shown}")
         report.attempts = 3
+        # a section, and the failure text appended to (under xdist the controller, which
+        # knows no secret, printed both raw)
+        report.sections.append(("gateway last request", f"Authorization: Bearer {shown}"))
+        if report.failed:
+            report.longrepr = f"{report.longrepr}\\nlast request: Bearer {shown}"
     return report
 
 @pytest.hookimpl(trylast=True)
@@ -54,6 +59,11 @@ def test_attaches_its_token(leakcheck, request):
     token = leakcheck.secret("bearer")
     request.node.attached = token
     leakcheck.expose({"ok": False, "code": "AUTH_FAILED"})
+
+
+def test_fails_on_its_own(leakcheck, request):
+    request.node.attached = leakcheck.secret("bearer")
+    assert 1 == 2
 """
 
 
@@ -67,12 +77,23 @@ def test_attributes_added_after_makereport_are_masked(
     if workers:
         args += ["-n", workers]
     result = pytester.runpytest(*args)
-    assert inner_outcomes(result) == {"test_attaches_its_token": "PASSED"}
+    assert inner_outcomes(result) == {
+        "test_attaches_its_token": "PASSED",
+        "test_fails_on_its_own": "FAILED",
+    }
     written = Path(pytester.path, "report-log.jsonl").read_text(encoding="utf-8")
     token = CanaryFactory(SEED, namespace="test_inner.py::test_attaches_its_token").secret("bearer")
-    self_scan(written, [token], "report log")
+    failing = CanaryFactory(SEED, namespace="test_inner.py::test_fails_on_its_own").secret("bearer")
+    self_scan(written, [token, failing], "report log")
+    shown = "\n".join(result.outlines + result.errlines)
+    assert "gateway last request" in shown and "last request: Bearer «canary:" in shown, shown
+    self_scan(shown, [failing], "inner output")
     # masked where they lay, the data kept as written: a label, a tuple, a count
-    call = next(line for line in written.splitlines() if '"when": "call"' in line)
+    call = next(
+        line
+        for line in written.splitlines()
+        if '"when": "call"' in line and "test_attaches_its_token" in line
+    )
     assert '"content": "token \\u00abcanary:bearer:raw\\u00bb"' in call, call
     assert '"response_headers": ["Authorization", "Bearer \\u00abcanary:bearer:raw' in call
     assert '"attempts": 3' in call, call

@@ -413,7 +413,12 @@ class PluginSession:
         freezes at the teardown report: mask its values just before. A subtest's report
         is handed over and masked (``_take_subtest``). What plugins added to a report
         after ``pytest_runtest_makereport`` masked it (pytest-html's ``extras``) is masked
-        here, before pytest-html, the report log or xdist read it."""
+        here, before pytest-html, the report log or xdist read it. So is what a hook
+        wrapper outside ours added to its sections or its failure text (a conftest's
+        section, a longrepr appended to, Hypothesis's verbose section): under xdist the
+        controller printed it raw (found by a hunting helper); what was masked already
+        comes from the masker's cache."""
+        reports.mask_report(report, self.mask)
         reports.mask_added_attributes(report, self.mask)
         if report.when == "call":
             described = _subtest_description(report)
