@@ -110,3 +110,44 @@ def test_a_stream_kept_from_a_suspended_moment_is_judged_as_written(
     assert "[LEAK] caller: stdout" in text and "form raw" in text
     token = CanaryFactory(SEED, namespace="test_inner.py::test_writes_through_a_kept_stream")
     self_scan(text, [token.nth("bearer", 1)], "the terminal")
+
+
+HANDLER_CONFTEST = """
+import logging
+
+# the app's logging set up when the conftest is imported: its handler writes to the
+# stream pytest's capture put in sys.stderr then
+logging.basicConfig(level=logging.INFO, format="%(name)s %(message)s")
+CLIENTS = []
+
+def pytest_sessionfinish(session):
+    for token in CLIENTS:
+        logging.getLogger("app.client").info("revoking token %s", token)
+"""
+
+HANDLER_TESTS = """
+import conftest
+
+def test_logs_in(leakcheck):
+    conftest.CLIENTS.append(leakcheck.secret("bearer"))
+"""
+
+
+@pytest.mark.parametrize("args", [(), ("--capture=sys",), ("-n", "2")], ids=["fd", "sys", "xdist"])
+def test_what_the_capture_holds_at_its_end_is_written_back_masked(
+    pytester: pytest.Pytester, args: tuple[str, ...]
+) -> None:
+    """A record logged after the last test, by a handler that writes to pytest's capture,
+    is written to the terminal when pytest stops capturing, after every plugin's
+    ``pytest_unconfigure``: it came out raw (found by a hunting helper)."""
+    pytester.makeconftest(HANDLER_CONFTEST)
+    pytester.makepyfile(test_inner=HANDLER_TESTS)
+    result = pytester.runpytest_subprocess(
+        "-p", "no:randomly", "-p", "no:cacheprovider", f"--leakcheck-seed={SEED}", *args
+    )
+    assert result.ret == pytest.ExitCode.OK
+    text = "\n".join(result.outlines + result.errlines)
+    token = CanaryFactory(SEED, namespace="test_inner.py::test_logs_in").nth("bearer", 1)
+    self_scan(text, [token], "the terminal")
+    if "-n" not in args:  # (a worker's is its own: the controller shows none of it)
+        assert "app.client revoking token \u00abcanary:bearer:" in text, text

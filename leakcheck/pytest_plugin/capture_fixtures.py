@@ -422,6 +422,8 @@ class SuspendedStreams:
             if getattr(sys, name) is old:  # (suspended now: given back already)
                 setattr(sys, name, echo)
             streams._swapped.append((capture, old, echo))
+        for part in ("out", "err"):
+            _mask_written_back(getattr(multi, part, None), mask)
         return streams
 
     def restore(self) -> None:
@@ -434,6 +436,28 @@ class SuspendedStreams:
                 capture._old = old
             if getattr(sys, capture.name, None) is echo:
                 setattr(sys, capture.name, old)
+
+
+def _mask_written_back(capture: Any, mask: Callable[[str], str]) -> None:
+    """``capture``'s ``writeorg`` masked: what the global capture still holds when pytest
+    stops it is written to the terminal's file descriptor as it is, after every plugin's
+    ``pytest_unconfigure`` (a config cleanup). A log handler made at a conftest's import
+    writes to the capture, and a record it logged after the last test (a client revoking
+    its token in ``pytest_sessionfinish``, a refresher thread) came out raw (found by a
+    hunting helper). Left in place: the capture is this session's own object, dropped
+    when pytest stops it."""
+    write = getattr(capture, "writeorg", None)
+    if not callable(write):
+        return
+
+    def masked(data: str | bytes) -> None:
+        if isinstance(data, bytes):
+            text = data.decode("utf-8", "surrogateescape")
+            write(mask(text).encode("utf-8", "surrogateescape"))
+        else:
+            write(mask(data))
+
+    capture.writeorg = masked
 
 
 def _stream_handlers() -> list[logging.StreamHandler[Any]]:
