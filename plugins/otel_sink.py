@@ -91,7 +91,7 @@ import threading
 import traceback
 import types
 import weakref
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import opentelemetry.sdk  # noqa: F401 - ImportError here skips the plugin
@@ -124,7 +124,7 @@ try:  # the logs signal is still experimental (``_logs``): optional
 except ImportError:  # pragma: no cover
     logs_api = sdk_logs = None  # type: ignore[assignment]  # modules, or None without them
 
-__all__ = ["OpenTelemetrySink", "SINKS", "pipeline_state"]
+__all__ = ["POINT_STREAMS", "OpenTelemetrySink", "SINKS", "pipeline_state", "point_streams"]
 
 _SIGNALS = ("traces", "metrics", "logs")
 _SIMPLE_KEY = re.compile(r"[A-Za-z_][\w.\-/:]*\Z")
@@ -843,4 +843,55 @@ def _values(value: Any, path: str, depth: int = 0) -> Iterator[tuple[str, str | 
         yield path, str(value)
 
 
+def _console_exporters() -> list[type]:
+    """The SDK's console exporters (spans, log records, metrics) that import here."""
+    found: list[type] = []
+    for module, name in (
+        ("opentelemetry.sdk.trace.export", "ConsoleSpanExporter"),
+        ("opentelemetry.sdk._logs.export", "ConsoleLogRecordExporter"),
+        ("opentelemetry.sdk.metrics.export", "ConsoleMetricExporter"),
+    ):
+        try:
+            found.append(getattr(importlib.import_module(module), name))
+        except (ImportError, AttributeError):
+            continue
+    return found
+
+
+def point_streams(streams: Mapping[int, Any]) -> Callable[[], None]:
+    """Under ``-s``: the SDK's console exporters write to ``sys.stdout`` as it was when
+    their module was imported (a default argument: the terminal's own stream, which
+    ``streams`` names by ``id``), and a span's attributes reached the terminal raw (found
+    by a hunting helper). Each export by an exporter whose ``out`` is one of them writes
+    to the stream it maps to (leakcheck's masked echo); the callable returned puts the
+    exporters' ``export`` back."""
+    patched: list[tuple[type, Any]] = []
+    for cls in _console_exporters():
+        original = cls.__dict__.get("export")
+        if original is None:
+            continue
+
+        def export(self: Any, batch: Any, *args: Any, _original: Any = original, **kw: Any) -> Any:
+            out = getattr(self, "out", None)
+            echo = streams.get(id(out)) if out is not None else None
+            if echo is None:
+                return _original(self, batch, *args, **kw)
+            self.out = echo
+            try:
+                return _original(self, batch, *args, **kw)
+            finally:
+                self.out = out
+
+        cls.export = export  # type: ignore[attr-defined]  # (the SDK's own, put back)
+        patched.append((cls, original))
+
+    def put_back() -> None:
+        for cls, original in patched:
+            cls.export = original  # type: ignore[attr-defined]
+
+    return put_back
+
+
 SINKS = [OpenTelemetrySink]
+#: what leakcheck's ``-s`` echo calls to point this library's writers at it
+POINT_STREAMS = point_streams

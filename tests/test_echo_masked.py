@@ -247,3 +247,41 @@ def test_a_loguru_handler_made_by_a_conftest_is_masked_under_s(pytester: pytest.
     token = CanaryFactory(SEED, namespace="test_inner.py::test_logs_its_token").secret("bearer")
     self_scan(shown, [token], "terminal under -s")
     assert (pytester.path / "restored.txt").read_text() == "True"
+
+
+OTEL_CONFTEST = """
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
+
+# the app's development tracing, set up at import: the exporter's ``out`` is sys.stdout as
+# it was when the SDK was imported (a default argument), the terminal's own stream
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter()))
+trace.set_tracer_provider(provider)
+"""
+
+OTEL_TESTS = """
+from opentelemetry import trace
+
+def test_traces_its_token(leakcheck):
+    token = leakcheck.secret("bearer")
+    with trace.get_tracer("gw").start_as_current_span("call") as span:
+        span.set_attribute("http.request.header.authorization", token)
+"""
+
+
+def test_a_console_span_exporter_under_s_prints_masked(pytester: pytest.Pytester) -> None:
+    """OpenTelemetry's console exporters keep the terminal's stream from their import: a
+    span's attributes reached the terminal raw under ``-s`` (found by a hunting helper).
+    Their exports go through the masked echo now (``otel_sink.POINT_STREAMS``), and what
+    the test printed so is judged."""
+    pytester.makeconftest(OTEL_CONFTEST)
+    pytester.makepyfile(test_inner=OTEL_TESTS)
+    result = pytester.runpytest_subprocess(
+        "-p", "no:randomly", "-p", "no:cacheprovider", "-s", "-rA", f"--leakcheck-seed={SEED}"
+    )
+    text = "\n".join(result.outlines + result.errlines)
+    token = CanaryFactory(SEED, namespace="test_inner.py::test_traces_its_token").secret("bearer")
+    self_scan(text, [token], "the terminal")
+    assert '"http.request.header.authorization": "\u00abcanary:bearer:' in text, text
