@@ -362,6 +362,14 @@ def test_server_crashes_mid_run(mcp) -> None:
     one_error_line(run, "2 error", "the server process exited", "fake: crashing")
 
 
+def test_an_answer_the_client_cannot_read_is_said_so(mcp) -> None:
+    """A message the MCP SDK cannot read is dropped, and the call waits for its timeout:
+    it was said to be a hang."""
+    run = mcp(*fake("unreadable"), *NARROW)
+    line = one_error_line(run, "the audit is incomplete")
+    assert "the MCP client could not read 1 message(s) the server wrote" in line, line
+
+
 def test_server_hangs_on_a_call(mcp) -> None:
     run = mcp(*fake("hang"), "--stages", "http_401", "--placements", "authorization-header")
     one_error_line(run, "1 error", "did not answer within 0.5 s")

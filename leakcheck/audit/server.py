@@ -86,6 +86,10 @@ class CaseError(HarnessError):
 # --- the MCP client's own log -----------------------------------------------------------------
 
 
+#: What the MCP SDK logs when a line a server wrote is not JSON-RPC it can read
+_UNREADABLE = "Failed to parse JSONRPC message"
+
+
 class ClientLogSink:
     """What the MCP client library logged while a case ran (a host's log): operator."""
 
@@ -339,6 +343,16 @@ class _Audit(McpTarget):
             why = _why(exc, self.spec)
             if why is None:
                 raise  # the server's own JSON-RPC error: caller-visible, judged
+            unread = sum(_UNREADABLE in text for text in client_log.texts)
+            if unread and why.startswith("the server did not answer"):
+                # (an answer the client could not read is dropped, and the call waits: a
+                # lone surrogate, a structure too deep, was said to be a hang)
+                why = (
+                    f"the MCP client could not read {unread} message(s) the server wrote "
+                    "(not JSON-RPC the MCP SDK reads: a lone surrogate, a structure too "
+                    "deep) and no answer it could read came before the call timed out "
+                    f"({self.spec.call_timeout:g} s)"
+                )
             said = next(
                 (
                     _stderr_tail(item.text if isinstance(item.text, str) else "")

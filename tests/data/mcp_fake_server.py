@@ -25,6 +25,8 @@ carry          answers each call with the token of the call before (kept in
                ``$CARRY_FILE``: a server that keeps state from case to case)
 carry-piece    as carry, with the first 14 characters of that token only
 instructions   careful, and its ``initialize`` answer's instructions name the token
+unreadable     answers each call with a message the MCP SDK cannot read (a lone
+               surrogate escape in its text)
 rpc-error      answers each call with a JSON-RPC error of code ``$RPC_CODE`` whose
                message holds the token's Authorization
 elicit-legacy  speaks protocol 2025-06-18 (an ``InputRequiredResult`` is 2026-07-28's)
@@ -152,6 +154,13 @@ def main():
                 sys.stderr.write("fake: crashing\n")
                 sys.exit(3)
             if MODE == "hang":
+                continue
+            if MODE == "unreadable":
+                sys.stdout.write(
+                    '{"jsonrpc": "2.0", "id": %s, "result": {"content": [{"type": "text", '
+                    '"text": "bad \\ud800"}], "isError": true}}\n' % json.dumps(ident)
+                )
+                sys.stdout.flush()
                 continue
             if MODE == "rpc-error":
                 send({"jsonrpc": "2.0", "id": ident, "error": {
