@@ -155,12 +155,8 @@ def main():
                 sys.exit(3)
             if MODE == "hang":
                 continue
-            if MODE == "unreadable":
-                sys.stdout.write(
-                    '{"jsonrpc": "2.0", "id": %s, "result": {"content": [{"type": "text", '
-                    '"text": "bad \\ud800"}], "isError": true}}\n' % json.dumps(ident)
-                )
-                sys.stdout.flush()
+            if MODE == "unreadable":  # (json.dumps writes the lone surrogate as \\ud800)
+                send({"jsonrpc": "2.0", "id": ident, "result": text("bad \ud800", True)})
                 continue
             if MODE == "rpc-error":
                 send({"jsonrpc": "2.0", "id": ident, "error": {
