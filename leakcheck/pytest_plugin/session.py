@@ -418,12 +418,14 @@ class PluginSession:
         section, a longrepr appended to, Hypothesis's verbose section): under xdist the
         controller printed it raw (found by a hunting helper); what was masked already
         comes from the masker's cache."""
-        reports.mask_report(report, self.mask)
         reports.mask_added_attributes(report, self.mask)
         if report.when == "call":
             described = _subtest_description(report)
             if described is not None:
                 self._take_subtest(report, described)
+        # (after a subtest's sections were handed over as written: masked first, they were
+        # judged clean)
+        reports.mask_report(report, self.mask)
         if report.when != "teardown":
             return
         from _pytest.junitxml import xml_key
