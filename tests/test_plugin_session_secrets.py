@@ -53,6 +53,29 @@ def test_an_env_secret_is_masked_in_ids_and_searched_in_tests(
     )
 
 
+def test_names_spaced_on_one_ini_line_are_each_a_variable(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``leakcheck_secret_env = A B`` on one line was one name, ``$A B`` not set: neither
+    variable masked, and ``-v`` printed both tokens in the test ids."""
+    monkeypatch.setenv("STAGING_TOKEN", TOKEN)
+    monkeypatch.setenv("OTHER_TOKEN", OTHER)
+    pytester.makeini("[pytest]\nleakcheck_secret_env = STAGING_TOKEN OTHER_TOKEN\n")
+    pytester.makepyfile(
+        test_env="""
+        import os, pytest
+
+        @pytest.mark.parametrize("token", [os.environ["STAGING_TOKEN"], os.environ["OTHER_TOKEN"]])
+        def test_param(token):
+            pass
+        """
+    )
+    result = pytester.runpytest(*ARGS)
+    self_scan("\n".join(result.outlines + result.errlines), SECRETS, "inner output")
+    result.stdout.fnmatch_lines(["leakcheck: 2 session secret(s) masked"])
+    assert "is not set" not in result.stdout.str()
+
+
 def test_an_unset_env_secret_is_said_in_the_header(pytester: pytest.Pytester) -> None:
     pytester.makeini("[pytest]\nleakcheck_secret_env = LEAKCHECK_NOT_SET_ANYWHERE\n")
     pytester.makepyfile(test_x="def test_x(): pass")

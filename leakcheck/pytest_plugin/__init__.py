@@ -83,7 +83,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "leakcheck_secret_env",
         type="linelist",
         default=[],
-        help="environment variables whose values are secrets for the whole session: masked "
+        help="environment variables whose values are secrets for the whole session (one or "
+        "more names a line): masked "
         "in everything pytest prints from the first line, searched in every test",
     )
     snapshots.addoption(parser)

@@ -135,8 +135,11 @@ class PluginSession:
         self.set_up: set[str] = set()
         #: pytest's logging plugin is off (-p no:logging): it captures no log lines
         self.no_log_capture = not config.pluginmanager.has_plugin("logging")
-        for name in config.getini("leakcheck_secret_env"):
-            self._add_env_secret(name)
+        # (names on one line, spaced as ``A B C``, are names each: none holds a space, and
+        # read as one they were one name not set, every variable unmasked)
+        for line in config.getini("leakcheck_secret_env"):
+            for name in line.split():
+                self._add_env_secret(name)
         for secret in config.stash.get(EARLY_SESSION_SECRETS, []):
             self.add_session_secret(secret)
 
