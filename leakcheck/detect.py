@@ -820,6 +820,7 @@ _ESCAPES_START_WITH: dict[str, bytes] = {
     "esc": b"\\\xed",
     "html": b"&",
     "ansi": b"\x1b\xe2\xef\xc2",
+    "regex": b"\\",
 }
 
 

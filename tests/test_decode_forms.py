@@ -12,6 +12,7 @@ import io
 import json
 import logging
 import random
+import re
 import string
 import urllib.parse
 
@@ -385,3 +386,44 @@ def test_a_clean_subject_in_encoded_words_is_no_finding(canaries: CanaryFactory)
     secret = canaries("api_key")
     text = "Subject: " + Header("token " + "x" * 60 + " rejected", "utf-8").encode()
     assert not forms_of(secret, scanner([secret], "whole").scan(text))
+
+
+# --- what re.escape writes (pytest.raises(match=...)'s "Expected regex") ---------------------
+
+
+def _recovery_code(seed: int) -> Secret:
+    """A token of 4-character groups joined by separators ``re.escape`` escapes."""
+    rng = random.Random(seed)
+    alphabet = string.ascii_letters + string.digits
+    groups = ["".join(rng.choice(alphabet) for _ in range(4)) for _ in range(9)]
+    joined = groups[0] + "".join(sep + group for sep, group in zip("-.+~#&-.", groups[1:]))
+    return Secret.from_user(joined, kind="secret", id="code")
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_regex_escaped_token_is_found_and_masked(seed: int) -> None:
+    """``pytest.raises(match=re.escape(token))``: a backslash before every separator, and
+    pytest's failure shows the pattern's repr (two): each group alone too short to count."""
+    import re as regex
+
+    from leakcheck.masking import masking_scanner
+
+    secret = _recovery_code(seed)
+    pattern = regex.escape(secret.value)
+    for text in (
+        f"E   Expected regex: {pattern!r}\nE   Actual message: 'nope'\n",
+        f"matching {pattern} failed\n",
+    ):
+        assert "regex>raw" in forms_of(secret, scanner([secret], "whole").scan(text))
+        shown = masking_scanner([secret]).mask(text)
+        groups = regex.split(r"[-.+~#&]", secret.value)
+        assert not any(group in shown for group in groups[1:-1]), "a group shown"
+
+
+def test_other_escapes_are_no_regex_run(canaries: CanaryFactory) -> None:
+    from leakcheck.decode import regex_escape_runs
+
+    assert list(regex_escape_runs(b'{"msg": "said \\"hi\\""} C:\\\\Users\\\\x\n')) == []
+    other = _recovery_code(7)
+    text = f"E   Expected regex: {re.escape(_recovery_code(8).value)!r}\n"
+    assert not forms_of(other, scanner([other], "whole").scan(text))
