@@ -396,7 +396,8 @@ def _recovery_code(seed: int) -> Secret:
     rng = random.Random(seed)
     alphabet = string.ascii_letters + string.digits
     groups = ["".join(rng.choice(alphabet) for _ in range(4)) for _ in range(9)]
-    joined = groups[0] + "".join(sep + group for sep, group in zip("-.+~#&-.", groups[1:], strict=True))
+    pairs = zip("-.+~#&-.", groups[1:], strict=True)
+    joined = groups[0] + "".join(sep + group for sep, group in pairs)
     return Secret.from_user(joined, kind="secret", id="code")
 
 
