@@ -150,6 +150,7 @@ def raw(s: Secret) -> Iterator[tuple[str, bytes]]:
 
 
 def casefold(s: Secret) -> Iterator[tuple[str, bytes]]:
+    spelled_before = {s.value}
     for name, variant in (
         ("lower", s.value.lower()),
         ("upper", s.value.upper()),
@@ -159,17 +160,24 @@ def casefold(s: Secret) -> Iterator[tuple[str, bytes]]:
         # the variant as ``repr`` and JSON spell it, where they escape something: pytest
         # shows ``assert token.upper() == ...``'s operand as its repr, and a canary's
         # quotes, backslash and "é" made that spelling no form (found by a fuzzing helper)
-        if variant.isascii() and variant.isalnum():
-            continue
-        for suffix, spelled in (
-            ("repr", _py_escape(variant, "'")),
-            ("repr-dq", _py_escape(variant, '"')),
-            ("json", _json_escape(variant, ascii_only=False)),
-            ("json-ascii", _json_escape(variant, ascii_only=True)),
-            ("repr-bytes", _py_bytes_escape(_utf8(variant), "'")),
-        ):
+        if variant in spelled_before or _ESCAPED_BY_NONE.fullmatch(variant):
+            continue  # (the value's own spellings, or spelled as it is: made every test)
+        spelled_before.add(variant)
+        spellings = [("repr", _py_escape(variant, "'"))]
+        if "'" in variant and '"' not in variant:  # (only then does repr choose it)
+            spellings.append(("repr-dq", _py_escape(variant, '"')))
+        spellings.append(("json-ascii", _json_escape(variant, ascii_only=True)))
+        if not variant.isascii():  # (else the same as those above)
+            spellings.append(("json", _json_escape(variant, ascii_only=False)))
+            spellings.append(("repr-bytes", _py_bytes_escape(_utf8(variant), "'")))
+        for suffix, spelled in spellings:
             if spelled != variant:
                 yield f"{name}-{suffix}", _utf8(spelled)
+
+
+#: A text that ``repr`` (either quote) and JSON write as it is: printable ASCII, no quote,
+#: no backslash
+_ESCAPED_BY_NONE = re.compile(r"[ !#-&(-\[\]-~]*")
 
 
 # Safe sets of the quoting functions that real clients apply (characters left unencoded).
