@@ -5,10 +5,12 @@ controller, the JSON report) passes through here.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import os
 import types
+import weakref
 from pathlib import Path
 from typing import Any, cast
 
@@ -174,7 +176,46 @@ def _mask_element(root: Any, mask: Any) -> None:
 
 def mask_report(report: pytest.TestReport | pytest.CollectReport, mask: Any) -> None:
     """No route to pytest's output may carry a secret: failure text, locals, sections,
-    skip and xfail reasons, ``record_property`` values (JUnit properties)."""
+    skip and xfail reasons, ``record_property`` values (JUnit properties). A report masked
+    before whose parts are the same objects since is left as it is (it is masked again
+    when it is logged: ``PluginSession.pytest_runtest_logreport``)."""
+    if _unchanged(report):
+        return
+    _mask_report(report, mask)
+    with contextlib.suppress(TypeError):  # (a report that cannot be a key: masked each time)
+        _MASKED[report] = _parts(report)
+
+
+def forget_masked(report: Any) -> None:
+    """Drop what ``mask_report`` kept of ``report`` (when it is logged: pytest keeps every
+    report to the session's end, and the parts kept are objects the collector walks)."""
+    with contextlib.suppress(TypeError, KeyError):
+        del _MASKED[report]
+
+
+#: The parts of each report as ``mask_report`` left them (``_parts``), while it lives
+_MASKED: weakref.WeakKeyDictionary[Any, tuple[object, ...]] = weakref.WeakKeyDictionary()
+
+
+def _parts(report: Any) -> tuple[object, ...]:
+    properties = getattr(report, "user_properties", None) or ()
+    return (report.longrepr, getattr(report, "wasxfail", None), *report.sections, *properties)
+
+
+def _unchanged(report: Any) -> bool:
+    """Whether every part of ``report`` is the object ``mask_report`` left there (held
+    here, so that none is another that came to the same address)."""
+    try:
+        kept = _MASKED.get(report)
+    except TypeError:  # (a report that cannot be a key, a subtest's: masked each time)
+        return False
+    if kept is None:
+        return False
+    now = _parts(report)
+    return len(now) == len(kept) and all(a is b for a, b in zip(now, kept, strict=True))
+
+
+def _mask_report(report: pytest.TestReport | pytest.CollectReport, mask: Any) -> None:
     properties = getattr(report, "user_properties", None)
     if (
         report.longrepr is None

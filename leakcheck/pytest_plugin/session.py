@@ -429,6 +429,7 @@ class PluginSession:
         # (after a subtest's sections were handed over as written: masked first, they were
         # judged clean)
         reports.mask_report(report, self.mask)
+        reports.forget_masked(report)
         if report.when != "teardown":
             return
         from _pytest.junitxml import xml_key
