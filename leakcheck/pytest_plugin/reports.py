@@ -5,12 +5,10 @@ controller, the JSON report) passes through here.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import os
 import types
-import weakref
 from pathlib import Path
 from typing import Any, cast
 
@@ -182,19 +180,20 @@ def mask_report(report: pytest.TestReport | pytest.CollectReport, mask: Any) -> 
     if _unchanged(report):
         return
     _mask_report(report, mask)
-    with contextlib.suppress(TypeError):  # (a report that cannot be a key: masked each time)
-        _MASKED[report] = _parts(report)
+    _MASKED[id(report)] = (report, _parts(report))
 
 
 def forget_masked(report: Any) -> None:
-    """Drop what ``mask_report`` kept of ``report`` (when it is logged: pytest keeps every
-    report to the session's end, and the parts kept are objects the collector walks)."""
-    with contextlib.suppress(TypeError, KeyError):
-        del _MASKED[report]
+    """Drop what ``mask_report`` kept of ``report`` (when it is logged: its last use)."""
+    kept = _MASKED.get(id(report))
+    if kept is not None and kept[0] is report:
+        del _MASKED[id(report)]
 
 
-#: The parts of each report as ``mask_report`` left them (``_parts``), while it lives
-_MASKED: weakref.WeakKeyDictionary[Any, tuple[object, ...]] = weakref.WeakKeyDictionary()
+#: Each report ``mask_report`` masked and not yet logged, with its parts as it left them
+#: (``_parts``), by ``id`` (a subtest's report cannot be a key; a weak dictionary's look-up
+#: cost more than the masking it saved)
+_MASKED: dict[int, tuple[Any, tuple[object, ...]]] = {}
 
 
 def _parts(report: Any) -> tuple[object, ...]:
@@ -205,12 +204,10 @@ def _parts(report: Any) -> tuple[object, ...]:
 def _unchanged(report: Any) -> bool:
     """Whether every part of ``report`` is the object ``mask_report`` left there (held
     here, so that none is another that came to the same address)."""
-    try:
-        kept = _MASKED.get(report)
-    except TypeError:  # (a report that cannot be a key, a subtest's: masked each time)
+    entry = _MASKED.get(id(report))
+    if entry is None or entry[0] is not report:
         return False
-    if kept is None:
-        return False
+    kept = entry[1]
     now = _parts(report)
     return len(now) == len(kept) and all(a is b for a, b in zip(now, kept, strict=True))
 

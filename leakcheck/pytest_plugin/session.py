@@ -395,6 +395,7 @@ class PluginSession:
     def pytest_make_collect_report(self, collector: pytest.Collector) -> Any:
         report = yield
         reports.mask_report(report, self.mask)
+        reports.forget_masked(report)  # (no logreport comes for it)
         return report
 
     @pytest.hookimpl(tryfirst=True)
