@@ -509,14 +509,21 @@ def invisible_runs(buf: bytes) -> Iterator[tuple[int, int, bytes]]:
     characters passed, and showed whole in ``-rA``). A whole line, not a token: a hostile
     canary holds a space and quotes."""
     if not any(lead in buf for lead in _INVISIBLE_LEADS):
-        return
-    found = _INVISIBLE.search(buf)
+        return iter(())
+    return _lines_holding(buf, _INVISIBLE, b"")
+
+
+def _lines_holding(
+    buf: bytes, pattern: re.Pattern[bytes], replacement: bytes
+) -> Iterator[tuple[int, int, bytes]]:
+    """Each line of ``buf`` that ``pattern`` matches in, with every match replaced."""
+    found = pattern.search(buf)
     while found is not None:
         start = buf.rfind(b"\n", 0, found.start()) + 1
         end = buf.find(b"\n", found.end())
         end = len(buf) if end < 0 else end
-        yield start, end, _INVISIBLE.sub(b"", buf[start:end])
-        found = _INVISIBLE.search(buf, end)
+        yield start, end, pattern.sub(replacement, buf[start:end])
+        found = pattern.search(buf, end)
 
 
 #: An RFC 2047 encoded word (``=?utf-8?b?...?=``, ``=?utf-8?q?...?=``): a mail header's
@@ -577,14 +584,8 @@ def regex_escape_runs(buf: bytes) -> Iterator[tuple[int, int, bytes]]:
     between them too short to count (found by a hunting helper). A whole line: a hostile
     canary holds a space, which ``re.escape`` escapes too."""
     if b"\\" not in buf:
-        return
-    found = _REGEX_ESCAPE.search(buf)
-    while found is not None:
-        start = buf.rfind(b"\n", 0, found.start()) + 1
-        end = buf.find(b"\n", found.end())
-        end = len(buf) if end < 0 else end
-        yield start, end, _REGEX_ESCAPE.sub(rb"\1", buf[start:end])
-        found = _REGEX_ESCAPE.search(buf, end)
+        return iter(())
+    return _lines_holding(buf, _REGEX_ESCAPE, rb"\1")
 
 
 DECODERS: dict[str, Decoder] = {

@@ -40,6 +40,23 @@ def test_starts_a_refresher(leakcheck):
 """
 
 
+def _terminal_of(
+    pytester: pytest.Pytester, conftest: str, tests: str, test: str, args: tuple[str, ...]
+) -> str:
+    """What the inner run (in a subprocess) printed, checked for ``test``'s bearer canary;
+    the run passed."""
+    pytester.makeconftest(conftest)
+    pytester.makepyfile(test_inner=tests)
+    result = pytester.runpytest_subprocess(
+        "-p", "no:randomly", "-p", "no:cacheprovider", f"--leakcheck-seed={SEED}", *args
+    )
+    assert result.ret == pytest.ExitCode.OK
+    text = "\n".join(result.outlines + result.errlines)
+    token = CanaryFactory(SEED, namespace=f"test_inner.py::{test}").nth("bearer", 1)
+    self_scan(text, [token], "the terminal")
+    return text
+
+
 @pytest.mark.parametrize(
     "args",
     [(), ("--capture=sys",), ("--capture=tee-sys",), ("-n", "2")],
@@ -48,15 +65,7 @@ def test_starts_a_refresher(leakcheck):
 def test_writes_while_capture_is_suspended_are_masked(
     pytester: pytest.Pytester, args: tuple[str, ...]
 ) -> None:
-    pytester.makeconftest(CONFTEST)
-    pytester.makepyfile(test_inner=TESTS)
-    result = pytester.runpytest_subprocess(
-        "-p", "no:randomly", "-p", "no:cacheprovider", f"--leakcheck-seed={SEED}", *args
-    )
-    assert result.ret == pytest.ExitCode.OK
-    text = "\n".join(result.outlines + result.errlines)
-    token = CanaryFactory(SEED, namespace="test_inner.py::test_starts_a_refresher").nth("bearer", 1)
-    self_scan(text, [token], "the terminal")
+    text = _terminal_of(pytester, CONFTEST, TESTS, "test_starts_a_refresher", args)
     # each write was made, and shown masked (a stage that never ran is no pass); a
     # worker's stdout does not reach the controller, its stderr does
     said = ["refresh failed \u00abcanary:bearer:"]
@@ -140,14 +149,6 @@ def test_what_the_capture_holds_at_its_end_is_written_back_masked(
     """A record logged after the last test, by a handler that writes to pytest's capture,
     is written to the terminal when pytest stops capturing, after every plugin's
     ``pytest_unconfigure``: it came out raw (found by a hunting helper)."""
-    pytester.makeconftest(HANDLER_CONFTEST)
-    pytester.makepyfile(test_inner=HANDLER_TESTS)
-    result = pytester.runpytest_subprocess(
-        "-p", "no:randomly", "-p", "no:cacheprovider", f"--leakcheck-seed={SEED}", *args
-    )
-    assert result.ret == pytest.ExitCode.OK
-    text = "\n".join(result.outlines + result.errlines)
-    token = CanaryFactory(SEED, namespace="test_inner.py::test_logs_in").nth("bearer", 1)
-    self_scan(text, [token], "the terminal")
+    text = _terminal_of(pytester, HANDLER_CONFTEST, HANDLER_TESTS, "test_logs_in", args)
     if "-n" not in args:  # (a worker's is its own: the controller shows none of it)
         assert "app.client revoking token \u00abcanary:bearer:" in text, text

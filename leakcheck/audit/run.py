@@ -521,12 +521,7 @@ def audit_mcp_server(
     _mask_across_cases(result)
     if masker.secrets:  # what the server was configured with literally: never printed
         result.server = masker.mask(result.server)
-        for tool in result.tools:
-            tool.why = masker.mask(tool.why)
-        for case in result.cases:
-            case.reason, case.details = masker.mask(case.reason), masker.mask(case.details)
-            case.answer = masker.mask(case.answer)
-            case.findings = _masked(case.findings, masker.mask)
+        _mask_texts(result, masker.mask)
     # A tool's answer, quoted in every report: a token of the server's own that is none of
     # the secrets masked above (a key from its configuration) shown as «opaque», as an
     # excerpt shows one (it went raw into the text, JSON and SARIF reports)
@@ -556,14 +551,18 @@ def _mask_across_cases(result: AuditResult) -> None:
                 batch.append(factory.nth(kind, int(number)))
         if batch:
             masker.add(batch)
-    if not len(masker):
-        return
+    if len(masker):
+        _mask_texts(result, masker.mask)
+
+
+def _mask_texts(result: AuditResult, mask: Callable[[str], str]) -> None:
+    """The texts of ``result``'s tools and cases that a server's doing can show, masked."""
     for tool in result.tools:
-        tool.why = masker.mask(tool.why)
+        tool.why = mask(tool.why)
     for case in result.cases:
-        case.reason, case.details = masker.mask(case.reason), masker.mask(case.details)
-        case.answer = masker.mask(case.answer)
-        case.findings = _masked(case.findings, masker.mask)
+        case.reason, case.details = mask(case.reason), mask(case.details)
+        case.answer = mask(case.answer)
+        case.findings = _masked(case.findings, mask)
 
 
 def _audit(
