@@ -24,6 +24,7 @@ __all__ = [
     "mask_fields",
     "mask_junit",
     "mask_report",
+    "mask_report_again",
     "mask_subtest_context",
     "mask_test_ids",
     "mask_warning",
@@ -174,19 +175,29 @@ def _mask_element(root: Any, mask: Any) -> None:
 
 def mask_report(report: pytest.TestReport | pytest.CollectReport, mask: Any) -> None:
     """No route to pytest's output may carry a secret: failure text, locals, sections,
-    skip and xfail reasons, ``record_property`` values (JUnit properties). A report masked
-    before whose parts are the same objects since is left as it is (it is masked again
-    when it is logged: ``PluginSession.pytest_runtest_logreport``)."""
-    if _unchanged(report):
-        return
+    skip and xfail reasons, ``record_property`` values (JUnit properties). Its parts as
+    masked are kept for ``mask_report_again``."""
     _mask_report(report, mask)
     _MASKED[id(report)] = (report, _parts(report))
 
 
+def mask_report_again(report: pytest.TestReport | pytest.CollectReport, mask: Any) -> None:
+    """``mask_report`` where a part of ``report`` is not the object it masked (a hook
+    wrapper outside ours appended a section or replaced the failure text), or where it
+    was never masked; what was kept of it is dropped (it is being logged: its last use)."""
+    entry = _MASKED.pop(id(report), None)
+    if entry is not None and entry[0] is report:
+        kept, now = entry[1], _parts(report)
+        if len(now) == len(kept) and all(a is b for a, b in zip(now, kept, strict=True)):
+            return
+    mask_report(report, mask)  # (by its name: a test switches it off to see it is needed)
+    _MASKED.pop(id(report), None)
+
+
 def forget_masked(report: Any) -> None:
-    """Drop what ``mask_report`` kept of ``report`` (when it is logged: its last use)."""
-    kept = _MASKED.get(id(report))
-    if kept is not None and kept[0] is report:
+    """Drop what ``mask_report`` kept of ``report`` (one that is never logged)."""
+    entry = _MASKED.get(id(report))
+    if entry is not None and entry[0] is report:
         del _MASKED[id(report)]
 
 
@@ -199,17 +210,6 @@ _MASKED: dict[int, tuple[Any, tuple[object, ...]]] = {}
 def _parts(report: Any) -> tuple[object, ...]:
     properties = getattr(report, "user_properties", None) or ()
     return (report.longrepr, getattr(report, "wasxfail", None), *report.sections, *properties)
-
-
-def _unchanged(report: Any) -> bool:
-    """Whether every part of ``report`` is the object ``mask_report`` left there (held
-    here, so that none is another that came to the same address)."""
-    entry = _MASKED.get(id(report))
-    if entry is None or entry[0] is not report:
-        return False
-    kept = entry[1]
-    now = _parts(report)
-    return len(now) == len(kept) and all(a is b for a, b in zip(now, kept, strict=True))
 
 
 def _mask_report(report: pytest.TestReport | pytest.CollectReport, mask: Any) -> None:

@@ -429,8 +429,7 @@ class PluginSession:
                 self._take_subtest(report, described)
         # (after a subtest's sections were handed over as written: masked first, they were
         # judged clean)
-        reports.mask_report(report, self.mask)
-        reports.forget_masked(report)
+        reports.mask_report_again(report, self.mask)
         if report.when != "teardown":
             return
         from _pytest.junitxml import xml_key
