@@ -899,6 +899,22 @@ def index_fragment_forms(s: Secret) -> list[tuple[str, bytes]]:
     return _fragment_forms(s, windows_apart=True)
 
 
+def _fragment_spellings(name: str, piece: str) -> list[tuple[str, bytes]]:
+    """A bare prefix or suffix as it is, and, where it holds a character they escape, as
+    ``repr`` and JSON spell it: a PEM key's first line ends in a newline, which a repr cut
+    to 80 characters (rich's locals, pytest's ``-l``) shows as ``\\n``, and no form matched
+    the header and some 50 characters of the key that it showed (found by a hunting
+    helper)."""
+    spellings = [(name, _utf8(piece))]
+    if not _ESCAPED_BY_NONE.fullmatch(piece):
+        for spelled in dict.fromkeys(
+            (_py_escape(piece, "'"), _json_escape(piece, ascii_only=True))
+        ):
+            if spelled != piece:
+                spellings.append((name, _utf8(spelled)))
+    return spellings
+
+
 def _fragment_forms(s: Secret, *, windows_apart: bool) -> list[tuple[str, bytes]]:
     v, bits = s.value, _bits(s)
     forms = []
@@ -915,9 +931,9 @@ def _fragment_forms(s: Secret, *, windows_apart: bool) -> list[tuple[str, bytes]
 
     first, last = _fragment_lengths(s)
     if first is not None:
-        forms.append((PREFIX.name(first), _utf8(v[:first])))
+        forms += _fragment_spellings(PREFIX.name(first), v[:first])
     if last is not None:
-        forms.append((SUFFIX.name(last), _utf8(v[-last:])))
+        forms += _fragment_spellings(SUFFIX.name(last), v[-last:])
     # Masked heads and tails: a gateway shows 4 characters whatever they carry; each length
     # is searched whose characters carry TAIL_BITS.
     visible = head_bits(s)  # (the bits of a masked head: once, not per size)

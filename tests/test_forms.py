@@ -1752,3 +1752,18 @@ def test_a_tail_after_ending_is_a_masked_tail_and_after_sending_is_not() -> None
     assert [f.form for f in caught] == ["masked-tail-6"]
     for near_miss in (f"sending {tail} upstream", f"pending {tail} approval"):
         assert scanner.scan(near_miss) == [], near_miss
+
+
+@pytest.mark.parametrize("kind", ["pem_private_key", "client_cert"])
+def test_a_pem_prefix_in_a_cut_repr_is_found(kind: str) -> None:
+    """rich's locals (``max_string``) and ``-l`` show a repr cut short: a PEM key's header
+    and its first 50 characters, the header's newline written ``\\n``. The bare prefix
+    matched only as it is (found by a hunting helper); its repr and JSON spellings count
+    now. Another key's cut repr is no finding."""
+    secret = CanaryFactory(SEED, namespace=f"pem-cut-{kind}").secret(kind)
+    other = CanaryFactory(SEED, namespace=f"pem-cut-other-{kind}").secret(kind)
+    for spelled in (repr(secret.value), json.dumps(secret.value)):
+        text = f"| pem = {spelled[:80]}...+1234 |\n"
+        found = [f.form for f in Scanner([secret], decode=True).scan(text)]
+        assert any(form.startswith("prefix-") for form in found), found
+        assert not Scanner([other], decode=True).scan(text)
