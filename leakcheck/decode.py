@@ -280,7 +280,10 @@ def _qp_runs(buf: bytes, starts: Sequence[int]) -> Iterator[tuple[int, int, byte
     while found is not None:
         mark = found.start()
         floor = max(done, starts[bisect.bisect_right(starts, mark) - 1])
-        start = max(floor, buf.rfind(b"\n", max(0, mark - 4096), mark) + 1)
+        # (a line longer than that: the run starts 4 KiB back, not at the text's start,
+        # where it masked every line before it)
+        low = max(0, mark - 4096)
+        start = max(floor, low, buf.rfind(b"\n", low, mark) + 1)
         rest = _QP_REST.match(buf, found.start())
         assert rest is not None  # the pattern matches the empty string too
         done = rest.end()
@@ -568,7 +571,7 @@ def _word_bytes(charset: bytes, encoding: bytes, text: bytes) -> bytes:
         return data
     try:
         return data.decode(name).encode("utf-8", "surrogatepass")
-    except (LookupError, UnicodeDecodeError):
+    except (LookupError, ValueError, TypeError):  # ("undefined" raises a UnicodeError)
         return data
 
 

@@ -428,3 +428,27 @@ def test_other_escapes_are_no_regex_run(canaries: CanaryFactory) -> None:
     other = _recovery_code(7)
     text = f"E   Expected regex: {re.escape(_recovery_code(8).value)!r}\n"
     assert not forms_of(other, scanner([other], "whole").scan(text))
+
+
+@pytest.mark.parametrize("charset", ["undefined", "rot13", "zlib", "x-nonesuch", "utf-16"])
+def test_an_encoded_word_in_any_charset_is_no_crash(charset: str) -> None:
+    """The codec named ``undefined`` raises a ``UnicodeError`` on every decode: a scan of a
+    mail holding ``=?undefined?q?hello?=`` ended in a traceback (found by a hunting
+    helper). An unknown or odd charset leaves the word's bytes as they are."""
+    from leakcheck.decode import encoded_word_runs
+
+    text = f"Subject: =?{charset}?q?hello?= =?{charset}?b?QUJD?=\n".encode()
+    runs = list(encoded_word_runs(text))  # (raised for "undefined")
+    assert len(runs) == 1 and runs[0][2].startswith(b"hello" if charset != "utf-16" else b"")
+    secret = CanaryFactory(seed="charset", announce=False).secret("bearer")
+    assert not scanner([secret], "whole").scan(text)
+
+
+def test_a_quoted_printable_run_starts_no_more_than_4_kib_back() -> None:
+    """On a line longer than 4 KiB, a run started at the text's start, and masking it hid
+    every line before it (found by a hunting helper)."""
+    from leakcheck.decode import qp_runs
+
+    text = b"head line\n" + b"x" * 5000 + b" a=3Db=3Dc\n"
+    runs = list(qp_runs(text))
+    assert len(runs) == 1 and runs[0][0] >= text.index(b" a=3D") - 4096 > 10, runs
