@@ -118,3 +118,25 @@ def test_a_test_printing_a_coloured_token_fails_and_shows_no_piece(
     ).secret("bearer")
     self_scan(shown, [token], "inner output")
     self_scan(_SHOWN_AS_NOTHING.sub("", shown), [token], "inner output as a terminal shows it")
+
+
+@pytest.mark.parametrize("split", SPLITS)
+def test_a_split_token_in_a_large_text_is_found_by_its_shape(
+    canaries: CanaryFactory, split: str
+) -> None:
+    """Past 256 KiB only the tokens around a key are decoded, and a token split every few
+    characters holds no key: a coloured token in a large log was neither found nor masked
+    (found by a hunting helper). The splits' shapes (``decode.DENSE_ESCAPES``) are looked
+    for in the same engine pass."""
+    from leakcheck.detect import KEYED_FROM_BYTES
+
+    secret = canaries("bearer")
+    filler = "2026-12-07 INFO gw request ok id=7f3a took 12ms \x1b[32mdone\x1b[0m\n" * 6000
+    text = filler + f"calling with {SPLITS[split](secret.value)} now\n" + filler
+    assert len(text) > KEYED_FROM_BYTES
+    keyed = Scanner([secret], decode=True, input_bytes=len(text))
+    assert keyed._keyed
+    forms = [f.form for f in keyed.scan(text)]
+    assert any(form.endswith(">raw") for form in forms), forms
+    clean = Scanner([secret], decode=True, input_bytes=len(filler)).scan(filler + filler)
+    assert not clean
