@@ -310,8 +310,8 @@ DENSE_ESCAPES: tuple[bytes, ...] = (
     # hunting helper: a coloured token in a large log). (``re.escape`` keeps every run of
     # letters and digits: a secret's keys survive it, and one without keys is never keyed.)
     rb"\x1b\[[0-9;]{0,16}m(?:[^\x1b\s]{1,5}\x1b\[[0-9;]{0,16}m){3}",
-    rb"\xe2[\x80\x81][\x8b-\x8f\xa0-\xa4](?:[^\s\xc2\xe2]{1,5}(?:\xe2[\x80\x81][\x8b-\x8f\xa0-\xa4]|\xc2\xad)){2}",
-    rb"\xc2\xad(?:[^\s\xc2\xe2]{1,5}(?:\xe2[\x80\x81][\x8b-\x8f\xa0-\xa4]|\xc2\xad)){2}",
+    rb"\xe2[\x80\x81][\x8b-\x8f\xa0-\xa4](?:\S{1,12}?(?:\xe2[\x80\x81][\x8b-\x8f\xa0-\xa4]|\xc2\xad)){2}",
+    rb"\xc2\xad(?:\S{1,12}?(?:\xe2[\x80\x81][\x8b-\x8f\xa0-\xa4]|\xc2\xad)){2}",
 )
 # (quoted-printable never escapes a letter or digit: keys find it)
 
