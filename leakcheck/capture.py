@@ -398,8 +398,9 @@ class LoggingSink:
       emitted (``<logger> <LEVEL> formatted by <Formatter>``). When only such handlers
       exist, the raw message and ``stack_info`` are latent.
     * always emitted, whatever the formatter, as a JSON formatter or sentry-sdk's logging
-      integration serializes them: every ``extra`` field and the logged exception's
-      type, message and frames (``exc_info.traceback``, chained exceptions included).
+      integration serializes them: every ``extra`` field, its name and its value, and the
+      logged exception's type, message and frames (``exc_info.traceback``, chained
+      exceptions included).
     * latent: the logged exception's ``args`` and attributes (``.request``, ``.doc``,
       ``__context__.url``...) and the ``repr`` of the record's ``args``, which no handler
       renders. Reported, with where they sit, and failing only under ``strict_latent``.
@@ -747,7 +748,11 @@ def _record_texts(record: logging.LogRecord, logger: logging.Logger) -> tuple[li
         if not fields.keys() <= _RECORD_ATTRIBUTES:  # (in C: nearly every record has none)
             for key, value in list(fields.items()):
                 if key not in _RECORD_ATTRIBUTES and not (prerendered and key in _STRUCTLOG_EXTRAS):
-                    texts.append(_Text(f"extra.{safe_str(key)}", repr_and_str(value)))
+                    name = safe_str(key)
+                    texts.append(_Text(f"extra.{name}", repr_and_str(value)))
+                    # its name too: a JSON formatter and sentry's integration write it (an
+                    # ``extra`` keyed by the token passed: found by a hunting helper)
+                    texts.append(_Text(f"extra.{name}<key>", name))
     except Exception as exc:  # noqa: BLE001 - never break the app's logging call
         texts.append(
             _Text("record", f"<{type_name(record)}: could not be read ({type_name(exc)})>")

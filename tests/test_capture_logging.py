@@ -98,3 +98,17 @@ def test_a_handler_filter_is_not_a_redaction(logger: logging.Logger) -> None:
         assert check.violations()
     finally:
         handler.filters.clear()
+
+
+def test_an_extra_field_named_after_the_token_is_a_leak(logger: logging.Logger) -> None:
+    """A JSON formatter and sentry's logging integration write an ``extra`` field's name
+    as well as its value: a record whose extra was keyed by the token passed."""
+    with _check() as check:
+        token = check.secret("bearer")
+        logger.warning("cached", extra={token: "session"})
+    paths = [leak.path for leak in check.violations()]
+    assert paths and all(path.endswith("<key>") for path in paths), paths
+    with _check() as check:
+        check.secret("bearer")
+        logger.warning("cached", extra={"session_key": "session"})
+    assert check.violations() == []
