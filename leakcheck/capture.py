@@ -1072,11 +1072,13 @@ class WarningsSink:
         for w in (*self._log, *self._caught, *still_open):
             category = w.category
             name = category.__name__ if isinstance(category, type) else type_name(category)
+            # as Python prints it, category first (``file:line: Category: message``): a
+            # category class named after the token passed (found by a hunting helper)
             yield Captured(
                 self.name,
                 SinkClass.OPERATOR,
                 f"{safe_str(name)} {safe_str(w.filename)}:{safe_str(w.lineno)}",
-                _warning_text(w.message),
+                f"{safe_str(name)}: {_warning_text(w.message)}",
             )
 
 

@@ -252,8 +252,8 @@ def test_a_warning_goes_on_as_raised_and_is_masked_in_place_at_the_end() -> None
     assert [str(w.message) for w in outer] == ["first «masked»", "second «masked»"]
     # the sink judges the warnings as raised
     assert [text for *_, text in ((c.sink, c.path, c.text) for c in sink.collect())] == [
-        "first tok-AAAA",
-        "second tok-BBBB",
+        "UserWarning: first tok-AAAA",
+        "UserWarning: second tok-BBBB",
     ]
 
 
@@ -388,3 +388,53 @@ def test_a_warning_nothing_records_is_printed_masked(pytester: pytest.Pytester) 
     assert "token «canary:bearer:raw» expires in 2 days" in output, output
     token = CanaryFactory("printed-1", namespace="test_inner.py::test_warns").secret("bearer")
     self_scan(output, [token], "inner output")
+
+
+def test_a_warning_category_named_after_the_token_is_a_leak() -> None:
+    """Python prints ``file:line: Category: message``: a category made at run time and
+    named after the token (a class per upstream key) passed, its message clean."""
+    import warnings
+
+    from leakcheck.capture import WarningsSink
+    from leakcheck.harness import LeakCheck
+
+    with warnings.catch_warnings(record=True):  # (what the sink hands on, kept here)
+        warnings.simplefilter("always")
+        with LeakCheck(seed="category", sinks=[WarningsSink()]) as check:
+            token = check.secret("bearer")
+            warnings.warn("upstream slow", type(token, (UserWarning,), {}), stacklevel=1)
+        assert {leak.finding.form for leak in check.violations()} == {"raw"}
+        with LeakCheck(seed="category", sinks=[WarningsSink()]) as check:
+            check.secret("bearer")
+            category = type("UpstreamSlow", (UserWarning,), {})
+            warnings.warn("upstream slow", category, stacklevel=1)
+        assert check.violations() == []
+
+
+CATEGORY_TESTS = """
+import warnings
+
+def test_warns_with_a_category_named_after_its_token(leakcheck):
+    token = leakcheck.secret("bearer")
+    warnings.warn("upstream slow", type(token, (UserWarning,), {}))
+"""
+
+
+@pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["serial", "xdist"])
+def test_a_category_named_after_a_token_reaches_no_output(
+    pytester: pytest.Pytester, workers: tuple[str, ...]
+) -> None:
+    """pytest's warnings summary prints a warning's category, and xdist sends its name to
+    the controller, which could not import it: an INTERNALERROR quoting the token. The
+    warning reaches pytest as a ``UserWarning`` with its text masked; the test fails."""
+    from conftest import self_scan
+
+    from leakcheck.canaries import CanaryFactory
+
+    pytester.makepyfile(test_inner=CATEGORY_TESTS)
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "--leakcheck-seed=cat-1", *workers)
+    text = "\\n".join(result.outlines + result.errlines)
+    assert "INTERNALERROR" not in text, text
+    result.assert_outcomes(failed=1)
+    namespace = "test_inner.py::test_warns_with_a_category_named_after_its_token"
+    self_scan(text, [CanaryFactory("cat-1", namespace=namespace).secret("bearer")], "output")
