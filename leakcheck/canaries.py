@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # generation only: a scan of user secrets never imports rando
     from typing import Any
 
 __all__ = [
+    "CANARY_ID",
     "KINDS",
     "CanaryFactory",
     "Kind",
@@ -43,6 +44,7 @@ __all__ = [
     "UnknownKindError",
     "WeakSecretError",
     "canary_lookalikes",
+    "drawn_again",
     "estimate_bits",
     "MIN_SECRET_BITS",
     "announce",
@@ -1187,3 +1189,21 @@ class CanaryFactory:
     def all_kinds(self) -> Iterator[Secret]:
         for kind in KINDS:
             yield self.secret(kind)
+
+
+#: A canary's id as a report names it: KIND#N, N from 1 (ASCII digits: "²".isdigit() is
+#: true)
+CANARY_ID = re.compile(r"([a-z_]{1,32})#([1-9][0-9]{0,8})")
+
+
+def drawn_again(seed: int | str, namespace: str, ids: Iterable[object]) -> list[Secret]:
+    """The canaries that ``ids`` (``KIND#N``) name, as a factory of ``seed`` draws them in
+    ``namespace``: what a report's ids stand for, never a value read. An id that names no
+    kind this leakcheck makes is left out."""
+    factory = CanaryFactory(seed, namespace=namespace)
+    drawn = []
+    for canary_id in ids:
+        match = CANARY_ID.fullmatch(canary_id) if isinstance(canary_id, str) else None
+        if match is not None and match.group(1) in KINDS:
+            drawn.append(factory.nth(match.group(1), int(match.group(2))))
+    return drawn

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..canaries import KINDS, CanaryFactory, Secret, WeakSecretError
+from ..canaries import KINDS, Secret, WeakSecretError, drawn_again
 from ..capture import resolve_latent
 from ..errors import plain
 from ..faults import HarnessError
@@ -539,16 +539,9 @@ def _mask_across_cases(result: AuditResult) -> None:
     piece of an earlier case's token went raw into every report, the verdict clean. Each
     case's canaries are drawn again from the run's seed in its namespace (cases run in
     forked workers, and an outcome carries ids, never values)."""
-    from ..masking import SessionMasker
-
     masker = SessionMasker()
     for case in result.cases:
-        factory = CanaryFactory(result.seed, namespace=case.canary_namespace)
-        batch = []
-        for canary_id in case.canaries:
-            kind, _, number = canary_id.partition("#")
-            if kind in KINDS and number.isdigit():
-                batch.append(factory.nth(kind, int(number)))
+        batch = drawn_again(result.seed, case.canary_namespace, case.canaries)
         if batch:
             masker.add(batch)
     if len(masker):

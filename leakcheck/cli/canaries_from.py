@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .._values import replace
-from ..canaries import CANARY_GENERATION, KINDS, CanaryFactory, Secret
+from ..canaries import CANARY_GENERATION, CANARY_ID, KINDS, CanaryFactory, Secret
 from ..errors import quoted
 from ..findings import MASK_LABEL
 from ..records import TestRecord
@@ -35,10 +35,6 @@ __all__ = [
     "read_report",
     "report_record",
 ]
-
-
-#: A canary id in a report: KIND#N, N from 1 (ASCII digits: "²".isdigit() is true)
-_CANARY_ID = re.compile(r"([a-z_]{1,32})#([1-9][0-9]{0,8})")
 
 
 #: How the plugin's report begins (``json.dumps(indent=2)``, "tool" first): enough to
@@ -127,7 +123,7 @@ def canaries_from_report(
             if masked_id:
                 lost += 1
                 continue
-            match = _CANARY_ID.fullmatch(secret.id)
+            match = CANARY_ID.fullmatch(secret.id)
             if match is None:
                 shown = quoted(secret.id[:40])
                 raise UsageError(f"report {path!r} test {n}: {shown} is not a canary id (KIND#N)")
@@ -199,7 +195,7 @@ def _mcp_canaries(
             continue
         shown = "/".join(str(case.get(k, "?")) for k in ("tool", "stage", "placement"))
         for canary_id in ids:
-            match = _CANARY_ID.fullmatch(canary_id) if isinstance(canary_id, str) else None
+            match = CANARY_ID.fullmatch(canary_id) if isinstance(canary_id, str) else None
             if match is None or match.group(1) not in KINDS:
                 raise UsageError(f"report {path!r} case {n}: a canary id is not KIND#N")
             planned.append((namespace, shown, match.group(1), int(match.group(2))))
