@@ -117,6 +117,19 @@ def _httpx_verify(fault: LoopbackFault) -> ssl.SSLContext | bool:
     return fault.ssl_context() if fault.scheme == "https" else False
 
 
+#: How long an httpx client may take to connect (and its TLS handshake) where the stage
+#: fails later, after the request went out: a loaded machine (CI under -n 2) took longer
+#: than the stage's 0.15 s over https, and the client saw ConnectTimeout where it had to
+#: see ReadTimeout. (At most the suite's 0.5 s; spent only when the machine is slow.)
+_CONNECT_PATIENCE = 0.5
+
+
+def _httpx_timeout(module: Any, fault: LoopbackFault) -> Any:
+    if fault.stage.name != "timeout_after_send":
+        return fault.timeout
+    return module.Timeout(fault.timeout, connect=max(fault.timeout, _CONNECT_PATIENCE))
+
+
 def _httpx(fault: LoopbackFault, url: str, headers: dict[str, str], query: Any) -> Outcome:
     import httpx
 
@@ -146,7 +159,8 @@ def _httpx_family(
 ) -> Outcome:
     """httpx and httpx2 (its fork, the same API over httpcore2): one sync driver."""
     verify = _httpx_verify(fault)
-    with module.Client(verify=verify, timeout=fault.timeout, trust_env=False) as session:
+    timeout = _httpx_timeout(module, fault)
+    with module.Client(verify=verify, timeout=timeout, trust_env=False) as session:
         try:
             response = session.post(url, params=query, headers=headers, json=_BODY)
         except Exception as exc:  # noqa: BLE001 - the text is what we record
@@ -168,7 +182,8 @@ def _httpx_family_async(
 
     async def go() -> Outcome:
         verify = _httpx_verify(fault)
-        async with module.AsyncClient(verify=verify, timeout=fault.timeout, trust_env=False) as c:
+        timeout = _httpx_timeout(module, fault)
+        async with module.AsyncClient(verify=verify, timeout=timeout, trust_env=False) as c:
             try:
                 response = await c.post(url, params=query, headers=headers, json=_BODY)
             except Exception as exc:  # noqa: BLE001
