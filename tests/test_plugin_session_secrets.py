@@ -248,3 +248,85 @@ def test_a_text_masked_before_a_secret_arrived_is_masked_again_after(
     result = pytester.runpytest(*ARGS)
     self_scan("\n".join(result.outlines + result.errlines), SECRETS, "inner output")
     result.assert_outcomes(passed=2)
+
+
+_WHAT_PLUGINS_READ = """
+import json, pytest
+
+def pytest_collectreport(report):
+    # pytest-json-report keeps its "collectors" section from here, before the collection ends
+    with open("written.jsonl", "a", encoding="utf-8") as out:
+        out.write(json.dumps([node.nodeid for node in report.result]) + "\\n")
+
+def pytest_runtest_logreport(report):
+    # --report-log and pytest-json-report write every report's keywords
+    with open("written.jsonl", "a", encoding="utf-8") as out:
+        out.write(json.dumps(sorted(report.keywords)) + "\\n")
+"""
+
+
+@pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["serial", "xdist"])
+def test_a_session_secret_in_an_id_is_masked_in_keywords_and_collect_reports(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, workers: tuple[str, ...]
+) -> None:
+    """A parametrize value that is a session secret: the id was masked, but every report's
+    ``keywords`` kept the test's name and its parameters' id as they were (written raw by
+    ``--report-log`` and pytest-json-report, sent raw by an xdist worker), and the collect
+    report handed the raw ids on before the collection ended (pytest-json-report's
+    "collectors"). Found by a hunting helper."""
+    monkeypatch.setenv("STAGING_TOKEN", TOKEN)
+    pytester.makeini("[pytest]\nleakcheck_secret_env = STAGING_TOKEN\n")
+    pytester.makeconftest(_WHAT_PLUGINS_READ)
+    pytester.makepyfile(
+        test_env="""
+        import os, pytest
+
+        @pytest.mark.parametrize("token", [os.environ["STAGING_TOKEN"]])
+        def test_param(token):
+            pass
+        """
+    )
+    result = pytester.runpytest(*ARGS, *workers)
+    result.assert_outcomes(passed=1)
+    written = (pytester.path / "written.jsonl").read_text(encoding="utf-8")
+    assert "test_param[" in written  # (the hooks ran)
+    self_scan(written, SECRETS[:1], "what plugins read of reports")
+
+
+def test_pytest_metadata_table_is_masked_before_pytest_html_reads_it(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pytest-metadata keeps the CI's variables (Jenkins sets ``GIT_URL`` with the
+    credential in it) in ``config.stash``; pytest-html wrote them into its "Environment"
+    table as they were (trylast at session start). Masked in place before: here with a
+    stand-in for pytest-metadata, whose module and key the plugin looks up."""
+    monkeypatch.setenv("STAGING_TOKEN", TOKEN)
+    pytester.makeini("[pytest]\nleakcheck_secret_env = STAGING_TOKEN\n")
+    pytester.mkpydir("pytest_metadata")
+    pytester.path.joinpath("pytest_metadata", "plugin.py").write_text(
+        "import pytest\nmetadata_key = pytest.StashKey()\n"
+    )
+    pytester.makeconftest(
+        """
+        import json, os, pytest
+        from pytest_metadata.plugin import metadata_key
+
+        @pytest.hookimpl(tryfirst=True)
+        def pytest_configure(config):
+            url = f"https://ci-bot:{os.environ['STAGING_TOKEN']}@git.example/org/repo.git"
+            config.stash[metadata_key] = {"Python": "3", "CI": {"GIT_URL": url}}
+
+        @pytest.hookimpl(trylast=True)
+        def pytest_sessionstart(session):  # as pytest-html's report does
+            table = session.config.stash[metadata_key]
+            with open("environment.json", "w", encoding="utf-8") as out:
+                json.dump(table, out)
+        """
+    )
+    pytester.makepyfile(test_x="def test_x(): pass")
+    pytester.syspathinsert()
+    result = pytester.runpytest(*ARGS)
+    result.assert_outcomes(passed=1)
+    written = (pytester.path / "environment.json").read_text(encoding="utf-8")
+    assert "git.example/org/repo.git" in written
+    self_scan(written, SECRETS[:1], "pytest-metadata's table")

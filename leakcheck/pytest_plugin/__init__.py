@@ -106,6 +106,13 @@ def pytest_configure(config: pytest.Config) -> None:
     snapshots.install(config, state.snapshot_secrets)
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-html's (trylast) reads the metadata
+def pytest_sessionstart(session: pytest.Session) -> None:
+    state = session.config.stash.get(SESSION, None)
+    if state is not None:
+        state.mask_metadata()
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(SESSION, None)
     if state is not None:

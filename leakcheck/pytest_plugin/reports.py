@@ -113,6 +113,13 @@ def _rename(item: pytest.Item, nodeid: str, mask: Any) -> None:
     item.name = mask(item.name)
     path, line, domain = item.location  # a cached property: replaced as it is kept
     item.__dict__["location"] = (path, line, mask(domain))
+    # Its keywords hold its name and its parameters' id as they were: every report copies
+    # them (``report.keywords``), and the report log and pytest-json-report write them.
+    own = getattr(item.keywords, "_markers", None)
+    if isinstance(own, dict):
+        renamed = {mask(key) if isinstance(key, str) else key: value for key, value in own.items()}
+        own.clear()
+        own.update(renamed)
 
 
 def _named_after_a_secret(message: Any, mask: Any) -> bool:
@@ -303,6 +310,15 @@ def mask_added_attributes(report: pytest.TestReport, mask: Any) -> None:
         masked = _masked_data(value, mask)
         if masked is not value:
             setattr(report, name, masked)
+
+
+def mask_dict_in_place(data: dict[Any, Any], mask: Any) -> None:
+    """Every string of ``data`` (JSON data: keys too) masked, the dict itself kept (others
+    hold it: pytest-metadata's table is handed to an xdist controller as it is)."""
+    masked = _masked_data(data, mask)
+    if masked is not data:
+        data.clear()
+        data.update(masked)
 
 
 def _masked_data(value: Any, mask: Any) -> Any:

@@ -319,6 +319,19 @@ class PluginSession:
 
         root.setwriter(masked_write)
 
+    def mask_metadata(self) -> None:
+        """pytest-metadata's table (the CI's variables: Jenkins sets ``GIT_URL`` with the
+        credential in it), masked in place before pytest-html writes it into its
+        "Environment" table and the JUnit properties take it (found by a hunting helper:
+        the header line was masked, the HTML report was not)."""
+        module = sys.modules.get("pytest_metadata.plugin")
+        key = getattr(module, "metadata_key", None)
+        if key is None or self._masker is None or not len(self._masker):
+            return
+        table = self.config.stash.get(key, None)
+        if isinstance(table, dict):
+            reports.mask_dict_in_place(table, self.mask)
+
     @pytest.hookimpl(trylast=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         """pytest's live log (``log_cli``) and ``--log-file`` write each record as it is
@@ -396,6 +409,13 @@ class PluginSession:
         report = yield
         reports.mask_report(report, self.mask)
         reports.forget_masked(report)  # (no logreport comes for it)
+        if self._masker is not None and len(self._masker):
+            # its tests' ids, before ``pytest_collectreport`` hands them on (pytest-json-report
+            # writes them as they are then, long before the collection ends)
+            reports.mask_test_ids(
+                [node for node in report.result or () if isinstance(node, pytest.Item)],
+                self.mask,
+            )
         return report
 
     @pytest.hookimpl(tryfirst=True)
