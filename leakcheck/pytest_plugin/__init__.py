@@ -16,6 +16,7 @@ first asks for the fixture, the session masker when the first secret arrives.
 from __future__ import annotations
 
 import contextlib
+import sys
 import threading
 from collections.abc import Generator, Iterator
 from typing import TYPE_CHECKING, Any
@@ -104,6 +105,10 @@ def pytest_configure(config: pytest.Config) -> None:
     state.mask_debug_trace()
     state.watch_secrets()
     snapshots.install(config, state.snapshot_secrets)
+    if "allure_commons" in sys.modules:  # (allure-pytest registered its writer just before)
+        from .allure_results import mask_allure_results
+
+        mask_allure_results(state.mask)
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-html's (trylast) reads the metadata
