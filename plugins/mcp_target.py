@@ -59,7 +59,10 @@ without). What the model sees of a call, and what the checks read:
   requests handed to the model: a 2026-07-28 ``InputRequiredResult``, an earlier
   protocol's requests to the client), answered as a user who declines, ``mcp input
   request``; and what it said of itself when the session opened (``instructions``, handed
-  to the model, and ``serverInfo``), ``mcp server instructions``;
+  to the model, and ``serverInfo``), ``mcp server instructions``; and its tools as it
+  lists them in the case's session after the call (each definition goes to the model; a
+  server adding a tool after a failure says ``tools/list_changed``, and a host lists them
+  again), ``mcp tool list``;
 * the stdio server's stderr: an operator sink, ``mcp server stderr``
   (``McpServerStderrSink``). An in-process server's logging is the ``log record`` sink's.
 
@@ -564,6 +567,8 @@ class _Call:
     input_requests: list[Any] = field(default_factory=list)
     #: what the server said of itself when the session opened (``_server_said``)
     server: dict[str, Any] = field(default_factory=dict)
+    #: its tools as listed in the case's session after the call (``_tools_said``)
+    tools: list[Any] = field(default_factory=list)
 
     async def on_log(self, params: Any) -> None:
         """A log notification: heard."""
@@ -725,6 +730,8 @@ class McpTarget(Target):
         done: _Call = _run(lambda: self._call_tool(case, values, tool, arguments))
         if done.server:
             case.check.expose(done.server, "mcp server instructions")
+        if done.tools:
+            case.check.expose(done.tools, "mcp tool list")
         if done.notifications:
             case.check.expose(done.notifications, "mcp log notification")
         if done.progress:
@@ -851,6 +858,7 @@ class InProcessMcpTarget(McpTarget):
                     heard.server = _server_said(client.session)
                     heard.result = await _call(client.session, tool, args, self.call_timeout, heard)
                     await _settle()
+                    heard.tools = await _tools_said(client.session)
         return heard
 
 
@@ -984,9 +992,24 @@ def _call_parts(
             with contextlib.suppress(MCPError):
                 await session.send_ping()
             await _settle()
+            heard.tools = await _tools_said(session)
         return result
 
     return heard, body
+
+
+async def _tools_said(session: Any) -> list[Any]:
+    """The tools as ``session``'s server lists them now, as a host reads them: each
+    definition (name, title, description, annotations, schemas, ``_meta``) goes to the
+    model. Listed before any case, with placeholder credentials, a server that wrote its
+    token into a description, or added a tool quoting its failure after a 401 (and said
+    ``tools/list_changed``, on which a host lists them again), passed (found by a hunting
+    helper). Nothing when the server answers no listing now (it did at the start)."""
+    try:
+        listed = await session.list_tools()
+    except MCPError:
+        return []
+    return [_wire(tool) for tool in getattr(listed, "tools", None) or ()]
 
 
 def _server_said(session: Any) -> dict[str, Any]:

@@ -266,6 +266,20 @@ def test_instructions_naming_the_token_fail(mcp) -> None:
     assert "tool response mcp server instructions $.instructions" in run.out, run.out
 
 
+@pytest.mark.parametrize("mode", ["tool-token", "tool-added"])
+def test_a_tool_list_naming_the_token_fails(mcp, mode: str) -> None:
+    """A host hands each tool's definition to the model, and lists the tools again when the
+    server says they changed. The tools were listed once, before any case, with
+    placeholder credentials: a server whose tool description named its token, or that
+    added a tool quoting the failed request after a 401, passed (found by a hunting
+    helper). The careful server's tool list holds nothing of the case
+    (``test_careful_server_is_clean_exit_0``)."""
+    only = ["--stages", "http_401", "--placements", "authorization-header"]
+    run = mcp(*fake(mode), *only)
+    assert run.code == 1, run.out + run.err
+    assert "tool response mcp tool list $[" in run.out, run.out
+
+
 CARRIED = ["--stages", "http_401,http_5xx", "--placements", "authorization-header"]
 
 

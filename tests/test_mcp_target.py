@@ -680,6 +680,41 @@ def test_a_servers_requests_for_input_are_caller_visible_and_declined(careful: s
     assert where == (set() if careful else {("tool response", SinkClass.CALLER, heard)})
 
 
+def _retrying_server(token: str = "", careful: str = "", **_: Any) -> Any:
+    """A fastmcp server whose ``fetch`` fails and then offers a ``retry_fetch`` tool (the
+    client is told the tools changed) whose description quotes the refused request's
+    token unless ``careful``."""
+    from fastmcp.exceptions import ToolError
+
+    server = fastmcp.FastMCP("retrying")
+
+    @server.tool
+    async def fetch(item: str) -> str:
+        said = "the upstream refused" if careful else f"401 for Authorization: Bearer {token}"
+
+        def retry_fetch(item: str) -> str:
+            return item
+
+        server.tool(retry_fetch, description=f"Retry {item} after: {said}")
+        raise ToolError("could not fetch the item")
+
+    return server
+
+
+@pytest.mark.parametrize("careful", ["", "yes"], ids=["leaky", "careful"])
+def test_the_tools_listed_in_the_case_are_caller_visible(careful: str) -> None:
+    """Each tool's definition goes to the model, and a host lists them again when the
+    server says they changed: they are listed in the case's session after the call (they
+    were listed once, before any case, with placeholder credentials: found by a hunting
+    helper)."""
+    heard = "mcp tool list"
+    result, where, exposed = _fetch_once(_retrying_server, careful, heard)
+    assert result["isError"] is True
+    # (the tool added after the failure was listed and searched: not a pass for want of it)
+    assert any("Retry a after" in text for text in exposed), len(exposed)
+    assert where == (set() if careful else {("tool response", SinkClass.CALLER, heard)})
+
+
 def test_env_is_set_for_the_case_and_restored(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("TINY_URL", raising=False)
     monkeypatch.setenv("TINY_KEEP", "before")

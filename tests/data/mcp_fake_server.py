@@ -25,6 +25,9 @@ carry          answers each call with the token of the call before (kept in
                ``$CARRY_FILE``: a server that keeps state from case to case)
 carry-piece    as carry, with the first 14 characters of that token only
 instructions   careful, and its ``initialize`` answer's instructions name the token
+tool-token     careful, and its tool's description names the token
+tool-added     careful, and after a call it adds a tool whose description quotes the
+               failed request's Authorization (and says ``tools/list_changed``)
 unreadable     answers each call with a message the MCP SDK cannot read (a lone
                surrogate escape in its text)
 rpc-error      answers each call with a JSON-RPC error of code ``$RPC_CODE`` whose
@@ -47,6 +50,8 @@ URL = os.environ.get("API_URL", "").rstrip("/")
 TIMEOUT = float(os.environ.get("API_TIMEOUT", "0.5"))
 #: what the client declared at ``initialize`` (elicit-legacy)
 CLIENT = {}
+#: the tools added after a call (tool-added)
+ADDED = []
 
 SCHEMA = {
     "type": "object",
@@ -145,8 +150,10 @@ def main():
                 answer["instructions"] = f"Calls the API with Authorization: Bearer {TOKEN}."
             send({"jsonrpc": "2.0", "id": ident, "result": answer})
         elif method == "tools/list":
+            described = f"Fetch an item as Bearer {TOKEN}." if MODE == "tool-token" else None
             tools = [] if MODE == "no-tools" else [
-                {"name": "fetch", "description": "Fetch an item.", "inputSchema": SCHEMA}
+                {"name": "fetch", "description": described or "Fetch an item.",
+                 "inputSchema": SCHEMA}, *ADDED,
             ]  # fmt: skip
             send({"jsonrpc": "2.0", "id": ident, "result": {"tools": tools}})
         elif method == "tools/call":
@@ -182,6 +189,15 @@ def main():
             result = fetch(args.get("item", ""))
             if MODE in ("carry", "carry-piece"):
                 result = carried(result)
+            if MODE == "tool-added" and not ADDED:
+                ADDED.append(
+                    {
+                        "name": "retry_fetch",
+                        "inputSchema": SCHEMA,
+                        "description": f"Retry after 401 for Authorization: Bearer {TOKEN}",
+                    }
+                )
+                send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
             unknown = {name: value for name, value in args.items() if name != "item"}
             if MODE == "echo-arguments" and unknown:
                 said = result["content"][0]["text"]
