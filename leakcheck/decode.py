@@ -191,7 +191,9 @@ def _token_runs(buf: bytes, marker: re.Pattern[bytes]) -> Iterator[tuple[int, in
 
 #: a token's bytes before a marker, read backwards: 0x21-0xff but quotes, angle brackets, DEL
 _TOKEN_BEFORE = re.compile(rb"[!#-&(-;=?-~\x80-\xff]*")
-_BACKSLASH_ESCAPE = re.compile(rb"\\[ux][0-9A-Fa-f]{2}")
+#: (``\\U0001d518`` too: Python's ``ascii()`` and ``unicode_escape`` of a character beyond
+#: the BMP, PyYAML's dump; under JSON, no run began at it: found by a hunting helper)
+_BACKSLASH_ESCAPE = re.compile(rb"\\(?:[ux][0-9A-Fa-f]{2}|U[0-9A-Fa-f]{8})")
 _ONE_ESCAPE = lazy_compile(
     rb"\\u([0-9A-Fa-f]{4})|\\x([0-9A-Fa-f]{2})|\\U([0-9A-Fa-f]{8})|\\([nrt\"'/\\])"
 )
@@ -224,8 +226,8 @@ def _join_surrogates(data: bytes) -> bytes:
 
 
 def backslash_runs(buf: bytes) -> Iterator[tuple[int, int, bytes]]:
-    """Tokens holding ``\\uXXXX`` or ``\\xXX`` escapes (JSON, JavaScript, Python
-    reprs), the escapes (and ``\\n``, ``\\"``, ``\\/``...) decoded."""
+    """Tokens holding ``\\uXXXX``, ``\\UXXXXXXXX`` or ``\\xXX`` escapes (JSON, JavaScript,
+    Python reprs), the escapes (and ``\\n``, ``\\"``, ``\\/``...) decoded."""
     for start, end in _token_runs(buf, _BACKSLASH_ESCAPE):
         yield start, end, _join_surrogates(_unescape(buf[start:end]))
 
@@ -290,10 +292,31 @@ def _qp_runs(buf: bytes, starts: Sequence[int]) -> Iterator[tuple[int, int, byte
         found = _QP_MARK.search(buf, done)
         run = buf[start:done]
         # an escape and one more escape or soft break (base64 padding at a line's end
-        # looks like a soft break)
+        # looks like a soft break), or a soft break folding a full line: an encoder folds
+        # at 76 columns, and a line of letters and digits holds no escape (a token cut
+        # there, with no "=XX" on its lines, was never joined: found by a hunting helper)
         escapes = len(_QP_ESCAPE.findall(run))
-        if escapes and (escapes >= 2 or _QP_SOFT.search(run)):
+        if escapes >= 2 or (escapes and _QP_SOFT.search(run)) or _folds_a_full_line(run):
             yield start, done, binascii.a2b_qp(run)
+
+
+def _folds_a_full_line(run: bytes) -> bool:
+    """Whether a line of ``run`` is one a quoted-printable encoder folded: 70 to 78
+    characters, its soft break included, and a line after it (a base64 line's padding
+    ends a shorter one, or a last line: the text's, or a MIME body's of 76)."""
+    for soft in _QP_SOFT.finditer(run):
+        at = soft.start()
+        if soft.end() >= len(run) or run[at - 1 : at] == b"=":
+            continue  # nothing folded into it, or base64's "==" (never a quoted-printable fold)
+        line_start = run.rfind(b"\n", 0, at) + 1
+        if _QP_FOLDED_FROM <= at + 1 - line_start <= _QP_FOLDED_AT:
+            return True
+    return False
+
+
+#: the widths of a line a quoted-printable encoder folds, the "=" included (RFC 2045: 76
+#: at most, as ``quopri`` folds; ``email`` folds at its policy's ``max_line_length``, 78)
+_QP_FOLDED_FROM, _QP_FOLDED_AT = 70, 78
 
 
 #: Shapes that hide letters and digits themselves (an encoder that escapes every

@@ -899,6 +899,10 @@ def _region(buf: bytes, end: int) -> tuple[int, int]:
             break
         nxt = buf.find(b"\n", eol + 1, ceiling)
         high = ceiling if nxt < 0 else nxt
+    if buf.find(b"=\n", low, high) >= 0 or buf.find(b"=\r\n", low, high) >= 0:
+        # from its line's start: a line folded with no escape on it is told by its width
+        # (``decode._folds_a_full_line``)
+        low = max(floor, buf.rfind(b"\n", floor, low) + 1)
     while True:
         bol = buf.rfind(b"\n", floor, low)
         if bol <= floor or not _soft_break_before(buf, bol):

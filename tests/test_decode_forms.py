@@ -452,3 +452,60 @@ def test_a_quoted_printable_run_starts_no_more_than_4_kib_back() -> None:
     text = b"head line\n" + b"x" * 5000 + b" a=3Db=3Dc\n"
     runs = list(qp_runs(text))
     assert len(runs) == 1 and runs[0][0] >= text.index(b" a=3D") - 4096 > 10, runs
+
+
+def _alnum_token(seed: int) -> Secret:
+    rng = random.Random(seed)
+    body = "".join(rng.choice(string.ascii_letters + string.digits) for _ in range(40))
+    return Secret.from_user("xoxb-" + body, kind="secret", id=f"t{seed}")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_token_folded_by_quoted_printable_with_no_escape_is_found(mode: str) -> None:
+    """``email`` (``cte="quoted-printable"``) folds a body line at 78 columns with a soft
+    break and escapes nothing on a line of letters and digits: a run was decoded only
+    where it held an ``=XX``, and a token cut there was never joined (found by a hunting
+    helper)."""
+    import email.message
+
+    token = _alnum_token(1)
+    message = email.message.EmailMessage()
+    line = f"the token for the deploy pipeline of the ops team is: {token.value}"
+    message.set_content(f"Hello,\n\n{line}\n\ncafé\n", cte="quoted-printable")
+    body = message.as_string()
+    folded = token.value not in body
+    assert folded  # (no operand shown: the token)
+    assert whole(forms_of(token, scanner([token], mode).scan(body)))
+    # a token that is another: nothing
+    other = _alnum_token(2)
+    assert not forms_of(other, scanner([other], mode).scan(body))
+
+
+def test_base64_padding_at_a_short_line_is_no_quoted_printable_run() -> None:
+    from leakcheck.decode import qp_runs
+
+    block = base64.encodebytes(bytes(range(200))).replace(b"\n", b"\n  ")  # (ends in "=")
+    assert not list(qp_runs(b"key:\n  " + block + b"next line\n"))
+    # a line of a width an encoder folds at, ending in padding, and nothing folded into it
+    single = b"auth: " + base64.b64encode(bytes(range(53))) + b"\n"
+    assert 70 <= len(single) - 1 <= 78 and single.endswith(b"=\n")
+    assert not list(qp_runs(single)) and not list(qp_runs(single + b"\nnext\n"))
+    assert not list(qp_runs(b"x" * 70 + b"==\nnext line\n"))  # (base64's "==")
+    # a quoted-printable line folded at 76: a run
+    folded = b"a" * 75 + b"=\n" + b"b" * 10 + b"\n"
+    assert list(qp_runs(folded)) == [(0, len(folded) - 1, b"a" * 75 + b"b" * 10)]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("spell", [ascii, lambda v: v.encode("unicode_escape").decode()])
+def test_a_character_beyond_the_bmp_escaped_under_json_is_found(mode: str, spell) -> None:
+    """``\\U0001d518`` (``ascii()``, ``unicode_escape`` of a character beyond the BMP,
+    PyYAML's dump) began no backslash run: under one more layer (a JSON log line) the
+    secret was missed (found by a hunting helper)."""
+    value = "OjRbGiUTiG\U0001d518F4nqYQSIxBk"
+    secret = Secret.from_user(value, kind="secret", id="nonbmp")
+    line = json.dumps({"msg": f"bad password {spell(value)}"}) + "\n"
+    assert "\\\\U0001d518" in line  # (escaped twice: JSON of the escape)
+    assert whole(forms_of(secret, scanner([secret], mode).scan(line)))
+    other = Secret.from_user(value[::-1], kind="secret", id="reversed")
+    assert not whole(forms_of(other, scanner([other], mode).scan(line)))
