@@ -208,7 +208,14 @@ class Scanner:
         # searched at about 0.6 of their speed, 20 secrets' on the bench corpus)
         families = [*self._owner, *self._key_owner]
         patterns = [*self._patterns, *self._keys]
-        return build_engine(patterns, self._backend, DENSE_ESCAPES, families)
+        # and what a decoder says its runs start with where they hold no key (a plugin's:
+        # base64 of gzip)
+        shapes = [
+            shape
+            for decoder in self._decoders.values()
+            for shape in getattr(decoder, "keyed_shapes", ())
+        ]
+        return build_engine(patterns, self._backend, (*DENSE_ESCAPES, *shapes), families)
 
     def _key_up(self) -> bool:
         """Make the keys of every secret; False (decode every run) when a secret has none."""
