@@ -230,7 +230,8 @@ def _looks_random(token: str) -> bool:
     lower case letters), or with ``+/_-=`` (24 or more characters, three or more of each
     case), or, with neither, case changing at two letters in five or more (a name in
     CamelCase changes at its words only); or a hex run of 24 or more characters mixing
-    digits and letters. A UUID's groups are shorter: a request id stays readable. Measured
+    digits and letters, or spelling printable text (``_hex_of_text``). A UUID's groups
+    are shorter: a request id stays readable. Measured
     misses on random keys in README ("Output")."""
     if "/" in token and _WORD_PATH.fullmatch(token):
         return False  # a path of words (a URL's): no key is spelled so
@@ -248,9 +249,20 @@ def _looks_random(token: str) -> bool:
             return True
     for run in _HEX_SEGMENT.findall(token):
         letters = sum(c.isalpha() for c in run)
-        if 4 <= letters <= len(run) - 4:
+        if 4 <= letters <= len(run) - 4 or _hex_of_text(run):
             return True
     return False
+
+
+def _hex_of_text(run: str) -> bool:
+    """Whether ``run`` (hex digits) spells printable ASCII text, every byte of it: the hex
+    of a token's piece has too few letters a-f to look random (a piece of 15 characters
+    was shown whole in an excerpt's context: found by a hunting helper), and a number of
+    24 digits or more reads as no text."""
+    if len(run) % 2:
+        run = run[:-1]
+    data = bytes.fromhex(run)
+    return all(0x21 <= b <= 0x7E for b in data) and not data.isdigit()
 
 
 #: The pieces a name in CamelCase, snake_case or kebab-case is made of.

@@ -60,6 +60,10 @@ KEYS: dict[str, Callable[[random.Random], str]] = {
     "base64": lambda rng: base64.b64encode(rng.randbytes(30)).decode(),
     "jwt": _jwt,
     "sha1 hex": lambda rng: _chars(rng, 40, _HEX),
+    # the hex of a piece of a token (12 to 15 characters): too few letters a-f to look
+    # random, and shown whole beside a hit (found by a hunting helper)
+    "hex of a piece": lambda rng: _chars(rng, rng.randint(12, 15), _URLSAFE).encode().hex(),
+    "HEX of a piece": lambda rng: _chars(rng, 15, string.ascii_letters).encode().hex().upper(),
 }
 
 
@@ -102,6 +106,7 @@ def test_the_miss_rate_on_random_keys(length: int, most_missed: float) -> None:
         "HTTPConnectionPool(host='api.example', port=443)",
         "create_deployment_request_handler_for_region",
         "AKIAIOSFODNN7EXAMPLE",  # an access key id: an id, upper case and digits only
+        "order=123456789012345678901234567890",  # a long number: no text in hex
         # what every httpx / httpx2 status error ends with: a path of words
         "For more information check: https://developer.mozilla.org/en-US/docs/Web/HTTP/Status/401",
     ],
