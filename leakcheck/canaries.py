@@ -319,10 +319,22 @@ def estimate_bits(value: str) -> list[float]:
             spread = math.log2(max(float(match["guesses"]), 2.0)) / (end - start)
             for i in range(start, end):
                 bits[i] = min(bits[i], spread)
-    for match in _PUBLIC_STRUCTURE.finditer(value):
-        for i in range(match.start(), match.end()):
+    for start, end in _public_spans(value):
+        for i in range(start, end):
             bits[i] = 0.0
     return bits
+
+
+def _public_spans(value: str) -> Iterator[tuple[int, int]]:
+    """The characters of ``value`` that every token of its family shares, or that are
+    public: ``_PUBLIC_STRUCTURE``, and inside a PEM key's body its structure and public
+    key (``pem_structure``)."""
+    for match in _PUBLIC_STRUCTURE.finditer(value):
+        yield match.span()
+    if "-----BEGIN " in value:
+        from .pem_structure import public_spans
+
+        yield from public_spans(value)
 
 
 # --- early accept -------------------------------------------------------------------------
@@ -617,8 +629,8 @@ def early_bound(value: str) -> tuple[list[float], list[float]] | None:
     for start, end, spread in found:
         for i in range(start, end):
             least[i] = min(least[i], spread)
-    for match in _PUBLIC_STRUCTURE.finditer(value):
-        for i in range(match.start(), match.end()):
+    for start, end in _public_spans(value):
+        for i in range(start, end):
             least[i] = kept[i] = 0.0
     return kept, least
 
