@@ -916,7 +916,34 @@ def _region(buf: bytes, end: int) -> tuple[int, int]:
             break
         low = max(floor, buf.rfind(b"\n", floor, bol) + 1)
     # and the lines of a wrapped line it is a piece of
-    return wrap_extent(buf, low, high, REGION_BYTES)
+    low, high = wrap_extent(buf, low, high, REGION_BYTES)
+    return _coloured_lines(buf, low, high)
+
+
+def _coloured_lines(buf: bytes, low: int, high: int) -> tuple[int, int]:
+    """``[low, high)`` widened over whole lines, and the adjacent lines, where its line
+    holds an escape sequence: rich folds a coloured line with the colours on each piece,
+    and a token's pieces are rejoined only with the lines around them (``decode.
+    invisible_runs``; found by a hunting helper). At most REGION_BYTES each way."""
+    floor, ceiling = max(0, low - REGION_BYTES), min(len(buf), high + REGION_BYTES)
+    bol = max(floor, buf.rfind(b"\n", floor, low) + 1)
+    eol = buf.find(b"\n", high, ceiling)
+    eol = ceiling if eol < 0 else eol
+    if buf.find(b"\x1b", bol, eol) < 0:
+        return low, high
+    low, high = bol, eol
+    while high < ceiling:
+        nxt = buf.find(b"\n", high + 1, ceiling)
+        nxt = ceiling if nxt < 0 else nxt
+        if buf.find(b"\x1b", high + 1, nxt) < 0:
+            break
+        high = nxt
+    while low > floor:
+        previous = max(floor, buf.rfind(b"\n", floor, low - 1) + 1)
+        if buf.find(b"\x1b", previous, low - 1) < 0:
+            break
+        low = previous
+    return low, high
 
 
 def _as_bytes(data: str | bytes) -> bytes:

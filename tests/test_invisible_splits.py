@@ -140,3 +140,65 @@ def test_a_split_token_in_a_large_text_is_found_by_its_shape(
     assert any(form.endswith(">raw") for form in forms), forms
     clean = Scanner([secret], decode=True, input_bytes=len(filler)).scan(filler + filler)
     assert not clean
+
+
+def _rich_folded(value: str, *, colour: bool) -> str:
+    """``value`` in a dict's repr as rich prints it at 80 columns, folded, coloured or not
+    (``force_terminal``: what FORCE_COLOR makes it in CI)."""
+    import io
+
+    from rich.console import Console
+
+    out = io.StringIO()
+    console = Console(
+        file=out, width=80, force_terminal=colour, color_system="truecolor" if colour else None
+    )
+    console.print("request=" + repr({"url": "https://api.example/v1/items", "token": value}))
+    return out.getvalue()
+
+
+def _folded_jwt() -> str:
+    """A JWT rich folds into pieces of 79, 80 and 5 characters (printed at 80 columns in
+    ``_rich_folded``): its header and claims count no bits, so its prefix fragment reaches
+    past the first piece, and its last piece is shorter than its suffix fragment."""
+    import base64
+    import json
+    import random
+
+    def segment(data: bytes) -> str:
+        return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+    rng = random.Random(4)
+    header = segment(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
+    for pad in range(40):
+        claims = {"sub": f"user-{rng.randint(10**5, 10**6)}", "scope": "repo" + "x" * pad}
+        token = f"{header}.{segment(json.dumps(claims).encode())}." + segment(rng.randbytes(32))
+        if len(token) == 79 + 80 + 5:
+            return token
+    raise AssertionError("no claims of the length wanted")
+
+
+@pytest.mark.parametrize("mode", ["whole", "keyed"])
+def test_a_token_rich_folded_in_colour_is_found(mode: str) -> None:
+    """rich folds a coloured line at the terminal's width with the colour sequences on each
+    piece: the lines were decoded one by one, and a token whose pieces were each shorter
+    than its fragments passed, while the same text without colour was found (chain
+    ``ansi>wrap``; found by a hunting helper)."""
+    from leakcheck.detect import KEYED_FROM_BYTES
+
+    value = _folded_jwt()
+    secret = Secret.from_user(value, kind="secret", id="jwt")
+    for colour in (False, True):
+        text = _rich_folded(value, colour=colour)
+        assert ("\x1b[" in text) is colour
+        whole_token = value in text
+        assert not whole_token  # (folded; no operand shown)
+        if mode == "keyed":
+            text = "2026-12-07 INFO gw ok\n" * 15000 + text
+        size = KEYED_FROM_BYTES if mode == "keyed" else None
+        found = {f.secret_id for f in Scanner([secret], decode=True, input_bytes=size).scan(text)}
+        assert found == {"jwt"}, colour
+    # the same layout, another token's signature: nothing
+    other = Secret.from_user(value[:-43] + value[-43:][::-1], kind="secret", id="other")
+    coloured_text = _rich_folded(value, colour=True)
+    assert not Scanner([other], decode=True).scan(coloured_text)
