@@ -33,9 +33,12 @@ __all__ = [
 
 Decoder = Callable[[bytes], Iterator[tuple[int, int, bytes]]]
 
-# A base64 run, possibly wrapped (real newlines or JSON-escaped "\n") at any width.
-_BASE64_RUN = re.compile(rb"[A-Za-z0-9+/_-]{16,}(?:(?:\r?\n|\\r\\n|\\n)[A-Za-z0-9+/_-]{4,})*={0,2}")
-_WRAP = re.compile(rb"\r?\n|\\r\\n|\\n|=")
+# A base64 run, possibly wrapped (real newlines, JSON-escaped "\n", or escaped twice: the
+# repr of a JSON text, JSON in JSON) at any width.
+_BASE64_RUN = re.compile(
+    rb"[A-Za-z0-9+/_-]{16,}(?:(?:\r?\n|\\\\r\\\\n|\\\\n|\\r\\n|\\n)[A-Za-z0-9+/_-]{4,})*={0,2}"
+)
+_WRAP = re.compile(rb"\r?\n|\\\\r\\\\n|\\\\n|\\r\\n|\\n|=")
 _NOT_IDENTIFIER = re.compile(rb"[0-9+/]")
 _URLSAFE = bytes.maketrans(b"-_", b"+/")
 #: A hex run: 32 characters or more on one line, or lines of 16 or more, each continued by
@@ -43,8 +46,8 @@ _URLSAFE = bytes.maketrans(b"-_", b"+/")
 #: short to count, the token shown whole), at real or JSON-escaped line breaks. A
 #: continuation must end its line: "2024" starting a log line's date continues no digest.
 _HEX_RUN = re.compile(
-    rb"[0-9a-fA-F]{16,}(?:(?:\r?\n(?:E {2,})?|\\r\\n|\\n)[0-9a-fA-F]{2,}"
-    rb"(?=\s|\\[rn]|[\"'<>,;)\]}]|$))+"
+    rb"[0-9a-fA-F]{16,}(?:(?:\r?\n(?:E {2,})?|\\\\r\\\\n|\\\\n|\\r\\n|\\n)[0-9a-fA-F]{2,}"
+    rb"(?=\s|\\[rn\"']|\\\\[rn]|[\"'<>,;)\]}]|$))+"
     rb"|[0-9a-fA-F]{32,}"
 )
 #: ``_HEX_RUN``'s one-line runs alone: what a text holding no hex line continued by another
@@ -60,10 +63,12 @@ _HEX_LINE_CONTINUED = re.compile(
     rb"|\r\n(?<=[0-9a-fA-F]{16}\r\n)[0-9a-fA-F]{2}"
     rb"|\\n(?<=[0-9a-fA-F]{16}\\n)[0-9a-fA-F]{2}"
     rb"|\\r\\n(?<=[0-9a-fA-F]{16}\\r\\n)[0-9a-fA-F]{2}"
+    rb"|\\\\n(?<=[0-9a-fA-F]{16}\\\\n)[0-9a-fA-F]{2}"
+    rb"|\\\\r\\\\n(?<=[0-9a-fA-F]{16}\\\\r\\\\n)[0-9a-fA-F]{2}"
     rb"|\nE {2}(?<=[0-9a-fA-F]{16}\nE  ) *[0-9a-fA-F]{2}"
 )
 #: (a line of a failure that pytest shows behind its ``E`` and spaces continues too)
-_LINE_BREAKS = re.compile(rb"\r?\n(?:E {2,})?|\\r\\n|\\n")
+_LINE_BREAKS = re.compile(rb"\r?\n(?:E {2,})?|\\\\r\\\\n|\\\\n|\\r\\n|\\n")
 _PERCENT_ESCAPE = re.compile(rb"%[0-9A-Fa-f]{2}")
 _TOKEN_REST = re.compile(rb"[^\s\"'<>]*")
 

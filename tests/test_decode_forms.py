@@ -509,3 +509,29 @@ def test_a_character_beyond_the_bmp_escaped_under_json_is_found(mode: str, spell
     assert whole(forms_of(secret, scanner([secret], mode).scan(line)))
     other = Secret.from_user(value[::-1], kind="secret", id="reversed")
     assert not whole(forms_of(other, scanner([other], mode).scan(line)))
+
+
+@pytest.mark.parametrize("mode", ["whole"])  # (keyed decoding of wrapped hex: a limit, README)
+@pytest.mark.parametrize("layer", ["repr", "json in json"])
+@pytest.mark.parametrize("encode", ["hex", "base64"])
+def test_wrapped_lines_escaped_twice_are_rejoined(mode: str, layer: str, encode: str) -> None:
+    """A token's hex (or base64) wrapped at 20 characters inside a JSON text, shown by
+    ``repr`` (``-l``, ``%r``) or nested in another JSON document: every line break is
+    written ``\\\\n``, and the pieces of 10 characters were neither found nor masked (found
+    by a hunting helper)."""
+    import textwrap
+
+    secret = _alnum_token(7)
+    data = secret.value.encode()
+    spelled = data.hex() if encode == "hex" else base64.b64encode(data).decode()
+    body = json.dumps({"sig": "\n".join(textwrap.wrap(spelled, 20))})
+    text = repr(body) if layer == "repr" else json.dumps({"upstream": body})
+    assert "\\\\n" in text  # (the break written with two backslashes)
+    assert whole(forms_of(secret, scanner([secret], mode).scan(f"said {text}\n")))
+    other = _alnum_token(8)
+    assert not forms_of(other, scanner([other], mode).scan(f"said {text}\n"))
+    # and masked
+    from leakcheck.masking import masking_scanner
+
+    masked = masking_scanner([secret]).mask(f"said {text}\n")
+    assert not forms_of(secret, scanner([secret], mode).scan(masked))
