@@ -29,6 +29,7 @@ __all__ = [
     "decode_runs",
     "masking_base64_runs",
     "masking_decoders",
+    "octet_runs",
 ]
 
 Decoder = Callable[[bytes], Iterator[tuple[int, int, bytes]]]
@@ -151,6 +152,66 @@ def hex_runs(buf: bytes) -> Iterator[tuple[int, int, bytes]]:
         yield match.start(), match.end(), bytes.fromhex(even.decode("ascii"))
         odd = run[1 : 1 + (len(run) - 1) - (len(run) - 1) % 2]
         yield match.start(), match.end(), bytes.fromhex(odd.decode("ascii"))
+
+
+# Bytes written one by one: hex pairs with a separator (``token.encode().hex(":")``, a
+# fingerprint's way; ``hex(" ")``, ``hex("-")``), a list of ``0x..`` literals (C, a dump) or
+# of numbers (``list(token.encode())``). Such a test passed, and a failed ``assert`` showed
+# the token so (found by a hunting helper). 12 bytes at least; each shape is looked for by
+# a literal-led mark first (a class-led search of every line ran at 13 MB/s).
+_OCTET = rb"[0-9A-Fa-f]{2}"
+_OCTET_MARKS = {
+    b":": re.compile(b":" + _OCTET + b":" + _OCTET + b":" + _OCTET + b":"),
+    b"-": re.compile(b"-" + _OCTET + b"-" + _OCTET + b"-" + _OCTET + b"-"),
+    b" ": re.compile(b" " + _OCTET + b" " + _OCTET + b" " + _OCTET + b" "),
+}
+_OCTET_RUNS = {
+    separator: re.compile(
+        rb"(?<![0-9A-Za-z])" + _OCTET + b"(?:" + re.escape(separator) + _OCTET + rb"){11,}"
+        rb"(?![0-9A-Za-z])"
+    )
+    for separator in _OCTET_MARKS
+}
+_HEX_LITERALS = re.compile(rb"0[xX][0-9A-Fa-f]{2}(?:, ?0[xX][0-9A-Fa-f]{2}){11,}")
+_NUMBERS_MARK = re.compile(rb", [0-9]{1,3}, [0-9]{1,3}, [0-9]{1,3}, ")
+_NUMBERS = re.compile(rb"(?<![0-9.])[0-9]{1,3}(?:, [0-9]{1,3}){11,}(?![0-9.])")
+
+
+def octet_runs(buf: bytes) -> Iterator[tuple[int, int, bytes]]:
+    """Runs of bytes written one by one (hex pairs with a separator, ``0x`` literals,
+    numbers), decoded."""
+    for separator, mark in _OCTET_MARKS.items():
+        for start, end in _lines_marked(buf, mark):
+            for run in _OCTET_RUNS[separator].finditer(buf, start, end):
+                pairs = run.group().replace(separator, b"")
+                yield run.start(), run.end(), bytes.fromhex(pairs.decode("ascii"))
+    if b"0x" in buf or b"0X" in buf:
+        for run in _HEX_LITERALS.finditer(buf):
+            pairs = run.group().replace(b"0x", b"").replace(b"0X", b"").replace(b",", b"")
+            yield run.start(), run.end(), bytes.fromhex(pairs.decode("ascii"))
+    for start, end in _lines_marked(buf, _NUMBERS_MARK):
+        for run in _NUMBERS.finditer(buf, start, end):
+            values = [int(n) for n in run.group().split(b", ")]
+            if max(values) <= 255:
+                yield run.start(), run.end(), bytes(values)
+
+
+def _lines_marked(buf: bytes, mark: re.Pattern[bytes]) -> Iterator[tuple[int, int]]:
+    """The lines of ``buf`` that ``mark`` is found in (each once)."""
+    found = mark.search(buf)
+    while found is not None:
+        start = buf.rfind(b"\n", 0, found.start()) + 1
+        end = buf.find(b"\n", found.end())
+        end = len(buf) if end < 0 else end
+        yield start, end
+        found = mark.search(buf, end)
+
+
+# in keyed decoding (such a run holds no key): the separators that keep it one token
+octet_runs.keyed_shapes = (  # type: ignore[attr-defined]
+    _OCTET_MARKS[b":"].pattern,
+    _OCTET_MARKS[b"-"].pattern,
+)
 
 
 def percent_runs(buf: bytes) -> Iterator[tuple[int, int, bytes]]:
@@ -666,6 +727,7 @@ DECODERS: dict[str, Decoder] = {
     "ansi": invisible_runs,
     "mime": encoded_word_runs,
     "regex": regex_escape_runs,
+    "octets": octet_runs,
 }
 
 

@@ -535,3 +535,43 @@ def test_wrapped_lines_escaped_twice_are_rejoined(mode: str, layer: str, encode:
 
     masked = masking_scanner([secret]).mask(f"said {text}\n")
     assert not forms_of(secret, scanner([secret], mode).scan(masked))
+
+
+OCTET_SPELLINGS = {
+    "hex colons": lambda data: data.hex(":"),
+    "hex spaces": lambda data: data.hex(" "),
+    "hex dashes": lambda data: data.hex("-").upper(),
+    "0x literals": lambda data: ", ".join(f"0x{b:02x}" for b in data),
+    "numbers": lambda data: repr(list(data)),
+}
+
+
+@pytest.mark.parametrize("spelling", OCTET_SPELLINGS)
+def test_bytes_written_one_by_one_are_found_and_masked(spelling: str) -> None:
+    """``token.encode().hex(":")`` (a fingerprint's way), with spaces or dashes, a list of
+    ``0x`` literals, ``list(token.encode())``: such a test passed, and a failed ``assert``
+    showed the token so (found by a hunting helper)."""
+    from leakcheck.masking import masking_scanner
+
+    secret, other = _alnum_token(9), _alnum_token(10)
+    text = f"key fingerprint {OCTET_SPELLINGS[spelling](secret.value.encode())} loaded\n"
+    assert "octets>raw" in forms_of(secret, scanner([secret], "whole").scan(text))
+    assert not forms_of(other, scanner([other], "whole").scan(text))
+    masked = masking_scanner([secret]).mask(text)
+    assert masked.startswith("key fingerprint ") and masked.endswith(" loaded\n")
+    assert not forms_of(secret, scanner([secret], "whole").scan(masked))
+
+
+@pytest.mark.parametrize("spelling", ["hex colons", "hex dashes"])
+def test_separated_hex_is_found_in_keyed_decoding(spelling: str) -> None:
+    secret = _alnum_token(11)
+    line = f"key fingerprint {OCTET_SPELLINGS[spelling](secret.value.encode())} loaded\n"
+    text = "2026-12-07 INFO gw ok 12:34:56 aa:bb:cc:dd:ee:ff\n" * 8000 + line
+    assert "octets>raw" in forms_of(secret, scanner([secret], "keyed").scan(text))
+
+
+def test_short_or_mixed_runs_are_no_octets() -> None:
+    from leakcheck.decode import octet_runs
+
+    assert not list(octet_runs(b"mac aa:bb:cc:dd:ee:ff at 12:34:56, ids 1, 2, 3, 4, 5\n"))
+    assert not list(octet_runs(b"[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 300, 13]\n"))  # (> 255)
