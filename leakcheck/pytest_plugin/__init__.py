@@ -29,6 +29,7 @@ from .capture_fixtures import CAPTURE_FIXTURES
 from .caught import caught_by_test
 from .caught_try import caught_by_try, to_watch
 from .options import LeakcheckOptions, options_for
+from .pytest_cache import watch_cache
 from .session import (
     CATCHES_UNJUDGED,
     CHECK,
@@ -105,6 +106,7 @@ def pytest_configure(config: pytest.Config) -> None:
     state.mask_debug_trace()
     state.watch_secrets()
     snapshots.install(config, state.snapshot_secrets)
+    config.add_cleanup(watch_cache(config, _running_check))
     if "allure_commons" in sys.modules:  # (allure-pytest registered its writer just before)
         from .allure_results import mask_allure_results
 
@@ -150,6 +152,12 @@ def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object
         return (yield)
     finally:
         running.pop()
+
+
+def _running_check() -> LeakCheck | None:
+    """The check of the test running in this thread, if it asked for one."""
+    running = _RUNNING.items
+    return running[-1].stash.get(CHECK, None) if running else None
 
 
 def _running_test() -> pytest.Item:

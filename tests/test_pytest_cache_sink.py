@@ -1,0 +1,40 @@
+"""What a test sets in pytest's cache (``config.cache.set``) is judged as an operator sink
+of that test, ``pytest cache``: a test that kept a login token between sessions wrote it to
+``.pytest_cache``, which CI keeps, and passed (found by a hunting helper)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+SUITE = """
+def test_caches_token(leakcheck, request):
+    token = leakcheck.secret("bearer")
+    leakcheck.expose({"ok": True})
+    request.config.cache.set("gateway/session", {"headers": {"Authorization": f"Bearer {token}"}})
+
+def test_caches_plain(leakcheck, request):
+    leakcheck.secret("bearer")
+    leakcheck.expose({"ok": True})
+    request.config.cache.set("gateway/region", "eu-west-1")
+"""
+
+
+@pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["serial", "xdist"])
+def test_a_token_set_in_the_cache_fails_its_test(
+    pytester: pytest.Pytester, workers: tuple[str, ...]
+) -> None:
+    pytester.makepyfile(test_cache=SUITE)
+    result = pytester.runpytest("-p", "no:randomly", "-rA", *workers)
+    result.assert_outcomes(failed=1, passed=1)
+    result.stdout.fnmatch_lines(["FAILED test_cache.py::test_caches_token - leakcheck:*"])
+    result.stdout.fnmatch_lines(["*pytest cache*gateway/session*"])
+
+
+def test_the_cache_is_given_back_its_method(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_cache=SUITE)
+    config = pytester.parseconfigure("-p", "no:randomly")
+    assert "set" in config.cache.__dict__  # (wrapped on the instance for the session)
+    config._ensure_unconfigure()
+    assert "set" not in config.cache.__dict__
