@@ -85,10 +85,7 @@ def judge_report(
             verdict_text = str(verdict)
             report.longrepr = check.harness_errors() + "\n\n" + verdict_text
             report.longrepr = report.longrepr.strip()
-        elif raised is not None and not isinstance(raised, HarnessError):
-            # a skip's reason too, as an xfail's is: "staging unavailable: {exc}" handed the
-            # gateway's error on, token and all, and the test was skipped (found by a
-            # hunting helper)
+        elif raised is not None and not isinstance(raised, (pytest.skip.Exception, HarnessError)):
             check.exception_reached_caller(raised)
         hand_over_output(item, check)
         item.stash[LOG_RECORDS_JUDGED] = _log_records_so_far(check)
