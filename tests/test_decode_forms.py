@@ -562,14 +562,6 @@ def test_bytes_written_one_by_one_are_found_and_masked(spelling: str) -> None:
     assert not forms_of(secret, scanner([secret], "whole").scan(masked))
 
 
-@pytest.mark.parametrize("spelling", ["hex colons", "hex dashes"])
-def test_separated_hex_is_found_in_keyed_decoding(spelling: str) -> None:
-    secret = _alnum_token(11)
-    line = f"key fingerprint {OCTET_SPELLINGS[spelling](secret.value.encode())} loaded\n"
-    text = "2026-12-07 INFO gw ok 12:34:56 aa:bb:cc:dd:ee:ff\n" * 8000 + line
-    assert "octets>raw" in forms_of(secret, scanner([secret], "keyed").scan(text))
-
-
 def test_short_or_mixed_runs_are_no_octets() -> None:
     from leakcheck.decode import octet_runs
 
