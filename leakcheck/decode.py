@@ -161,20 +161,20 @@ def hex_runs(buf: bytes) -> Iterator[tuple[int, int, bytes]]:
 # a literal-led mark first (a class-led search of every line ran at 13 MB/s).
 _OCTET = rb"[0-9A-Fa-f]{2}"
 _OCTET_MARKS = {
-    b":": re.compile(b":" + _OCTET + b":" + _OCTET + b":" + _OCTET + b":"),
-    b"-": re.compile(b"-" + _OCTET + b"-" + _OCTET + b"-" + _OCTET + b"-"),
-    b" ": re.compile(b" " + _OCTET + b" " + _OCTET + b" " + _OCTET + b" "),
+    b":": lazy_compile(b":" + _OCTET + b":" + _OCTET + b":" + _OCTET + b":"),
+    b"-": lazy_compile(b"-" + _OCTET + b"-" + _OCTET + b"-" + _OCTET + b"-"),
+    b" ": lazy_compile(b" " + _OCTET + b" " + _OCTET + b" " + _OCTET + b" "),
 }
 _OCTET_RUNS = {
-    separator: re.compile(
+    separator: lazy_compile(
         rb"(?<![0-9A-Za-z])" + _OCTET + b"(?:" + re.escape(separator) + _OCTET + rb"){11,}"
         rb"(?![0-9A-Za-z])"
     )
     for separator in _OCTET_MARKS
 }
-_HEX_LITERALS = re.compile(rb"0[xX][0-9A-Fa-f]{2}(?:, ?0[xX][0-9A-Fa-f]{2}){11,}")
-_NUMBERS_MARK = re.compile(rb", [0-9]{1,3}, [0-9]{1,3}, [0-9]{1,3}, ")
-_NUMBERS = re.compile(rb"(?<![0-9.])[0-9]{1,3}(?:, [0-9]{1,3}){11,}(?![0-9.])")
+_HEX_LITERALS = lazy_compile(rb"0[xX][0-9A-Fa-f]{2}(?:, ?0[xX][0-9A-Fa-f]{2}){11,}")
+_NUMBERS_MARK = lazy_compile(rb", [0-9]{1,3}, [0-9]{1,3}, [0-9]{1,3}, ")
+_NUMBERS = lazy_compile(rb"(?<![0-9.])[0-9]{1,3}(?:, [0-9]{1,3}){11,}(?![0-9.])")
 
 
 def octet_runs(buf: bytes) -> Iterator[tuple[int, int, bytes]]:
