@@ -992,23 +992,41 @@ def _call_parts(
             with contextlib.suppress(MCPError):
                 await session.send_ping()
             await _settle()
-            heard.tools = await _tools_said(session)
+        heard.tools = await _tools_said(session)
         return result
 
     return heard, body
 
 
-async def _tools_said(session: Any) -> list[Any]:
+#: how long a case's listing of the tools after its call may take (apart from the call's
+#: own budget: a server that answers the listing badly or not at all loses the listing, not
+#: the call's result)
+_LISTING_SECONDS = 2.0
+#: what is kept of an enclosing deadline for closing the session after the listing
+_CLOSING_SECONDS = 0.25
+
+
+async def _tools_said(session: Any, timeout: float = _LISTING_SECONDS) -> list[Any]:
     """The tools as ``session``'s server lists them now, as a host reads them: each
     definition (name, title, description, annotations, schemas, ``_meta``) goes to the
     model. Listed before any case, with placeholder credentials, a server that wrote its
     token into a description, or added a tool quoting its failure after a 401 (and said
     ``tools/list_changed``, on which a host lists them again), passed (found by a hunting
-    helper). Nothing when the server answers no listing now (it did at the start)."""
-    try:
-        listed = await session.list_tools()
-    except MCPError:
+    helper). Nothing when the server answers no listing now, a listing the client cannot
+    read, or none within ``timeout``: the call was judged all the same (a hunting helper
+    found the case lost when the listing failed)."""
+    listed: Any = None
+    # (within any deadline around it, with room to close the session: a listing that takes
+    # long must not time the case out)
+    remaining = anyio.current_effective_deadline() - anyio.current_time() - _CLOSING_SECONDS
+    timeout = min(timeout, remaining)
+    if timeout <= 0:
         return []
+    with anyio.move_on_after(timeout):
+        try:
+            listed = await session.list_tools()
+        except Exception:  # noqa: BLE001 - the call's result stands; the listing is extra
+            listed = None
     return [_wire(tool) for tool in getattr(listed, "tools", None) or ()]
 
 

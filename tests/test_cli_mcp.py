@@ -280,6 +280,22 @@ def test_a_tool_list_naming_the_token_fails(mcp, mode: str) -> None:
     assert "tool response mcp tool list $[" in run.out, run.out
 
 
+@pytest.mark.parametrize("mode", ["list-broken", "list-hang"])
+def test_a_listing_that_fails_after_the_call_keeps_the_call(
+    mcp, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The tools are listed again after each call: a server whose listing then breaks or
+    hangs lost the whole case ("the MCP session failed", exit 2) and what its call showed
+    was never judged (found by a hunting helper). The call's result stands."""
+    from leakcheck.plugins import mcp_target
+
+    monkeypatch.setattr(mcp_target, "_LISTING_SECONDS", 0.2)
+    only = ["--stages", "http_401", "--placements", "authorization-header"]
+    run = mcp(*fake(mode), *only)
+    assert run.code == 0, run.out + run.err
+    assert "http_401" in run.out and "1/1" in run.out, run.out
+
+
 CARRIED = ["--stages", "http_401,http_5xx", "--placements", "authorization-header"]
 
 

@@ -28,6 +28,8 @@ instructions   careful, and its ``initialize`` answer's instructions name the to
 tool-token     careful, and its tool's description names the token
 tool-added     careful, and after a call it adds a tool whose description quotes the
                failed request's Authorization (and says ``tools/list_changed``)
+list-broken    careful, and after a call its tools/list answer is no list of tools
+list-hang      careful, and after a call it never answers tools/list
 unreadable     answers each call with a message the MCP SDK cannot read (a lone
                surrogate escape in its text)
 rpc-error      answers each call with a JSON-RPC error of code ``$RPC_CODE`` whose
@@ -52,6 +54,8 @@ TIMEOUT = float(os.environ.get("API_TIMEOUT", "0.5"))
 CLIENT = {}
 #: the tools added after a call (tool-added)
 ADDED = []
+#: whether a tool was called (list-broken, list-hang)
+CALLED = []
 
 SCHEMA = {
     "type": "object",
@@ -149,6 +153,10 @@ def main():
             if MODE == "instructions":
                 answer["instructions"] = f"Calls the API with Authorization: Bearer {TOKEN}."
             send({"jsonrpc": "2.0", "id": ident, "result": answer})
+        elif method == "tools/list" and CALLED and MODE == "list-hang":
+            continue
+        elif method == "tools/list" and CALLED and MODE == "list-broken":
+            send({"jsonrpc": "2.0", "id": ident, "result": {"tools": "nope"}})
         elif method == "tools/list":
             described = f"Fetch an item as Bearer {TOKEN}." if MODE == "tool-token" else None
             tools = [] if MODE == "no-tools" else [
@@ -171,6 +179,7 @@ def main():
                     "message": f"upstream refused Authorization: Bearer {TOKEN}",
                 }})  # fmt: skip
                 continue
+            CALLED.append(True)
             args = (message.get("params") or {}).get("arguments") or {}
             token = ((message.get("params") or {}).get("_meta") or {}).get("progressToken")
             if MODE == "progress" and token is not None:
