@@ -56,6 +56,9 @@ def test_attaches(leakcheck):
     allure.attach(f"text {TOKEN}", name="as text")
     allure.attach(f"bytes {TOKEN}".encode(), name="as bytes")
     allure.attach(b"\\xff not utf-8 " + TOKEN.encode(), name="latin-1")
+    with open("attached.log", "w", encoding="utf-8") as written:
+        written.write(f"file {TOKEN}\\n")
+    allure.attach.file("attached.log", name="a file")
 
 
 def test_fixture_error(leakcheck, broken_client):
@@ -80,6 +83,7 @@ def test_allure_results_hold_no_secret(
     # (what allure wrote of each: the step, the status message, the attachments)
     assert b"call the gateway" in written and b"rejected" in written
     assert b"text " in written and b"bytes " in written and b"not utf-8" in written
+    assert b"file " in written  # (the attached file's copy)
     assert b"could not log in" in written
     # what holds no secret is written as it was
     assert b"eu-west-plain-region" in written

@@ -9,9 +9,10 @@ values, and ``allure.attach(body)`` writes what it is given. Each went raw into
 
 Every ``AllureFileLogger`` that allure-pytest registered (one per session, when
 ``--alluredir`` is given) is wrapped on the instance: each result, container and globals
-object has its strings masked in place before it is written, and an attachment given as
-data is masked as text. An attachment given as a path (``allure.attach.file``) is copied
-as it is: the test wrote that file itself.
+object has its strings masked in place before it is written, an attachment given as
+data is masked as text, and one given as a path (``allure.attach.file``) is masked as text
+in its copy, up to _FILE_BYTES (a file of the test's own holding a token went into the
+results as it was, and the test passed: found by a hunting helper).
 """
 
 from __future__ import annotations
@@ -19,11 +20,15 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 #: The logger's methods that write what a test made, and how each argument is masked.
 _RESULT_HOOKS = ("report_result", "report_container", "report_globals")
 _DATA_HOOK = "report_attached_data"
+_FILE_HOOK = "report_attached_file"
+#: an attached file's copy is masked up to this size (a larger one is left as copied)
+_FILE_BYTES = 16 * 1024 * 1024
 
 
 def mask_allure_results(mask: Callable[[str], str]) -> None:
@@ -48,6 +53,7 @@ def mask_allure_results(mask: Callable[[str], str]) -> None:
         for hook in _RESULT_HOOKS:
             _wrap(plugin, hook, functools.partial(_mask_in_place, mask=mask))
         _wrap_data(plugin, mask)
+        _wrap_file(plugin, mask)
         plugin._leakcheck_masked = True
         manager.register(plugin, name)
 
@@ -79,6 +85,34 @@ def _wrap_data(plugin: Any, mask: Callable[[str], str]) -> None:
 
 def _mask_in_place(item: Any, mask: Callable[[str], str]) -> None:
     _mask_object(item, mask, set())
+
+
+def _wrap_file(plugin: Any, mask: Callable[[str], str]) -> None:
+    original = getattr(plugin, _FILE_HOOK, None)
+    directory = getattr(plugin, "_report_dir", None)
+    if original is None or directory is None:
+        return
+
+    @functools.wraps(original)
+    def masked(source: Any, file_name: Any) -> Any:
+        result = original(source, file_name)
+        _mask_file(Path(directory) / str(file_name), mask)
+        return result
+
+    setattr(plugin, _FILE_HOOK, masked)
+
+
+def _mask_file(path: Path, mask: Callable[[str], str]) -> None:
+    """The copy at ``path`` masked as text, in place (as it was when it holds nothing)."""
+    try:
+        if path.stat().st_size > _FILE_BYTES:
+            return
+        data = path.read_bytes()
+    except OSError:
+        return
+    masked = _masked_body(data, mask)
+    if masked is not data:
+        path.write_bytes(masked)
 
 
 def _masked_body(body: Any, mask: Callable[[str], str]) -> Any:
