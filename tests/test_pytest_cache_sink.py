@@ -14,6 +14,17 @@ def test_caches_token(leakcheck, request):
     leakcheck.expose({"ok": True})
     request.config.cache.set("gateway/session", {"headers": {"Authorization": f"Bearer {token}"}})
 
+import pytest
+
+@pytest.fixture(scope="session")
+def logged_in(request):
+    # a session's login kept between sessions, set before any test's check exists
+    import os
+    request.config.cache.set("auth/session", {"token": os.environ["STAGING_TOKEN"]})
+
+def test_caches_in_a_session_fixture(logged_in, leakcheck):
+    leakcheck.expose({"ok": True})
+
 def test_caches_plain(leakcheck, request):
     leakcheck.secret("bearer")
     leakcheck.expose({"ok": True})
@@ -23,12 +34,19 @@ def test_caches_plain(leakcheck, request):
 
 @pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["serial", "xdist"])
 def test_a_token_set_in_the_cache_fails_its_test(
-    pytester: pytest.Pytester, workers: tuple[str, ...]
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, workers: tuple[str, ...]
 ) -> None:
+    """Set in the test, or in a session-scoped fixture set up before the test's check
+    existed (a hunting helper found that one passing): each fails its test."""
+    monkeypatch.setenv("STAGING_TOKEN", "ghp_Wd4Kx9Qm2Vt7Lp3Rz8Hn5Jc1Fb6Gs0Ya")
+    pytester.makeini("[pytest]\nleakcheck_secret_env = STAGING_TOKEN\n")
     pytester.makepyfile(test_cache=SUITE)
     result = pytester.runpytest("-p", "no:randomly", "-rA", *workers)
-    result.assert_outcomes(failed=1, passed=1)
+    result.assert_outcomes(failed=2, passed=1)
     result.stdout.fnmatch_lines(["FAILED test_cache.py::test_caches_token - leakcheck:*"])
+    result.stdout.fnmatch_lines(
+        ["FAILED test_cache.py::test_caches_in_a_session_fixture - leakcheck:*"]
+    )
     result.stdout.fnmatch_lines(["*pytest cache*gateway/session*"])
 
 

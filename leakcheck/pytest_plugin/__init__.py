@@ -29,7 +29,7 @@ from .capture_fixtures import CAPTURE_FIXTURES
 from .caught import caught_by_test
 from .caught_try import caught_by_try, to_watch
 from .options import LeakcheckOptions, options_for
-from .pytest_cache import watch_cache
+from .pytest_cache import take_pending, watch_cache
 from .session import (
     CATCHES_UNJUDGED,
     CHECK,
@@ -106,7 +106,7 @@ def pytest_configure(config: pytest.Config) -> None:
     state.mask_debug_trace()
     state.watch_secrets()
     snapshots.install(config, state.snapshot_secrets)
-    config.add_cleanup(watch_cache(config, _running_check))
+    config.add_cleanup(watch_cache(config, _running_item))
     if "allure_commons" in sys.modules:  # (allure-pytest registered its writer just before)
         from .allure_results import mask_allure_results
 
@@ -154,10 +154,10 @@ def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object
         running.pop()
 
 
-def _running_check() -> LeakCheck | None:
-    """The check of the test running in this thread, if it asked for one."""
+def _running_item() -> pytest.Item | None:
+    """The test running in this thread, if any."""
     running = _RUNNING.items
-    return running[-1].stash.get(CHECK, None) if running else None
+    return running[-1] if running else None
 
 
 def _running_test() -> pytest.Item:
@@ -207,6 +207,7 @@ def leakcheck() -> Iterator[LeakCheck]:
         # never silently clean: what pytest does not capture, no sink sees
         check.stdout.inactive_reason = check.stderr.inactive_reason = state.uncaptured
     node.stash[CHECK] = check
+    take_pending(node, check)  # (what it set in pytest's cache before asking for the check)
     node.stash[EARLIER_BATCHES] = state.masker.batch_count()
     state.running[node.nodeid] = check
     try:

@@ -14,6 +14,10 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import pytest
+
+from .session import CHECK
+
 if TYPE_CHECKING:  # (the harness is imported when a test first asks for it: issue 13)
     from ..capture import TextSink
     from ..harness import LeakCheck
@@ -21,7 +25,13 @@ if TYPE_CHECKING:  # (the harness is imported when a test first asks for it: iss
 SINK_NAME = "pytest cache"
 
 
-def watch_cache(config: Any, running_check: Callable[[], LeakCheck | None]) -> Callable[[], None]:
+#: what was set while a test ran before its check existed (a session-scoped fixture's
+#: login, set up in the first test's setup; a fixture listed before ``leakcheck``): handed
+#: to the check when it is made (``take_pending``)
+PENDING = pytest.StashKey[list[tuple[str, str]]]()
+
+
+def watch_cache(config: Any, running_item: Callable[[], pytest.Item | None]) -> Callable[[], None]:
     """Judge what each running test sets in ``config.cache`` (none with ``-p
     no:cacheprovider``); the function that restores the cache's method."""
     cache = getattr(config, "cache", None)
@@ -30,9 +40,14 @@ def watch_cache(config: Any, running_check: Callable[[], LeakCheck | None]) -> C
         return lambda: None
 
     def judged_set(key: str, value: object) -> None:
-        check = running_check()
-        if check is not None:
-            _sink(check).add(key, json.dumps(value, default=repr, ensure_ascii=False))
+        item = running_item()
+        if item is not None:
+            text = json.dumps(value, default=repr, ensure_ascii=False)
+            check = item.stash.get(CHECK, None)
+            if check is not None:
+                _sink(check).add(key, text)
+            else:
+                item.stash.setdefault(PENDING, []).append((key, text))
         original(key, value)
 
     cache.set = judged_set
@@ -42,6 +57,14 @@ def watch_cache(config: Any, running_check: Callable[[], LeakCheck | None]) -> C
             del cache.set
 
     return restore
+
+
+def take_pending(item: pytest.Item, check: LeakCheck) -> None:
+    """Hand ``check`` what its test set in the cache before the check was made."""
+    for key, text in item.stash.get(PENDING, ()):
+        _sink(check).add(key, text)
+    if PENDING in item.stash:
+        del item.stash[PENDING]
 
 
 def _sink(check: LeakCheck) -> TextSink:
