@@ -22,12 +22,16 @@ import binascii
 import re
 from collections.abc import Iterator
 
-_BLOCK = re.compile(r"-----BEGIN ([A-Z0-9 ]+)-----\r?\n(.*?)\r?\n-----END \1-----", re.DOTALL)
+#: (a body holds no "-": a value of many BEGIN lines without their END was searched to its
+#: end from each, in quadratic time; an encrypted key's headers, which may, are skipped)
+_BLOCK = re.compile(r"-----BEGIN ([A-Z0-9 ]+)-----\r?\n([^-]*?)\r?\n-----END \1-----")
 _OPENSSH_MAGIC = b"openssh-key-v1\x00"
 #: how deep a DER structure is walked (a PKCS #8 key wraps a SEC1 key: four levels)
 _DEPTH = 6
 #: integers up to this many bytes are structure (a version, the public exponent 65537)
 _SMALL_INTEGER = 4
+#: what the content of an OCTET STRING that wraps a key starts with (SEQUENCE, OCTET STRING)
+_WRAPPED_STARTS = frozenset({0x30, 0x04})
 #: a public key's byte string is looked for again in the private part from this length
 _PUBLIC_COPY_FROM = 16
 
@@ -115,7 +119,9 @@ def _der(data: bytes, start: int, end: int, marks: list[bool], depth: int) -> bo
             spans.append(content)  # NULL, an object identifier, a small integer
         elif tag == 0x03:  # a BIT STRING in a private key: the public key
             spans.append(content)
-        elif tag == 0x04:  # an OCTET STRING: a wrapped key (PKCS #8) or key bytes
+        elif tag == 0x04 and length and data[head] in _WRAPPED_STARTS:
+            # an OCTET STRING that may wrap a key (PKCS #8: a SEQUENCE, or Ed25519's OCTET
+            # STRING); random key bytes seldom start so, and must parse whole besides
             inner.append((tag, *content))
         at = head + length
     for tag, low, high in inner:
