@@ -147,6 +147,11 @@ def _utf8(text: str) -> bytes:
 
 def raw(s: Secret) -> Iterator[tuple[str, bytes]]:
     yield "raw", _utf8(s.value)
+    if "\r\n" in s.value:
+        # a value given with CRLF line endings (a PEM key from a Windows checkout or a JSON
+        # secrets file) is written with LF ones by most code: that one was not found
+        # (found by a hunting helper)
+        yield "raw", _utf8(s.value.replace("\r\n", "\n"))
 
 
 def casefold(s: Secret) -> Iterator[tuple[str, bytes]]:
@@ -953,7 +958,8 @@ def _fragment_forms(s: Secret, *, windows_apart: bool) -> list[tuple[str, bytes]
             line_bits = bits[start : start + len(line)]
             start += len(line) + 1
             if sum(line_bits) >= FRAGMENT_BITS:
-                forms.append((LINE.name(number), _utf8(line)))
+                # (without a CR that ends it: the line as an LF log writes it)
+                forms.append((LINE.name(number), _utf8(line.removesuffix("\r"))))
     return forms
 
 

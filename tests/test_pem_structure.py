@@ -85,3 +85,17 @@ def test_a_body_that_is_not_der_counts_every_character() -> None:
     body = "QUJD" * 20
     value = f"-----BEGIN PRIVATE KEY-----\n{body}\n-----END PRIVATE KEY-----"
     assert list(public_spans(value)) == []
+
+
+def test_a_key_given_with_crlf_is_found_where_it_is_written_with_lf() -> None:
+    """A value with CRLF line endings (a Windows checkout, a JSON secrets file) kept its
+    CRs in its forms: the key logged with LF line endings, whole or a line of it, was not
+    found (found by a hunting helper)."""
+    value = KEYS["ec p256 pkcs8"]()
+    crlf = value.replace("\n", "\r\n")
+    secret = Secret.from_user(crlf, kind="secret", id="windows")
+    assert "raw" in [f.form for f in Scanner([secret]).scan(f"key:\n{value}\n")]
+    line = value.splitlines()[2]
+    assert [f.form for f in Scanner([secret]).scan(f"x\n{line}\n")] == ["line-3"]
+    other = Secret.from_user(KEYS["ec p256 pkcs8"]().replace("\n", "\r\n"), id="other")
+    assert not Scanner([other]).scan(f"key:\n{value}\n")
