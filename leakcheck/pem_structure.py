@@ -171,22 +171,29 @@ class _Reader:
 
 
 def _openssh(data: bytes) -> list[bool] | None:
-    """The structure and public bytes of an unencrypted OpenSSH private key (PROTOCOL.key:
-    magic, cipher, kdf, its options, the key count, the public keys; then the private
-    section: two equal check ints, each key's type and fields, its comment, padding)."""
+    """The structure and public bytes of an OpenSSH private key (PROTOCOL.key: magic,
+    cipher, kdf, its options, the key count, the public keys; then the private section:
+    two equal check ints, each key's type and fields, its comment, padding). Of an
+    encrypted key, what comes before its private section, which is ciphertext."""
     marks = [False] * len(data)
     marks[: len(_OPENSSH_MAGIC)] = [True] * len(_OPENSSH_MAGIC)
     read = _Reader(data, marks, len(_OPENSSH_MAGIC))
     try:
-        if read.string(public=True) != b"none":
-            return None  # encrypted: the rest is ciphertext
+        encrypted = read.string(public=True) != b"none"
         read.string(public=True)  # kdf name
-        read.string(public=True)  # kdf options
+        options_at = read.at + 4
+        options = read.string(public=not encrypted)
+        if encrypted and len(options) >= 8:
+            # bcrypt's: a salt (random; its length is structure) and the rounds
+            marks[options_at : options_at + 4] = [True] * 4
+            marks[options_at + len(options) - 4 : options_at + len(options)] = [True] * 4
         publics = [read.string(public=True) for _ in range(read.uint32())]
         shown = {data for blob in publics for data in _field_values(blob) if len(data) >= 16}
         section_end = read.uint32() + read.at
         if section_end > len(data):
             return None
+        if encrypted:
+            return marks  # (the private section is ciphertext: every byte of it counts)
         check = read.uint32()
         if read.uint32() == check:
             marks[read.at - 4 : read.at] = [True] * 4  # (the second: a copy of the first)
