@@ -25,6 +25,11 @@ from collections.abc import Iterator
 #: (a body holds no "-": a value of many BEGIN lines without their END was searched to its
 #: end from each, in quadratic time; an encrypted key's headers, which may, are skipped)
 _BLOCK = re.compile(r"-----BEGIN ([A-Z0-9 ]+)-----\r?\n([^-]*?)\r?\n-----END \1-----")
+#: a traditional encrypted key's headers (RFC 1421): ``Proc-Type: 4,ENCRYPTED`` and
+#: ``DEK-Info: AES-128-CBC,<IV>``; all of them the same in every such key but the IV
+_HEADERS = re.compile(
+    r"-----BEGIN [A-Z0-9 ]+-----\r?\n(Proc-Type: [^\r\n]*\r?\n)(DEK-Info: [A-Z0-9-]+,)"
+)
 _OPENSSH_MAGIC = b"openssh-key-v1\x00"
 #: how deep a DER structure is walked (a PKCS #8 key wraps a SEC1 key: four levels)
 _DEPTH = 6
@@ -39,6 +44,8 @@ _PUBLIC_COPY_FROM = 16
 def public_spans(value: str) -> Iterator[tuple[int, int]]:
     """``(start, end)`` of the characters of ``value`` that spell only structure or public
     bytes of a PEM block's body."""
+    for headers in _HEADERS.finditer(value):
+        yield headers.start(1), headers.end(2)
     for block in _BLOCK.finditer(value):
         body_start = block.start(2)
         positions = [

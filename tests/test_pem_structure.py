@@ -121,3 +121,19 @@ def test_another_encrypted_openssh_key_is_no_finding(make: Callable[[], object])
         mine, other = _encrypted_openssh(make()), _encrypted_openssh(make())
         assert not _found(mine, other)
         assert "raw" in _found(mine, mine)
+
+
+def test_another_traditional_encrypted_key_is_no_finding() -> None:
+    """``Proc-Type: 4,ENCRYPTED`` and ``DEK-Info: AES-256-CBC,`` begin every such key: its
+    line fragment and prefix matched another key (found by a hunting helper)."""
+
+    def make() -> str:
+        key = rsa.generate_private_key(65537, 2048)
+        made = key.private_bytes(ser.Encoding.PEM, TRADITIONAL, ser.BestAvailableEncryption(b"pw"))
+        return made.decode().rstrip("\n")
+
+    for _ in range(2):
+        mine, other = make(), make()
+        assert "Proc-Type: 4,ENCRYPTED" in mine
+        assert not _found(mine, other)
+        assert "raw" in _found(mine, mine)
