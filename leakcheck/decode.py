@@ -643,13 +643,8 @@ def _lines_holding(
     buf: bytes, pattern: re.Pattern[bytes], replacement: bytes
 ) -> Iterator[tuple[int, int, bytes]]:
     """Each line of ``buf`` that ``pattern`` matches in, with every match replaced."""
-    found = pattern.search(buf)
-    while found is not None:
-        start = buf.rfind(b"\n", 0, found.start()) + 1
-        end = buf.find(b"\n", found.end())
-        end = len(buf) if end < 0 else end
+    for start, end in _lines_marked(buf, pattern):
         yield start, end, pattern.sub(replacement, buf[start:end])
-        found = pattern.search(buf, end)
 
 
 #: An RFC 2047 encoded word (``=?utf-8?b?...?=``, ``=?utf-8?q?...?=``): a mail header's

@@ -11,8 +11,10 @@ matched: a file holding a different key was a finding (found by a hunting helper
 ``public_spans(value)`` gives the characters of each PEM block's body that spell only
 such bytes: DER tags, lengths, object identifiers, small integers (a version, the public
 exponent) and public keys (a ``BIT STRING``); an OpenSSH key's magic, names, lengths,
-public key (and its copies in the private part), comment and padding. A block that does
-not parse is left as it is (every character counted).
+public key (and its copies in the private part), comment and padding; of an encrypted
+OpenSSH key what precedes its ciphertext, and of a traditional encrypted key its
+``Proc-Type`` header and ``DEK-Info`` cipher name. A block that does not parse is left as
+it is (every character counted).
 """
 
 from __future__ import annotations
@@ -195,7 +197,12 @@ def _openssh(data: bytes) -> list[bool] | None:
             marks[options_at : options_at + 4] = [True] * 4
             marks[options_at + len(options) - 4 : options_at + len(options)] = [True] * 4
         publics = [read.string(public=True) for _ in range(read.uint32())]
-        shown = {data for blob in publics for data in _field_values(blob) if len(data) >= 16}
+        shown = {
+            field
+            for blob in publics
+            for field in _field_values(blob)
+            if len(field) >= _PUBLIC_COPY_FROM
+        }
         section_end = read.uint32() + read.at
         if section_end > len(data):
             return None

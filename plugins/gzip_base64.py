@@ -22,7 +22,8 @@ def gzip_base64_runs(buf: bytes) -> Iterator[tuple[int, int, bytes]]:
     for match in _GZIP_BASE64.finditer(buf):
         run = match.group()
         if len(run) % 4:  # (cut short: keyed decoding reads a few KiB around its start)
-            run = run.rstrip(b"=")[: len(run.rstrip(b"=")) // 4 * 4]
+            unpadded = run.rstrip(b"=")
+            run = unpadded[: len(unpadded) // 4 * 4]
         try:
             packed = base64.b64decode(run)
             inflater = zlib.decompressobj(wbits=31)

@@ -407,10 +407,10 @@ def record_exception_texts(check: LeakCheck | None = None) -> dict[str, Any]:
         check = LeakCheck(seed=CORPUS_SEED, sinks=[])
     # bearer in Authorization, api_key in the query: the secrets real texts carry
     placed = check.place("query-api-key")
-    cases = {case.key: case for case in CORPUS_CASES}
+    case_of = {case.key: case for case in CORPUS_CASES}
 
     def make_fault(key: str) -> LoopbackFault:
-        case = cases[key]
+        case = case_of[key]
         return LoopbackFault(
             case.stage, placed=placed, secret=check.secret, timeout=_CORPUS_TIMEOUT,
             **dict(case.options),

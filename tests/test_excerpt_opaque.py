@@ -107,6 +107,7 @@ def test_the_miss_rate_on_random_keys(length: int, most_missed: float) -> None:
         "create_deployment_request_handler_for_region",
         "AKIAIOSFODNN7EXAMPLE",  # an access key id: an id, upper case and digits only
         "order=123456789012345678901234567890",  # a long number: no text in hex
+        "order=313233343536373839303132",  # (the hex of a number's digits: a number still)
         # what every httpx / httpx2 status error ends with: a path of words
         "For more information check: https://developer.mozilla.org/en-US/docs/Web/HTTP/Status/401",
     ],

@@ -25,6 +25,12 @@ def logged_in(request):
 def test_caches_in_a_session_fixture(logged_in, leakcheck):
     leakcheck.expose({"ok": True})
 
+def test_caches_under_a_token_key(leakcheck, request):
+    # (the key names a file under .pytest_cache/v/)
+    token = leakcheck.secret("bearer")
+    leakcheck.expose({"ok": True})
+    request.config.cache.set(f"gateway/seen/{token}", True)
+
 def test_caches_plain(leakcheck, request):
     leakcheck.secret("bearer")
     leakcheck.expose({"ok": True})
@@ -37,17 +43,21 @@ def test_a_token_set_in_the_cache_fails_its_test(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, workers: tuple[str, ...]
 ) -> None:
     """Set in the test, or in a session-scoped fixture set up before the test's check
-    existed (a hunting helper found that one passing): each fails its test."""
+    existed (a hunting helper found that one passing), or under a key that names the
+    token (a file's name under .pytest_cache): each fails its test."""
     monkeypatch.setenv("STAGING_TOKEN", "ghp_Wd4Kx9Qm2Vt7Lp3Rz8Hn5Jc1Fb6Gs0Ya")
     pytester.makeini("[pytest]\nleakcheck_secret_env = STAGING_TOKEN\n")
     pytester.makepyfile(test_cache=SUITE)
     result = pytester.runpytest("-p", "no:randomly", "-rA", *workers)
-    result.assert_outcomes(failed=2, passed=1)
+    result.assert_outcomes(failed=3, passed=1)
     result.stdout.fnmatch_lines(["FAILED test_cache.py::test_caches_token - leakcheck:*"])
     result.stdout.fnmatch_lines(
         ["FAILED test_cache.py::test_caches_in_a_session_fixture - leakcheck:*"]
     )
     result.stdout.fnmatch_lines(["*pytest cache*gateway/session*"])
+    result.stdout.fnmatch_lines(
+        ["FAILED test_cache.py::test_caches_under_a_token_key - leakcheck:*"]
+    )
 
 
 def test_the_cache_is_given_back_its_method(pytester: pytest.Pytester) -> None:

@@ -4,7 +4,8 @@ A test that keeps a login token between sessions (``request.config.cache.set("au
 token)``, a common speed-up) writes it to ``.pytest_cache``, which CI keeps as a cache or
 an artifact; the test passed (found by a hunting helper). What a running test sets is
 judged as an operator sink of that test, ``pytest cache``, at the key it was set under
-(the value as the cache writes it: JSON). The cache's own method is wrapped on the
+(the value as the cache writes it: JSON), and the key itself (a file's path under
+``.pytest_cache/v/``). The cache's own method is wrapped on the
 instance for the session and restored after it.
 """
 
@@ -23,6 +24,8 @@ if TYPE_CHECKING:  # (the harness is imported when a test first asks for it: iss
     from ..harness import LeakCheck
 
 SINK_NAME = "pytest cache"
+#: where a key is judged (it names a file under ``.pytest_cache/v/``)
+KEY_PATH = "{}<key>"
 
 
 #: what was set while a test ran before its check existed (a session-scoped fixture's
@@ -42,12 +45,16 @@ def watch_cache(config: Any, running_item: Callable[[], pytest.Item | None]) -> 
     def judged_set(key: str, value: object) -> None:
         item = running_item()
         if item is not None:
-            text = json.dumps(value, default=repr, ensure_ascii=False)
+            texts = [
+                (key, json.dumps(value, default=repr, ensure_ascii=False)),
+                (KEY_PATH.format(key), key),
+            ]
             check = item.stash.get(CHECK, None)
             if check is not None:
-                _sink(check).add(key, text)
+                for path, text in texts:
+                    _sink(check).add(path, text)
             else:
-                item.stash.setdefault(PENDING, []).append((key, text))
+                item.stash.setdefault(PENDING, []).extend(texts)
         original(key, value)
 
     cache.set = judged_set
