@@ -62,7 +62,11 @@ without). What the model sees of a call, and what the checks read:
   to the model, and ``serverInfo``), ``mcp server instructions``; and its tools as it
   lists them in the case's session after the call (each definition goes to the model; a
   server adding a tool after a failure says ``tools/list_changed``, and a host lists them
-  again), ``mcp tool list``;
+  again), ``mcp tool list``; and where it declares them, its resources, resource templates
+  and prompts listed in that session, each of its first 16 resources read and each of its
+  first 16 prompts that need no argument got (``mcp resource list``, ``mcp resource
+  template list``, ``mcp prompt list``, ``mcp resource contents``, ``mcp prompt
+  messages``);
 * the stdio server's stderr: an operator sink, ``mcp server stderr``
   (``McpServerStderrSink``). An in-process server's logging is the ``log record`` sink's.
 
@@ -567,8 +571,11 @@ class _Call:
     input_requests: list[Any] = field(default_factory=list)
     #: what the server said of itself when the session opened (``_server_said``)
     server: dict[str, Any] = field(default_factory=dict)
-    #: its tools as listed in the case's session after the call (``_tools_said``)
+    #: its tools as listed in the case's session after the call (``_listings_said``)
     tools: list[Any] = field(default_factory=list)
+    #: the rest of what it offers the host, listed and read in that session after the call
+    #: (``_listings_said``): what each holds, by the name it is exposed as
+    offers: dict[str, list[Any]] = field(default_factory=dict)
 
     async def on_log(self, params: Any) -> None:
         """A log notification: heard."""
@@ -732,6 +739,10 @@ class McpTarget(Target):
             case.check.expose(done.server, "mcp server instructions")
         if done.tools:
             case.check.expose(done.tools, "mcp tool list")
+        for name, offered in done.offers.items():
+            answered = [item for item in offered if item is not None]
+            if answered:
+                case.check.expose(answered, name)
         if done.notifications:
             case.check.expose(done.notifications, "mcp log notification")
         if done.progress:
@@ -858,7 +869,7 @@ class InProcessMcpTarget(McpTarget):
                     heard.server = _server_said(client.session)
                     heard.result = await _call(client.session, tool, args, self.call_timeout, heard)
                     await _settle()
-                    heard.tools = await _tools_said(client.session)
+                    await _listings_said(client.session, heard)
         return heard
 
 
@@ -992,7 +1003,7 @@ def _call_parts(
             with contextlib.suppress(MCPError):
                 await session.send_ping()
             await _settle()
-        heard.tools = await _tools_said(session)
+        await _listings_said(session, heard)
         return result
 
     return heard, body
@@ -1006,28 +1017,94 @@ _LISTING_SECONDS = 2.0
 _CLOSING_SECONDS = 0.25
 
 
-async def _tools_said(session: Any, timeout: float = _LISTING_SECONDS) -> list[Any]:
-    """The tools as ``session``'s server lists them now, as a host reads them: each
-    definition (name, title, description, annotations, schemas, ``_meta``) goes to the
-    model. Listed before any case, with placeholder credentials, a server that wrote its
-    token into a description, or added a tool quoting its failure after a 401 (and said
-    ``tools/list_changed``, on which a host lists them again), passed (found by a hunting
-    helper). Nothing when the server answers no listing now, a listing the client cannot
-    read, or none within ``timeout``: the call was judged all the same (a hunting helper
-    found the case lost when the listing failed)."""
-    listed: Any = None
+async def _listings_said(session: Any, heard: _Call, timeout: float = _LISTING_SECONDS) -> None:
+    """What ``session``'s server offers a host now, as a host reads it, into ``heard``: its
+    tools (each definition, name, title, description, annotations, schemas and ``_meta``,
+    goes to the model), and where it declares them its resources, resource templates and
+    prompts (listed: a host shows them to the user and hands what is chosen to the model),
+    the contents of its first READ_AT_MOST resources and the messages of its first
+    READ_AT_MOST prompts that take no required argument. Listed before any case, with
+    placeholder credentials, a server that wrote its token into a description, or added a
+    tool quoting its failure after a 401 (and said ``tools/list_changed``, on which a host
+    lists them again), passed; a resource such as ``config://settings`` was never read
+    (found by hunting helpers). Each part is asked for at once and is left out when the
+    server answers it badly, not at all, or not within ``timeout`` in all: the call was
+    judged all the same (a hunting helper found the case lost when the listing failed)."""
     # (within any deadline around it, with room to close the session: a listing that takes
     # long must not time the case out)
     remaining = anyio.current_effective_deadline() - anyio.current_time() - _CLOSING_SECONDS
     timeout = min(timeout, remaining)
     if timeout <= 0:
-        return []
+        return
+    capabilities = getattr(session, "server_capabilities", None)
+    declared = {name for name in ("resources", "prompts") if getattr(capabilities, name, None)}
+
+    async def tools() -> None:
+        listed = await session.list_tools()
+        heard.tools = [_wire(tool) for tool in getattr(listed, "tools", None) or ()]
+
+    async def resources() -> None:
+        listed = getattr(await session.list_resources(), "resources", None) or []
+        heard.offers[RESOURCE_LIST] = [_wire(resource) for resource in listed]
+        uris = [str(r.uri) for r in listed if getattr(r, "uri", None)][:READ_AT_MOST]
+        # (in the order listed, whichever answers first)
+        read: list[Any] = [None] * len(uris)
+        heard.offers[RESOURCE_CONTENTS] = read
+
+        async def contents(at: int) -> None:
+            read[at] = _wire(await session.read_resource(uris[at]))
+
+        await _each(contents, range(len(uris)))
+
+    async def templates() -> None:
+        listed = await session.list_resource_templates()
+        heard.offers[TEMPLATE_LIST] = [
+            _wire(template) for template in getattr(listed, "resource_templates", None) or ()
+        ]
+
+    async def prompts() -> None:
+        listed = getattr(await session.list_prompts(), "prompts", None) or []
+        heard.offers[PROMPT_LIST] = [_wire(prompt) for prompt in listed]
+        free = [p.name for p in listed if not any(a.required for a in p.arguments or ())]
+        free = free[:READ_AT_MOST]
+        got: list[Any] = [None] * len(free)
+        heard.offers[PROMPT_MESSAGES] = got
+
+        async def messages(at: int) -> None:
+            got[at] = _wire(await session.get_prompt(free[at]))
+
+        await _each(messages, range(len(free)))
+
+    asked = [tools]
+    if "resources" in declared:
+        asked += [resources, templates]
+    if "prompts" in declared:
+        asked.append(prompts)
     with anyio.move_on_after(timeout):
-        try:
-            listed = await session.list_tools()
-        except Exception:  # noqa: BLE001 - the call's result stands; the listing is extra
-            listed = None
-    return [_wire(tool) for tool in getattr(listed, "tools", None) or ()]
+        await _each(lambda ask: ask(), asked)
+
+
+#: how many of a server's resources are read, and of its prompts got, in a case
+READ_AT_MOST = 16
+#: the names what a server offers besides its tools is exposed as (``_listings_said``)
+RESOURCE_LIST = "mcp resource list"
+RESOURCE_CONTENTS = "mcp resource contents"
+TEMPLATE_LIST = "mcp resource template list"
+PROMPT_LIST = "mcp prompt list"
+PROMPT_MESSAGES = "mcp prompt messages"
+
+
+async def _each(ask: Callable[[Any], Awaitable[None]], items: Sequence[Any]) -> None:
+    """``ask`` each of the first READ_AT_MOST ``items`` at once; one that fails is left
+    out (the others and the call's result stand)."""
+
+    async def one(item: Any) -> None:
+        with contextlib.suppress(Exception):
+            await ask(item)
+
+    async with anyio.create_task_group() as group:
+        for item in items[:READ_AT_MOST]:
+            group.start_soon(one, item)
 
 
 def _server_said(session: Any) -> dict[str, Any]:

@@ -280,7 +280,23 @@ def test_a_tool_list_naming_the_token_fails(mcp, mode: str) -> None:
     assert "tool response mcp tool list $[" in run.out, run.out
 
 
-@pytest.mark.parametrize("mode", ["list-broken", "list-hang"])
+@pytest.mark.parametrize(
+    "mode, heard",
+    [("resource-token", "mcp resource contents"), ("prompt-token", "mcp prompt messages")],
+)
+def test_a_resource_or_prompt_naming_the_token_fails(mcp, mode: str, heard: str) -> None:
+    """A host reads a server's resources and gets its prompts for the user and the model:
+    each resource is read, and each prompt needing no argument got, in the case's session
+    after the call. A ``config://settings`` naming the token passed, never read. The
+    careful server offers none (``test_careful_server_is_clean_exit_0``); the next test
+    shows an offered resource that holds nothing of the case passing."""
+    only = ["--stages", "http_401", "--placements", "authorization-header"]
+    run = mcp(*fake(mode), *only)
+    assert run.code == 1, run.out + run.err
+    assert f"tool response {heard} $[" in run.out, run.out
+
+
+@pytest.mark.parametrize("mode", ["list-broken", "list-hang", "resource-hang"])
 def test_a_listing_that_fails_after_the_call_keeps_the_call(
     mcp, mode: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -715,6 +715,74 @@ def test_the_tools_listed_in_the_case_are_caller_visible(careful: str) -> None:
     assert where == (set() if careful else {("tool response", SinkClass.CALLER, heard)})
 
 
+def _offering_server(token: str = "", careful: str = "", **_: Any) -> Any:
+    """A fastmcp server whose ``fetch`` fails, and which offers a settings resource, a
+    resource template and two prompts (one taking no argument, one requiring an item):
+    unless ``careful``, the settings' contents, the template's description and the
+    argument-free prompt's text name the token (the required-argument prompt's text
+    always does: it is never got, as a host needs the user's argument for it)."""
+    from fastmcp.exceptions import ToolError
+
+    server = fastmcp.FastMCP("offering")
+    shown = "<configured>" if careful else token
+
+    @server.tool
+    async def fetch(item: str) -> str:
+        raise ToolError("could not fetch the item")
+
+    @server.resource("config://settings")
+    def settings() -> str:
+        return f"upstream=https://api.example/ authorization=Bearer {shown}"
+
+    @server.resource("items://{item}", description=f"An item, fetched as {shown}")
+    def item_resource(item: str) -> str:
+        return item
+
+    @server.prompt
+    def triage() -> str:
+        return f"Triage the failed call (credential {shown})."
+
+    @server.prompt
+    def explain(item: str) -> str:
+        return f"Explain {item} (credential {token})."
+
+    return server
+
+
+@pytest.mark.parametrize("careful", ["", "yes"], ids=["leaky", "careful"])
+@pytest.mark.parametrize(
+    "heard, said",
+    [
+        ("mcp resource contents", "upstream=https://api.example/"),
+        ("mcp resource template list", "An item, fetched as"),
+        ("mcp prompt messages", "Triage the failed call"),
+    ],
+)
+def test_the_resources_and_prompts_offered_in_the_case_are_caller_visible(
+    careful: str, heard: str, said: str
+) -> None:
+    """A host shows a server's resources and prompts to the user and hands those chosen to
+    the model: they are listed in the case's session after the call, each resource read
+    and each prompt that needs no argument got. A ``config://settings`` holding the token
+    passed, never read (a documented limit until a hunting stop)."""
+    result, where, exposed = _fetch_once(_offering_server, careful, heard)
+    assert result["isError"] is True
+    # (each was read and searched: not a pass for want of it)
+    assert any(said in text for text in exposed), len(exposed)
+    assert {w for w in where if w[2] == heard} == (
+        set() if careful else {("tool response", SinkClass.CALLER, heard)}
+    )
+    # the prompt that needs an argument is listed, not got
+    assert where <= {("tool response", SinkClass.CALLER, name) for name in LISTINGS}
+
+
+#: what the offering server's case exposes besides the call's result
+LISTINGS = (
+    "mcp resource list", "mcp resource contents", "mcp resource template list",
+    "mcp prompt list", "mcp prompt messages",
+)  # fmt: skip
+
+
 def test_env_is_set_for_the_case_and_restored(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("TINY_URL", raising=False)
     monkeypatch.setenv("TINY_KEEP", "before")

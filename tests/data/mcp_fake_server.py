@@ -30,6 +30,10 @@ tool-added     careful, and after a call it adds a tool whose description quotes
                failed request's Authorization (and says ``tools/list_changed``)
 list-broken    careful, and after a call its tools/list answer is no list of tools
 list-hang      careful, and after a call it never answers tools/list
+resource-token careful, and offers a resource ``config://settings`` whose contents name
+               the token
+resource-hang  careful, and offers that resource, and never answers its read
+prompt-token   careful, and offers a prompt (no arguments) whose text names the token
 unreadable     answers each call with a message the MCP SDK cannot read (a lone
                surrogate escape in its text)
 rpc-error      answers each call with a JSON-RPC error of code ``$RPC_CODE`` whose
@@ -56,6 +60,11 @@ CLIENT = {}
 ADDED = []
 #: whether a tool was called (list-broken, list-hang)
 CALLED = []
+#: the capabilities declared besides tools (resource-token, resource-hang, prompt-token)
+OFFERS = {"resources": {}} if MODE.startswith("resource-") else {}
+if MODE == "prompt-token":
+    OFFERS = {"prompts": {}}
+SETTINGS = {"uri": "config://settings", "name": "settings", "mimeType": "text/plain"}
 
 SCHEMA = {
     "type": "object",
@@ -147,7 +156,7 @@ def main():
                 params = {"protocolVersion": "2025-06-18"}
             answer = {
                 "protocolVersion": params.get("protocolVersion", "2025-06-18"),
-                "capabilities": {"tools": {}},
+                "capabilities": {"tools": {}, **OFFERS},
                 "serverInfo": {"name": "fake", "version": "1"},
             }
             if MODE == "instructions":
@@ -212,6 +221,23 @@ def main():
                 said = result["content"][0]["text"]
                 result = text(f"{said} (fetch takes no arguments {unknown!r})", True)
             send({"jsonrpc": "2.0", "id": ident, "result": result})
+        elif method == "resources/list" and OFFERS.get("resources") is not None:
+            send({"jsonrpc": "2.0", "id": ident, "result": {"resources": [SETTINGS]}})
+        elif method == "resources/templates/list" and OFFERS.get("resources") is not None:
+            send({"jsonrpc": "2.0", "id": ident, "result": {"resourceTemplates": []}})
+        elif method == "resources/read" and MODE == "resource-hang":
+            continue
+        elif method == "resources/read" and MODE == "resource-token":
+            said = f"upstream={URL} authorization=Bearer {TOKEN}"
+            contents = [{"uri": SETTINGS["uri"], "mimeType": "text/plain", "text": said}]
+            send({"jsonrpc": "2.0", "id": ident, "result": {"contents": contents}})
+        elif method == "prompts/list" and MODE == "prompt-token":
+            prompt = {"name": "triage", "description": "Triage a failed call."}
+            send({"jsonrpc": "2.0", "id": ident, "result": {"prompts": [prompt]}})
+        elif method == "prompts/get" and MODE == "prompt-token":
+            said = {"type": "text", "text": f"Triage the call made as Bearer {TOKEN}."}
+            messages = [{"role": "user", "content": said}]
+            send({"jsonrpc": "2.0", "id": ident, "result": {"messages": messages}})
         elif method == "ping":
             send({"jsonrpc": "2.0", "id": ident, "result": {}})
         else:
