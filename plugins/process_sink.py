@@ -286,6 +286,20 @@ class _Recorder:
         except Exception as exc:  # noqa: BLE001 - no temporary file: say what is not seen
             self.error = f"could not open a file for forked children ({type(exc).__name__})"
 
+    def so_far(self) -> list[_Spawn]:
+        """The spawns seen so far, a forked child's among them in their place: what a
+        verdict given while the sink runs reads (the pytest plugin's, at the end of the
+        call: a child forked and exec'd by the test was read only when the sink stopped,
+        after it, and its command line passed; found by a hunting helper)."""
+        spill = self.spill
+        if spill is None:
+            return list(self.spawns)
+        try:
+            children = spill.read()
+        except Exception:  # noqa: BLE001 - said when the sink stops (``finish``)
+            return list(self.spawns)
+        return sorted([*self.spawns, *children], key=lambda spawn: spawn.at)
+
     def finish(self) -> None:
         spill, self.spill = self.spill, None
         if spill is None:
@@ -338,7 +352,9 @@ class _ProcessSink:
         self._error = recorder.error
 
     def _numbered(self) -> Iterator[tuple[str, _Spawn]]:
-        for n, spawn in enumerate(list(self._spawns), start=1):
+        recorder = self._recorder
+        spawns = recorder.so_far() if recorder is not None else list(self._spawns)
+        for n, spawn in enumerate(spawns, start=1):
             yield f"#{n} {spawn.program}", spawn
 
     def _uninspected(self) -> Iterator[Captured]:
