@@ -252,6 +252,8 @@ class SessionMasker:
         self._batches: list[tuple[Secret, ...]] = []
         #: who added each batch, by index (a test's id; "" for the session's)
         self._added_by: list[str] = []
+        #: the index of the first batch a test added (``tests_added_before``)
+        self._first_by_a_test: int | None = None
         self._values: set[str] = set()
         #: each secret added, by the batch that indexed it (``proves_absent``)
         self._batch_of: dict[Secret, int] = {}
@@ -323,6 +325,8 @@ class SessionMasker:
             index = len(self._batches)
             self._batches.append(fresh)
             self._added_by.append(by)
+            if by and self._first_by_a_test is None:
+                self._first_by_a_test = index
             self._held_everywhere.clear()  # (held at the keys known before)
             self._values.update(secret.value for secret in fresh)
             self._batch_of.update(dict.fromkeys(fresh, index))
@@ -491,6 +495,12 @@ class SessionMasker:
         """How many batches were added so far (a test's verdict asks about those added
         before it began: ``earlier_secrets_in``)."""
         return len(self._batches)
+
+    def tests_added_before(self, before: int) -> bool:
+        """Whether a test (``by``) added one of the first ``before`` batches: whether
+        ``earlier_secrets_in`` can find anything for a test that began then."""
+        first = self._first_by_a_test
+        return first is not None and first < before
 
     def earlier_secrets_in(
         self, texts: Iterable[bytes], *, before: int, leaving_out: Iterable[Secret]

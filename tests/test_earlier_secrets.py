@@ -44,6 +44,10 @@ def test_b2_logs_a_long_text_with_the_kept_token(leakcheck):
     log.warning("refresh failed: %s%s", frames, KEPT["token"])
     leakcheck.expose({"ok": True})
 
+def test_b3_no_secret_of_its_own_logs_the_kept_token(leakcheck):
+    log.warning("refresh failed for %s", KEPT["token"])
+    leakcheck.expose({"ok": True})
+
 def test_c_logs_the_kept_host(leakcheck):
     leakcheck.secret("bearer")
     log.warning("refresh failed at %s", KEPT["host"])
@@ -70,6 +74,10 @@ def test_f_clean(leakcheck):
     leakcheck.secret("bearer")
     log.warning("refresh failed")
     leakcheck.expose({"ok": True})
+
+def test_g_clean_no_secret_of_its_own(leakcheck):
+    log.warning("refresh failed")
+    leakcheck.expose({"ok": True})
 """
 
 
@@ -82,6 +90,9 @@ def test_an_earlier_tests_secret_in_a_later_tests_output_fails_it(
         "test_a_keeps_its_token": "PASSED",
         "test_b_logs_the_kept_token": "FAILED",
         "test_b2_logs_a_long_text_with_the_kept_token": "FAILED",
+        # no secret of its own: judged for the earlier tests' all the same (it passed,
+        # unjudged; found by a hunting helper)
+        "test_b3_no_secret_of_its_own_logs_the_kept_token": "FAILED",
         # a host name is allowed in an operator's log, whoever's it is
         "test_c_logs_the_kept_host": "PASSED",
         # registered by this test too: its own secret, judged as such
@@ -91,12 +102,15 @@ def test_an_earlier_tests_secret_in_a_later_tests_output_fails_it(
         # a secret made apart is announced to the session (masked), no test's to judge
         "test_e2_logs_what_an_earlier_test_made_apart": "PASSED",
         "test_f_clean": "PASSED",
+        "test_g_clean_no_secret_of_its_own": "PASSED",
     }
     earlier = "bearer#1@test_inner.py::test_a_keeps_its_token"
     failure = failure_section(result, "test_b_logs_the_kept_token")
     assert f"{earlier} (bearer, direct secret):" in failure, failure
     assert "[LEAK] operator: log record gw.refresh WARNING message" in failure, failure
     assert "a secret of the earlier test test_inner.py::test_a_keeps_its_token" in failure
+    bare = failure_section(result, "test_b3_no_secret_of_its_own_logs_the_kept_token")
+    assert f"{earlier} (bearer, direct secret):" in bare, bare
     own = failure_section(result, "test_d_registers_the_same_token")
     assert "earlier test" not in own and "bearer#user1 (bearer, direct secret):" in own, own
     records = {r["test"].split("::")[-1]: r for r in data["tests"]}

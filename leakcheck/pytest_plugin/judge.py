@@ -62,12 +62,17 @@ def judge_report(
     if call.when == "call" and check.unreached() and not skipped:
         # a forced stage that never fired proved nothing: never a pass
         reports.fail_report(report, lead=check.harness_errors())
+    # (a test with no secret of its own is judged for an earlier test's: a thread that test
+    # left logging its token while this one ran passed, unjudged; found by a hunting helper)
+    judged = bool(check.secrets) or state.masker.tests_added_before(
+        item.stash.get(EARLIER_BATCHES, 0)
+    )
     at_teardown: list[Leak] = []
-    if call.when == "teardown" and state.enabled and check.secrets:
+    if call.when == "teardown" and state.enabled and judged:
         at_teardown = fail_on_teardown_output(item, report, check, state)
     if call.when != "call" and report.failed and state.enabled:
         record_phase_failure(item, call, report, check, state, leaks=at_teardown)
-    if not check.secrets:
+    if not judged:
         return
     in_id = (
         fail_on_secret_in_test_id(item, report, check, state.session_secrets)
