@@ -10,6 +10,7 @@ found through the ``leakcheck.plugins`` entry-point group (a module's ``SINKS``)
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 import logging
 import re
@@ -579,6 +580,16 @@ def _exception_note(field: str, kind: str) -> str:
 
 #: A format that names the record's ``args`` (``%(args)s``, ``{args}``, ``$args``).
 _ARGS_FIELD = re.compile(r"%\(args\)|\{args[}!:.\[]|\$\{?args\b")
+#: The fields a format names (``%(name)s``, ``{threadName}``, ``$module``).
+_FORMAT_FIELD = re.compile(r"%\((\w+)\)|\{(\w+)|\$\{?(\w+)")
+#: The record's standard text fields that a plain formatter shows as they are, besides its
+#: message: the logger's name, the thread's, the process's and task's, where it was logged.
+#: An app names a logger or a thread after a session (``refresh-<token>``), and its
+#: ``%(name)s`` or ``%(threadName)s`` writes it (found by a hunting helper: never judged).
+_SHOWN_FIELDS = frozenset(
+    {"name", "threadName", "processName", "taskName", "funcName", "module", "filename",
+     "pathname"}
+)  # fmt: skip
 
 
 def _app_handlers(logger: logging.Logger) -> list[logging.Handler]:
@@ -672,24 +683,47 @@ def _rich_traceback(handler: logging.Handler, record: logging.LogRecord) -> str 
         return None
 
 
-def _rendered(record: logging.LogRecord, logger: logging.Logger) -> tuple[bool, bool, list[_Text]]:
-    """How the app's handlers render ``record``, now: ``(plain, args shown, renderings)``.
-    ``plain``: some handler (or, with none of the app's, the default) renders the standard
-    fields as they are; ``renderings``: what each handler with a formatter of its own
-    produced, run on a copy of the record. A formatter that raises cannot be judged by its
-    output: the record is then judged as a plain formatter renders it."""
+@dataclass
+class _Rendering:
+    """How the app's handlers render a record (``_rendered``)."""
+
+    #: some handler (or, with none of the app's, the default) renders the standard fields
+    #: as they are
+    plain: bool = False
+    #: some plain formatter names the record's ``args``
+    args: bool = False
+    #: some plain formatter is the standard library's own, not structlog's
+    #: ``ProcessorFormatter`` (it writes a structlog event's dict as it is)
+    stdlib: bool = False
+    #: the standard text fields (``_SHOWN_FIELDS``) a plain formatter names
+    fields: set[str] = dataclasses.field(default_factory=set)
+    #: what each handler with a formatter of its own produced
+    texts: list[_Text] = dataclasses.field(default_factory=list)
+
+
+def _rendered(record: logging.LogRecord, logger: logging.Logger) -> _Rendering:
+    """How the app's handlers render ``record``, now (``_Rendering``): each handler with a
+    formatter of its own is run on a copy of the record. A formatter that raises cannot be
+    judged by its output: the record is then judged as a plain formatter renders it."""
     handlers = _app_handlers(logger)
     if not handlers:
-        return True, False, []
-    plain = args = False
-    rendered: list[_Text] = []
+        return _Rendering(plain=True, stdlib=True)
+    found = _Rendering()
+    rendered = found.texts
     seen: list[object] = []
     for handler in handlers:
         formatter = _plain(handler)
         if formatter is not None:
-            plain = True
+            found.plain = True
             style = getattr(formatter, "_style", None)
-            args = args or bool(_ARGS_FIELD.search(safe_str(getattr(style, "_fmt", ""))))
+            fmt = safe_str(getattr(style, "_fmt", ""))
+            found.args = found.args or bool(_ARGS_FIELD.search(fmt))
+            if type(formatter) is logging.Formatter:
+                found.stdlib = True
+                found.fields.update(
+                    name for match in _FORMAT_FIELD.finditer(fmt) for name in match.groups()
+                    if name in _SHOWN_FIELDS
+                )  # fmt: skip
             shown = _rich_traceback(handler, record)
             if shown is not None:
                 label = f"rendered by {type_name(handler)} (tracebacks_show_locals)"
@@ -703,12 +737,12 @@ def _rendered(record: logging.LogRecord, logger: logging.Logger) -> tuple[bool, 
         try:
             text = handler.format(copy.copy(record))
         except Exception:  # noqa: BLE001 - the app's formatter; its bug is not a verdict
-            plain = True
+            found.plain = found.stdlib = True
             continue
         if type(text) is not str and type(text) is not bytes:
             text = text_of(text) if isinstance(text, str) else safe_str(text)
         rendered.append(_Text(f"formatted by {name}", text, rendered=True))
-    return plain, args, rendered
+    return found
 
 
 def _record_texts(record: logging.LogRecord, logger: logging.Logger) -> tuple[list[_Text], bool]:
@@ -720,14 +754,21 @@ def _record_texts(record: logging.LogRecord, logger: logging.Logger) -> tuple[li
     plain = True
     try:
         try:
-            plain, args_shown, rendered = _rendered(record, logger)
+            rendering = _rendered(record, logger)
         except Exception:  # noqa: BLE001 - hostile handlers: judge the fields as they are
-            plain, args_shown, rendered = True, True, []
+            rendering = _Rendering(plain=True, args=True, stdlib=True, fields=set(_SHOWN_FIELDS))
+        plain, args_shown = rendering.plain, rendering.args
         raw = "" if plain else _RAW_NOTE
         # structlog's ProcessorFormatter hands logging the event dict *before* the
         # formatter's own processors (a redactor among them) run: the structlog sink
-        # captures what they render, and this raw dict would be a false leak.
-        prerendered = _is_structlog_event(record)
+        # captures what they render, and this raw dict would be a false leak; unless a
+        # plain logging.Formatter renders the record too, which writes that dict as it is
+        # (a second handler's file held the token: found by a hunting helper)
+        prerendered = _is_structlog_event(record) and not rendering.stdlib
+        for name in sorted(rendering.fields):
+            value = getattr(record, name, None)
+            if isinstance(value, str) and value:
+                texts.append(_Text(name, value))
         if not prerendered:
             try:
                 texts.append(_Text("message", record.getMessage(), raw))
@@ -743,7 +784,8 @@ def _record_texts(record: logging.LogRecord, logger: logging.Logger) -> tuple[li
                 texts.append(
                     _Text("args", safe_repr(record.args), "" if args_shown else _ARGS_NOTE)
                 )
-            texts.extend(rendered)
+        # (a structlog event's too: a formatter of the app's own writes what it renders)
+        texts.extend(rendering.texts)
         fields = vars(record)
         if not fields.keys() <= _RECORD_ATTRIBUTES:  # (in C: nearly every record has none)
             for key, value in list(fields.items()):

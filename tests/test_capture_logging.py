@@ -112,3 +112,42 @@ def test_an_extra_field_named_after_the_token_is_a_leak(logger: logging.Logger) 
         check.secret("bearer")
         logger.warning("cached", extra={"session_key": "session"})
     assert check.violations() == []
+
+
+@pytest.mark.parametrize(
+    "fmt, judged",
+    [
+        ("%(levelname)s:%(name)s:%(message)s", {"name"}),
+        ("{threadName} {levelname} {message}", {"threadName"}),
+        ("$processName $message", set()),  # (a thread's name, not the process's)
+        ("%(levelname)s %(message)s", set()),
+    ],
+)
+def test_a_name_a_plain_formatter_shows_is_judged(fmt: str, judged: set[str]) -> None:
+    """An app names a logger or a thread after a session (``gw.session.<token>``,
+    ``refresh-<token>``), and a plain formatter's ``%(name)s`` or ``{threadName}`` writes
+    it. Only the message, args, extra, traceback and stack were judged: the file held the
+    token and the test passed (found by a hunting helper). A format that does not show
+    the name leaves it unwritten, and unjudged."""
+    import io
+    import threading
+
+    style = "{" if fmt.startswith("{") else "$" if fmt.startswith("$") else "%"
+    handler = logging.StreamHandler(io.StringIO())
+    handler.setFormatter(logging.Formatter(fmt, style=style))  # type: ignore[arg-type]
+    with _check() as check:
+        token = check.secret("bearer")
+        session = logging.getLogger(f"leakcheck.tests.session.{token}")
+        session.propagate = False
+        session.addHandler(handler)
+        worker = threading.Thread(
+            target=session.warning, args=("session expired",), name=f"refresh-{token}"
+        )
+        worker.start()
+        worker.join()
+    session.removeHandler(handler)
+    written = token in handler.stream.getvalue()  # (a boolean, no operand)
+    assert written is bool(judged)
+    fields = {leak.path.split(" ")[-1] for leak in check.violations()}
+    assert fields == judged, fields
+    del logging.Logger.manager.loggerDict[session.name]  # (a logger made for one test)

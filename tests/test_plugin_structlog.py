@@ -374,3 +374,35 @@ def test_processor_formatter_raw_event_dict_is_not_a_false_leak(redacting: bool)
         assert {leak.sink for leak in violations} == {"structlog"}, [
             leak.where for leak in violations
         ]
+
+
+@pytest.mark.parametrize("plain", [True, False], ids=["plain-second-handler", "redacting-only"])
+def test_a_plain_handler_beside_the_processor_formatter_writes_the_raw_event(plain: bool) -> None:
+    """A ``ProcessorFormatter`` handler redacts; a second handler of the same logger with a
+    plain ``logging.Formatter`` writes the record's message, the event dict as structlog
+    made it, the token in it. That dict was left to the structlog sink, which sees only
+    what a ``ProcessorFormatter`` renders, and the test passed (found by a hunting
+    helper). With the redacting handler alone nothing is a leak."""
+    stdlib_logger, handler = _formatter_app(redacting=True)
+    if plain:
+        second = logging.StreamHandler(io.StringIO())
+        second.setFormatter(logging.Formatter("%(levelname)s %(message)s"))
+        stdlib_logger.handlers.append(second)
+    structlog.configure(
+        processors=[structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
+        logger_factory=structlog.stdlib.LoggerFactory(),
+        wrapper_class=structlog.stdlib.BoundLogger,
+        cache_logger_on_first_use=False,
+    )
+    try:
+        with LeakCheck(seed=SEED, namespace=f"second-handler-{plain}") as check:
+            token = check.secret("bearer")
+            structlog.get_logger("gateway.formatter-app").info("call", token=token)
+        where = {(leak.sink, leak.path.split(" ")[-1]) for leak in check.violations()}
+        written = stdlib_logger.handlers[-1].stream.getvalue()  # type: ignore[attr-defined]
+    finally:
+        structlog.reset_defaults()
+        stdlib_logger.handlers = []
+    shown = token in written  # (a boolean: the written text is no assertion operand)
+    assert shown is plain
+    assert where == ({("log record", "message")} if plain else set()), where
