@@ -198,9 +198,11 @@ def test_without_the_watch_pytest_prints_them(
     outputs, made = _run(pytester, monkeypatch, watched=False)
     _routes(outputs)
     shown = {hit.split(": ")[1].split(" as ")[0] for hit in _echoes(outputs, made)}
-    # every test's canary shows: the argument, the operand, the local, the print
+    # every test's canary shows: the argument, the operand, the local, the print; but a
+    # check of the test's own, whose secret the running test's masking knows without the
+    # watch: its failed comparison's explanation is masked whole (``shortened``)
     kinds = {secret.id.split("#")[0] for secret in made if secret.id in shown}
-    assert kinds >= KINDS
+    assert kinds >= KINDS - {"signature"}
     assert {"own", "given"} <= shown  # the registered one, the one given to a strategy
 
 

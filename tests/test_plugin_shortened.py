@@ -306,3 +306,47 @@ def test_a_format_that_cuts_the_message_is_told(fmt: str, style: str, cuts: bool
     from leakcheck.pytest_plugin.shortened import cuts_message
 
     assert cuts_message(logging.Formatter(fmt, style=style)) is cuts  # type: ignore[arg-type]
+
+
+OWN = """
+def test_own_text(leakcheck):
+    token = leakcheck.secret("bearer")
+    assert token == "nothing"
+
+
+def test_own_short(leakcheck):
+    password = leakcheck.register("Zq8#vLp2xW9t", kind="password")
+    assert password == "nothing"
+
+
+def test_own_set(leakcheck):
+    token = leakcheck.secret("bearer")
+    assert {token, "a"} == {"a"}
+"""
+
+
+@pytest.mark.parametrize("verbosity", ["-q", "-v", "-vv"])
+def test_a_tests_own_failed_comparison_is_no_leak_at_any_verbosity(
+    pytester: pytest.Pytester, verbosity: str
+) -> None:
+    """A test comparing its own secret fails on its assertion, not on a leak verdict: its
+    explanation is masked whole. The summary line shows each operand's ``repr`` cut only
+    when long (never under ``-vv``), and a set comparison names the extra items: a short
+    secret, any secret under ``-vv``, a set's items, reached the AssertionError raw, and
+    the same failure was a leak verdict at one verbosity and not at another (found by a
+    hunting helper)."""
+    pytester.makepyfile(test_own=OWN)
+    result = pytester.runpytest_subprocess(
+        "-p", "no:randomly", "-p", "no:cacheprovider", f"--leakcheck-seed={SEED}", verbosity,
+        "-rA",
+    )  # fmt: skip
+    text = "\n".join(result.outlines + result.errlines)
+    result.assert_outcomes(failed=3)
+    assert "[LEAK]" not in text and ", 0 with forbidden hits" in text
+    assert text.count("AssertionError: assert ") >= 3
+    tokens = [
+        CanaryFactory(SEED, namespace=f"test_own.py::{name}", announce=False).nth("bearer", 1)
+        for name in ("test_own_text", "test_own_set")
+    ]
+    shown = [secret.value[4:16] in text for secret in tokens] + ["Zq8#vLp2xW9t" in text]
+    assert shown == [False, False, False]
