@@ -1014,6 +1014,11 @@ class WarningsSink:
         self._outer: tuple[Any, Any] | None = None
         #: what was handed on as it was raised: id of ours -> the one handed on
         self._handed: dict[int, warnings.WarningMessage | None] = {}
+        #: what the recorder outside ours (pytest's, for the test) held when we started:
+        #: the warnings of the test's set-up before the check existed
+        self._before: list[warnings.WarningMessage] = []
+        #: that recorder when we stopped, and how much it held then (``after_stop``)
+        self._outer_log: tuple[list[Any], int] | None = None
 
     def add_caught(self, w: warnings.WarningMessage) -> None:
         """A warning the test caught before the sink saw it (``pytest.warns``): emitted
@@ -1030,6 +1035,9 @@ class WarningsSink:
         if self._context is not None:
             return
         show, impl = warnings.showwarning, getattr(warnings, "_showwarnmsg_impl", None)
+        outer = _recording_list()
+        # (a fixture set up before the check warned with a session secret: judged too)
+        self._before = [w for w in outer or () if isinstance(w, warnings.WarningMessage)]
         self._context = warnings.catch_warnings(record=True)
         self._log = self._context.__enter__()
         # handed on as raised where this Python records through ``_showwarnmsg_impl``
@@ -1053,6 +1061,25 @@ class WarningsSink:
                     self._hand_on(w)
             except Exception:  # noqa: BLE001 - a warning we cannot pass on is still captured
                 continue
+        outer = _recording_list()
+        self._outer_log = (outer, len(outer)) if outer is not None else None
+
+    def recorded(self) -> int:
+        """How many warnings the sink has recorded so far (``since``)."""
+        return len(self._log)
+
+    def since(self, recorded: int) -> Iterator[Captured]:
+        """The warnings recorded after the first ``recorded`` ones, and those the recorder
+        outside ours recorded after the sink stopped: what a test's teardown warned (a
+        fixture's teardown warning, and pytest's warnings for a thread's or a ``__del__``'s
+        exception, which pytest issues after every fixture was torn down), judged after
+        the verdict; that passed (found by a hunting helper)."""
+        after: list[Any] = []
+        if self._outer_log is not None:
+            outer, count = self._outer_log
+            after = [w for w in outer[count:] if isinstance(w, warnings.WarningMessage)]
+        for w in (*self._log[recorded:], *after):
+            yield self._captured(w)
 
     def _record(self, w: warnings.WarningMessage) -> None:
         self._log.append(w)
@@ -1111,17 +1138,27 @@ class WarningsSink:
 
     def collect(self) -> Iterator[Captured]:
         still_open = [w for recorder in self._open for w in list(getattr(recorder, "_list", ()))]
-        for w in (*self._log, *self._caught, *still_open):
-            category = w.category
-            name = category.__name__ if isinstance(category, type) else type_name(category)
-            # as Python prints it, category first (``file:line: Category: message``): a
-            # category class named after the token passed (found by a hunting helper)
-            yield Captured(
-                self.name,
-                SinkClass.OPERATOR,
-                f"{safe_str(name)} {safe_str(w.filename)}:{safe_str(w.lineno)}",
-                f"{safe_str(name)}: {_warning_text(w.message)}",
-            )
+        for w in (*self._before, *self._log, *self._caught, *still_open):
+            yield self._captured(w)
+
+    def _captured(self, w: warnings.WarningMessage) -> Captured:
+        category = w.category
+        name = category.__name__ if isinstance(category, type) else type_name(category)
+        # as Python prints it, category first (``file:line: Category: message``): a
+        # category class named after the token passed (found by a hunting helper)
+        return Captured(
+            self.name,
+            SinkClass.OPERATOR,
+            f"{safe_str(name)} {safe_str(w.filename)}:{safe_str(w.lineno)}",
+            f"{safe_str(name)}: {_warning_text(w.message)}",
+        )
+
+
+def _recording_list() -> list[Any] | None:
+    """The list the innermost ``catch_warnings(record=True)`` records into (pytest's, for
+    the running test), or None when warnings are not being recorded so."""
+    recorder = getattr(getattr(warnings, "_showwarnmsg_impl", None), "__self__", None)
+    return recorder if isinstance(recorder, list) else None
 
 
 def _warning_text(message: object) -> str:

@@ -53,6 +53,42 @@ def test_an_env_secret_is_masked_in_ids_and_searched_in_tests(
     )
 
 
+def test_a_warning_of_a_fixture_set_up_before_the_check_is_judged(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fixture listed before ``leakcheck`` runs before the check exists: what it printed
+    was judged, what it warned was not, and a session secret in it passed (found by a
+    hunting helper). The test's own warnings recorded before the check are judged with
+    the rest; a fixture that warns of nothing secret passes."""
+    monkeypatch.setenv("STAGING_TOKEN", TOKEN)
+    pytester.makeini("[pytest]\nleakcheck_secret_env = STAGING_TOKEN\n")
+    pytester.makepyfile(
+        test_env="""
+        import os, warnings, pytest
+        TOKEN = os.environ["STAGING_TOKEN"]
+
+        @pytest.fixture
+        def client():
+            warnings.warn(f"insecure login {TOKEN}")
+
+        @pytest.fixture
+        def quiet_client():
+            warnings.warn("insecure login")
+
+        def test_warned_before(client, leakcheck):
+            leakcheck.expose({"ok": True})
+
+        def test_warned_clean(quiet_client, leakcheck):
+            leakcheck.expose({"ok": True})
+        """
+    )
+    result = pytester.runpytest(*ARGS)
+    self_scan("\n".join(result.outlines + result.errlines), SECRETS[:1], "inner output")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*[[]LEAK[]] operator: warning UserWarning*"])
+    result.stdout.fnmatch_lines(["*test_warned_clean PASSED*"])
+
+
 def test_names_spaced_on_one_ini_line_are_each_a_variable(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

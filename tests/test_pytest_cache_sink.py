@@ -31,6 +31,15 @@ def test_caches_under_a_token_key(leakcheck, request):
     leakcheck.expose({"ok": True})
     request.config.cache.set(f"gateway/seen/{token}", True)
 
+def test_caches_from_a_thread(leakcheck, request):
+    # (a client persisting its login from its own executor: a set no test's thread made)
+    from concurrent.futures import ThreadPoolExecutor
+
+    token = leakcheck.secret("bearer")
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(request.config.cache.set, "gateway/login", {"token": token}).result()
+    leakcheck.expose({"ok": True})
+
 def test_caches_plain(leakcheck, request):
     leakcheck.secret("bearer")
     leakcheck.expose({"ok": True})
@@ -44,12 +53,14 @@ def test_a_token_set_in_the_cache_fails_its_test(
 ) -> None:
     """Set in the test, or in a session-scoped fixture set up before the test's check
     existed (a hunting helper found that one passing), or under a key that names the
-    token (a file's name under .pytest_cache): each fails its test."""
+    token (a file's name under .pytest_cache), or from a thread of the test's (an
+    executor's: a hunting helper found it passing): each fails its test."""
     monkeypatch.setenv("STAGING_TOKEN", "ghp_Wd4Kx9Qm2Vt7Lp3Rz8Hn5Jc1Fb6Gs0Ya")
     pytester.makeini("[pytest]\nleakcheck_secret_env = STAGING_TOKEN\n")
     pytester.makepyfile(test_cache=SUITE)
     result = pytester.runpytest("-p", "no:randomly", "-rA", *workers)
-    result.assert_outcomes(failed=3, passed=1)
+    result.assert_outcomes(failed=4, passed=1)
+    result.stdout.fnmatch_lines(["FAILED test_cache.py::test_caches_from_a_thread - leakcheck:*"])
     result.stdout.fnmatch_lines(["FAILED test_cache.py::test_caches_token - leakcheck:*"])
     result.stdout.fnmatch_lines(
         ["FAILED test_cache.py::test_caches_in_a_session_fixture - leakcheck:*"]

@@ -19,7 +19,10 @@ pytest_plugins = ["pytester"]
 SEED = "teardown-1"
 
 INNER = """
+import gc
 import logging
+import threading
+import warnings
 import pytest
 
 log = logging.getLogger("gw")
@@ -82,6 +85,63 @@ def test_host_in_log(host_in_log, leakcheck):
 
 def test_prints_the_kept_token(prints_the_kept_token, leakcheck):
     leakcheck.expose({"ok": True})
+
+@pytest.fixture
+def warns(leakcheck):
+    token = leakcheck.secret("bearer")
+    yield token
+    warnings.warn(f"session for {token} was not closed cleanly")
+
+@pytest.fixture
+def warns_clean(leakcheck):
+    leakcheck.secret("bearer")
+    yield
+    warnings.warn("session was not closed cleanly")
+
+@pytest.fixture
+def thread_fails(leakcheck):
+    token = leakcheck.secret("bearer")
+    yield token
+    def revoke():
+        raise RuntimeError(f"revoke failed for {token}")
+    worker = threading.Thread(target=revoke)
+    worker.start()
+    worker.join()
+
+class Session:
+    def __init__(self, token):
+        self.token = token
+    def __del__(self):
+        raise RuntimeError(f"could not close the session of {self.token}")
+
+@pytest.fixture
+def del_fails(leakcheck):
+    token = leakcheck.secret("bearer")
+    yield token
+    session = Session(token)
+    del session
+    gc.collect()
+
+@pytest.fixture
+def caches(leakcheck, request):
+    token = leakcheck.secret("bearer")
+    yield token
+    request.config.cache.set("gateway/session", {"token": token})
+
+def test_warns(warns, leakcheck):
+    leakcheck.expose({"ok": True})
+
+def test_warns_clean(warns_clean, leakcheck):
+    leakcheck.expose({"ok": True})
+
+def test_thread_fails(thread_fails, leakcheck):
+    leakcheck.expose({"ok": True})
+
+def test_del_fails(del_fails, leakcheck):
+    leakcheck.expose({"ok": True})
+
+def test_caches(caches, leakcheck):
+    leakcheck.expose({"ok": True})
 """
 
 
@@ -96,9 +156,27 @@ def test_what_a_teardown_prints_is_judged(pytester: pytest.Pytester) -> None:
         "test_structured": "ERROR",
         # its call's leak is the call's: judged once, not again at teardown
         "test_call_leaks_teardown_clean": "FAILED",
+        # what the teardown warned, pytest's warnings for a thread's and a __del__'s
+        # exception (issued after every fixture was torn down), what it set in pytest's
+        # cache: judged after the verdict (each passed: found by a hunting helper)
+        "test_warns": "ERROR",
+        "test_warns_clean": "PASSED",
+        "test_thread_fails": "ERROR",
+        "test_del_fails": "ERROR",
+        "test_caches": "ERROR",
     }
     # (the other calls passed: their errors are the teardowns')
-    result.assert_outcomes(passed=5, failed=1, errors=3)
+    result.assert_outcomes(passed=10, failed=1, errors=7)
+    for name, sink in [
+        ("test_warns", "warning UserWarning"),
+        ("test_thread_fails", "warning PytestUnhandledThreadExceptionWarning"),
+        ("test_del_fails", "warning PytestUnraisableExceptionWarning"),
+        ("test_caches", "pytest cache gateway/session"),
+    ]:
+        section = failure_section(result, name)
+        assert "leakcheck: at teardown" in section and f"[LEAK] operator: {sink}" in section, (
+            section
+        )
     structured = failure_section(result, "test_structured")
     assert "[LEAK] operator: log record gw.audit WARNING" in structured, structured
     careless = failure_section(result, "test_careless")
@@ -121,6 +199,10 @@ def test_what_a_teardown_prints_is_judged(pytester: pytest.Pytester) -> None:
             ("test_host_in_log", "hostname"),
             ("test_structured", "bearer"),
             ("test_call_leaks_teardown_clean", "bearer"),
+            ("test_warns", "bearer"),
+            ("test_thread_fails", "bearer"),
+            ("test_del_fails", "bearer"),
+            ("test_caches", "bearer"),
         )
     ]
     self_scan("\n".join(result.outlines + result.errlines), secrets, "inner output")

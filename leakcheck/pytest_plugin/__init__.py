@@ -106,7 +106,9 @@ def pytest_configure(config: pytest.Config) -> None:
     state.mask_debug_trace()
     state.watch_secrets()
     snapshots.install(config, state.snapshot_secrets)
-    config.add_cleanup(watch_cache(config, _running_item))
+    # (a set from a thread of the test's: a gateway persisting its login from its client's
+    # executor wrote the token and passed, found by a hunting helper)
+    config.add_cleanup(watch_cache(config, _running_in_the_process))
     if "allure_commons" in sys.modules:  # (allure-pytest registered its writer just before)
         from .allure_results import mask_allure_results
 
@@ -144,20 +146,40 @@ class _Running(threading.local):
 _RUNNING = _Running()
 
 
+#: the tests running in any thread of the process, each with the thread that runs it (one,
+#: or an outer test and the inner session's under pytester; several threads only under a
+#: plugin that runs tests in threads)
+_RUNNING_ANYWHERE: list[tuple[int, pytest.Item]] = []
+
+
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object]:
     running = _RUNNING.items
     running.append(item)
+    entry = (threading.get_ident(), item)
+    _RUNNING_ANYWHERE.append(entry)
     try:
         return (yield)
     finally:
         running.pop()
+        _RUNNING_ANYWHERE.remove(entry)
 
 
 def _running_item() -> pytest.Item | None:
     """The test running in this thread, if any."""
     running = _RUNNING.items
     return running[-1] if running else None
+
+
+def _running_in_the_process() -> pytest.Item | None:
+    """The test running in this thread; else, from a thread of the test's own (a client's
+    worker, an executor), the innermost test running in the process, when one thread runs
+    them all."""
+    item = _running_item()
+    anywhere = list(_RUNNING_ANYWHERE)
+    if item is None and anywhere and len({thread for thread, _ in anywhere}) == 1:
+        item = anywhere[-1][1]
+    return item
 
 
 def _running_test() -> pytest.Item:

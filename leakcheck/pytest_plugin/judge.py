@@ -16,6 +16,7 @@ from ..capture import (
     LoggingSink,
     ProtectedRecordSink,
     TextSink,
+    WarningsSink,
     resolve_latent,
 )
 from ..faults import HarnessError
@@ -36,6 +37,7 @@ from ..verdict import (
     root_causes,
 )
 from . import reports, snapshots
+from .pytest_cache import SINK_NAME as CACHE_SINK
 from .session import CATCHES_UNJUDGED, CHECK, EARLIER_BATCHES, PluginSession
 
 __all__ = ["CHECK", "failure_text", "judge_report", "own_verdict"]
@@ -94,6 +96,7 @@ def judge_report(
             check.exception_reached_caller(raised)
         hand_over_output(item, check)
         item.stash[LOG_RECORDS_JUDGED] = _log_records_so_far(check)
+        item.stash[TEXTS_JUDGED] = _texts_so_far(check)
         leaks = findings(
             check,
             details=bool(state.report_path),
@@ -264,6 +267,9 @@ def fail_on_teardown_output(
     log_sink = _log_sink(check)
     if log_sink is not None and judged is not None and log_sink.records_so_far() > judged:
         items += resolve_latent(log_sink.collect_since(judged), check.policy)
+    # what the teardown warned (a fixture's warning; pytest's for a thread's or a
+    # ``__del__``'s exception) and set in pytest's cache, after the verdict
+    items += _texts_since(check, item.stash.get(TEXTS_JUDGED, None))
     if not items:
         return []
     masker = state.masker
@@ -291,6 +297,34 @@ def _log_records_so_far(check: LeakCheck) -> int:
 
 #: How many records the log sink had taken at a test's verdict (its teardown judges the rest).
 LOG_RECORDS_JUDGED = pytest.StashKey[int]()
+#: How many warnings and pytest cache texts the check held at the verdict (``_texts_since``).
+TEXTS_JUDGED = pytest.StashKey[dict[str, int]]()
+
+
+def _texts_so_far(check: LeakCheck) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for sink in check.sinks:
+        if isinstance(sink, WarningsSink):
+            counts[sink.name] = sink.recorded()
+        elif isinstance(sink, TextSink) and sink.name == CACHE_SINK:
+            counts[sink.name] = len(sink.texts)
+    return counts
+
+
+def _texts_since(check: LeakCheck, counts: dict[str, int] | None) -> list[Captured]:
+    """The warnings and the pytest cache texts that came after the verdict (``counts``)."""
+    if counts is None:
+        return []
+    items: list[Captured] = []
+    for sink in check.sinks:
+        if isinstance(sink, WarningsSink):
+            items += sink.since(counts.get(sink.name, 0))
+        elif isinstance(sink, TextSink) and sink.name == CACHE_SINK:
+            items += [
+                Captured(sink.name, sink.sink_class, path, text)
+                for path, text in sink.texts[counts.get(sink.name, 0) :]
+            ]
+    return items
 
 
 def record_phase_failure(
