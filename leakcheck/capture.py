@@ -1014,11 +1014,21 @@ class WarningsSink:
         self._outer: tuple[Any, Any] | None = None
         #: what was handed on as it was raised: id of ours -> the one handed on
         self._handed: dict[int, warnings.WarningMessage | None] = {}
-        #: what the recorder outside ours (pytest's, for the test) held when we started:
-        #: the warnings of the test's set-up before the check existed
+        #: what the recorder outside ours (pytest's, for the test) held when we started,
+        #: when asked (``judge_earlier``): the warnings of the test's set-up before the
+        #: check existed
         self._before: list[warnings.WarningMessage] = []
+        self._judge_earlier = False
         #: that recorder when we stopped, and how much it held then (``after_stop``)
         self._outer_log: tuple[list[Any], int] | None = None
+
+    def judge_earlier(self) -> None:
+        """Judge, too, what the recorder outside ours holds when the sink starts: the
+        pytest plugin's check, whose recorder outside is pytest's for the test, whose
+        fixtures set up before the check may have warned (with a session secret: that
+        passed, found by a hunting helper). Not a ``LeakCheck``'s of a test's own, which
+        is judged on what came while it ran."""
+        self._judge_earlier = True
 
     def add_caught(self, w: warnings.WarningMessage) -> None:
         """A warning the test caught before the sink saw it (``pytest.warns``): emitted
@@ -1035,9 +1045,9 @@ class WarningsSink:
         if self._context is not None:
             return
         show, impl = warnings.showwarning, getattr(warnings, "_showwarnmsg_impl", None)
-        outer = _recording_list()
-        # (a fixture set up before the check warned with a session secret: judged too)
-        self._before = [w for w in outer or () if isinstance(w, warnings.WarningMessage)]
+        if self._judge_earlier:
+            outer = _recording_list()
+            self._before = [w for w in outer or () if isinstance(w, warnings.WarningMessage)]
         self._context = warnings.catch_warnings(record=True)
         self._log = self._context.__enter__()
         # handed on as raised where this Python records through ``_showwarnmsg_impl``

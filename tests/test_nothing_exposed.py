@@ -64,7 +64,9 @@ def test_a_test_that_judged_nothing_caller_visible_is_named(inner: pytest.Pytest
     assert records["test_forgot_expose"]["nothing_exposed"] is True
     for judged in ("test_exposed", "test_printed", "test_raised"):
         assert "nothing_exposed" not in records[judged], judged
-    assert "test_no_secret" not in records  # (no secret: nothing to judge, no record)
+    # (no secret of its own: judged for the earlier tests' only, never "nothing exposed")
+    assert records["test_no_secret"]["secrets"] == []
+    assert "nothing_exposed" not in records["test_no_secret"]
 
 
 def test_many_are_counted_and_listed_under_verbose(pytester: pytest.Pytester) -> None:

@@ -208,6 +208,7 @@ def leakcheck() -> Iterator[LeakCheck]:
         usage = ""
     if usage:
         pytest.fail(usage, pytrace=False)
+    from ..capture import WarningsSink
     from ..harness import LeakCheck
 
     check = LeakCheck(
@@ -234,6 +235,9 @@ def leakcheck() -> Iterator[LeakCheck]:
     state.running[node.nodeid] = check
     try:
         if state.enabled:
+            for started in check.sinks:
+                if isinstance(started, WarningsSink):
+                    started.judge_earlier()  # (a fixture set up before the check warned)
             check.start()
             if state.echo is not None:  # (-s: what the test prints, for its sinks)
                 state.echo.start_recording()

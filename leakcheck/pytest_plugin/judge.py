@@ -133,7 +133,8 @@ def judge_report(
             # (its tool response, a local of the test, was never searched: said in the
             # summary, never a silent pass; a test that opts the tool response out with a
             # reason has said so already)
-            nothing_exposed=not check.caller_output_judged()
+            nothing_exposed=bool(check.secrets)
+            and not check.caller_output_judged()
             and ExposedSink.name not in check.skip_sinks,
             catches_unjudged=bool(item.stash.get(CATCHES_UNJUDGED, False)),
         )
