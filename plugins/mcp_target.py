@@ -661,6 +661,10 @@ class McpTarget(Target):
         self.call_timeout = call_timeout
         self._operations: list[Operation] | None = None
         self._tool_of: dict[str, str] = {}
+        #: the server listed no resource, template or prompt when its tools were listed
+        #: (placeholder credentials) and said those lists do not change: not asked again
+        #: in each case (``_offers_nothing``)
+        self._offers_nothing = False
 
     def _choose_placements(self, templates: Iterable[Any]) -> None:
         if not self._placements_given:
@@ -842,6 +846,7 @@ class InProcessMcpTarget(McpTarget):
             server = self._build(_placeholder)
             async with Client(server, timeout=self.call_timeout) as client:
                 listed = await client.list_tools()
+                self._offers_nothing = await _offers_nothing(client.session)
         return [_Tool(t.name, _required(t.input_schema), _accepts(t.input_schema)) for t in listed]
 
     async def _call_tool(self, case: Case, values: _CaseValues, tool: str, args: Any) -> _Call:
@@ -869,7 +874,7 @@ class InProcessMcpTarget(McpTarget):
                     heard.server = _server_said(client.session)
                     heard.result = await _call(client.session, tool, args, self.call_timeout, heard)
                     await _settle()
-                    await _listings_said(client.session, heard)
+                    await _listings_said(client.session, heard, offers=not self._offers_nothing)
         return heard
 
 
@@ -929,7 +934,9 @@ class StdioMcpTarget(McpTarget):
 
     async def _list_tools(self) -> list[_Tool]:
         async def body(session: ClientSession) -> Any:
-            return (await session.list_tools()).tools
+            tools = (await session.list_tools()).tools
+            self._offers_nothing = await _offers_nothing(session)
+            return tools
 
         with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:
             try:
@@ -971,7 +978,7 @@ class StdioMcpTarget(McpTarget):
         return sink
 
     async def _call_tool(self, case: Case, values: _CaseValues, tool: str, args: Any) -> _Call:
-        heard, body = _call_parts(tool, args, self.call_timeout)
+        heard, body = _call_parts(tool, args, self.call_timeout, offers=not self._offers_nothing)
         parameters = self._parameters(values, self._case_environment(case))
         sink = self._stderr_sink(case)
         with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:
@@ -988,12 +995,13 @@ class StdioMcpTarget(McpTarget):
 
 
 def _call_parts(
-    tool: str, args: Any, timeout: float
+    tool: str, args: Any, timeout: float, *, offers: bool = True
 ) -> tuple[_Call, Callable[[Any], Awaitable[Any]]]:
     """(the call, what it hears to be filled and its result to be set; the body that calls
     ``tool`` in a session, opened with ``_listening(call)``): one call, however the
     session is opened (stdio, HTTP). A ping after the result is a round trip: what the
-    server sent before it has come in."""
+    server sent before it has come in. ``offers``: whether resources and prompts are
+    listed after it (``_listings_said``)."""
     heard = _Call(None, [])
 
     async def body(session: Any) -> Any:
@@ -1003,7 +1011,7 @@ def _call_parts(
             with contextlib.suppress(MCPError):
                 await session.send_ping()
             await _settle()
-        await _listings_said(session, heard)
+        await _listings_said(session, heard, offers=offers)
         return result
 
     return heard, body
@@ -1017,7 +1025,38 @@ _LISTING_SECONDS = 2.0
 _CLOSING_SECONDS = 0.25
 
 
-async def _listings_said(session: Any, heard: _Call, timeout: float = _LISTING_SECONDS) -> None:
+async def _offers_nothing(session: Any, timeout: float = _LISTING_SECONDS) -> bool:
+    """Whether ``session``'s server lists no resource, resource template or prompt and
+    says those lists do not change (``listChanged`` false or absent where it declares
+    them): then the cases do not ask for them again (three requests a case, 15 to 20 ms in
+    process under the plugin's capture; a fastmcp server declares both and most offer
+    neither). False when it cannot tell."""
+    capabilities = getattr(session, "server_capabilities", None)
+    lists: list[tuple[str, str]] = []  # (the session's method, the result's field)
+    for name, kinds in (
+        ("resources", (("list_resources", "resources"),
+                       ("list_resource_templates", "resource_templates"))),
+        ("prompts", (("list_prompts", "prompts"),)),
+    ):  # fmt: skip
+        declared = getattr(capabilities, name, None)
+        if declared is None:
+            continue
+        if getattr(declared, "list_changed", False):
+            return False
+        lists += kinds
+    try:
+        with anyio.fail_after(timeout):
+            for method, field_name in lists:
+                if getattr(await getattr(session, method)(), field_name, None):
+                    return False
+    except Exception:  # noqa: BLE001 - a listing it answers badly: asked in each case
+        return False
+    return True
+
+
+async def _listings_said(
+    session: Any, heard: _Call, timeout: float = _LISTING_SECONDS, *, offers: bool = True
+) -> None:
     """What ``session``'s server offers a host now, as a host reads it, into ``heard``: its
     tools (each definition, name, title, description, annotations, schemas and ``_meta``,
     goes to the model), and where it declares them its resources, resource templates and
@@ -1038,6 +1077,8 @@ async def _listings_said(session: Any, heard: _Call, timeout: float = _LISTING_S
         return
     capabilities = getattr(session, "server_capabilities", None)
     declared = {name for name in ("resources", "prompts") if getattr(capabilities, name, None)}
+    if not offers:  # (none when the tools were listed, and said not to change: not asked)
+        declared = set()
 
     async def tools() -> None:
         listed = await session.list_tools()

@@ -776,6 +776,36 @@ def test_the_resources_and_prompts_offered_in_the_case_are_caller_visible(
     assert where <= {("tool response", SinkClass.CALLER, name) for name in LISTINGS}
 
 
+def test_a_server_offering_no_resource_or_prompt_is_not_asked_in_each_case() -> None:
+    """Three more requests a case (15 to 20 ms in process under the plugin's capture) for
+    a server that lists no resource, template or prompt when its tools are listed and says
+    those lists do not change (most fastmcp servers: they declare both): asked once, not
+    in each case. One that offers any is asked in each case (the test above)."""
+
+    async def offers_nothing(factory: Any) -> bool:
+        async with fastmcp.Client(factory()) as client:
+            return await mcp_target._offers_nothing(client.session)
+
+    def empty() -> Any:
+        server = fastmcp.FastMCP("empty")
+
+        @server.tool
+        def fetch(item: str) -> str:
+            return item
+
+        return server
+
+    import anyio
+
+    assert anyio.run(offers_nothing, empty) is True
+    assert anyio.run(offers_nothing, _offering_server) is False
+    target = mcp_target.InProcessMcpTarget(
+        empty, arguments={"fetch": {"item": "a"}}, tools=["fetch"], http_via="loopback"
+    )
+    target.operations  # noqa: B018 - lists the tools, and asks whether it offers more
+    assert target._offers_nothing is True
+
+
 #: what the offering server's case exposes besides the call's result
 LISTINGS = (
     "mcp resource list", "mcp resource contents", "mcp resource template list",

@@ -210,12 +210,7 @@ def test_processor_formatter_output_is_captured_not_the_wrapped_dict() -> None:
     std.handlers[:] = [handler]
     std.propagate = False
     std.setLevel(logging.INFO)
-    structlog.configure(
-        processors=[structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
-        logger_factory=structlog.stdlib.LoggerFactory(),
-        wrapper_class=structlog.stdlib.BoundLogger,
-        cache_logger_on_first_use=False,
-    )
+    _configure_for_the_formatter()
     try:
         sink = StructlogSink()
         with LeakCheck(seed=SEED, sinks=[sink]) as lc:
@@ -299,6 +294,16 @@ class _Null:
         pass
 
 
+def _configure_for_the_formatter() -> None:
+    """structlog configured to hand its events to the stdlib ``ProcessorFormatter``."""
+    structlog.configure(
+        processors=[structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
+        logger_factory=structlog.stdlib.LoggerFactory(),
+        wrapper_class=structlog.stdlib.BoundLogger,
+        cache_logger_on_first_use=False,
+    )
+
+
 def _config() -> tuple[dict, bool]:
     return structlog.get_config(), structlog.is_configured()
 
@@ -353,12 +358,7 @@ def _formatter_app(redacting: bool) -> tuple[logging.Logger, logging.Handler]:
 @pytest.mark.parametrize("redacting", [True, False], ids=["redacting-app", "leaky-app"])
 def test_processor_formatter_raw_event_dict_is_not_a_false_leak(redacting: bool) -> None:
     stdlib_logger, handler = _formatter_app(redacting)
-    structlog.configure(
-        processors=[structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
-        logger_factory=structlog.stdlib.LoggerFactory(),
-        wrapper_class=structlog.stdlib.BoundLogger,
-        cache_logger_on_first_use=False,
-    )
+    _configure_for_the_formatter()
     try:
         with LeakCheck(seed=SEED, namespace=f"formatter-{redacting}") as check:
             token = check.secret("bearer")
@@ -388,12 +388,7 @@ def test_a_plain_handler_beside_the_processor_formatter_writes_the_raw_event(pla
         second = logging.StreamHandler(io.StringIO())
         second.setFormatter(logging.Formatter("%(levelname)s %(message)s"))
         stdlib_logger.handlers.append(second)
-    structlog.configure(
-        processors=[structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
-        logger_factory=structlog.stdlib.LoggerFactory(),
-        wrapper_class=structlog.stdlib.BoundLogger,
-        cache_logger_on_first_use=False,
-    )
+    _configure_for_the_formatter()
     try:
         with LeakCheck(seed=SEED, namespace=f"second-handler-{plain}") as check:
             token = check.secret("bearer")
