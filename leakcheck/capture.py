@@ -701,13 +701,17 @@ class _Rendering:
     texts: list[_Text] = dataclasses.field(default_factory=list)
 
 
+#: A record no handler of the app's renders, as ``_rendered`` says it (shared: read only)
+_NO_HANDLERS = _Rendering(plain=True, stdlib=True)
+
+
 def _rendered(record: logging.LogRecord, logger: logging.Logger) -> _Rendering:
     """How the app's handlers render ``record``, now (``_Rendering``): each handler with a
     formatter of its own is run on a copy of the record. A formatter that raises cannot be
     judged by its output: the record is then judged as a plain formatter renders it."""
     handlers = _app_handlers(logger)
     if not handlers:
-        return _Rendering(plain=True, stdlib=True)
+        return _NO_HANDLERS
     found = _Rendering()
     rendered = found.texts
     seen: list[object] = []
