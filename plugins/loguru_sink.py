@@ -27,9 +27,11 @@ restored, leaving the app's handlers exactly as they are.
 
 An ``extra`` value is judged only where a handler of the app that emits the record writes
 it (``serialize=True``, ``{extra}`` or ``{extra[key]}`` in its format, or a format
-function); else it is latent. A record that the filter of every app handler at its level
-drops is latent (a filter is the app's code; a level is configuration, judged as the
-strict default says).
+function); else it is latent. The record's names (``{thread.name}``, ``{process.name}``,
+``{name}``, ``{function}``, ``{module}``, ``{file}``) are judged where such a handler
+writes them (a thread named after a session, ``refresh-<token>``). A record that the
+filter of every app handler at its level drops is latent (a filter is the app's code; a
+level is configuration, judged as the strict default says).
 
 Limitations: records of modules turned off with ``logger.disable(...)`` are dropped by
 loguru before any handler and are not captured. Under an app handler with
@@ -87,7 +89,7 @@ class LoguruSink:
     def __init__(self) -> None:
         # (record, note, emitted tracebacks as (path, text), latent traceback as (path,
         # text, note) or None, formatted traceback, the extra keys the app's handlers
-        # write: None for all)
+        # write: None for all, and the record's names they write, ``_names_rendered``)
         self._records: list[
             tuple[
                 dict[str, Any],
@@ -96,6 +98,7 @@ class LoguruSink:
                 tuple[str, str, str] | None,
                 str,
                 frozenset[str] | None,
+                list[tuple[str, str]],
             ]
         ] = []
         self._handler_id: int | None = None
@@ -175,9 +178,10 @@ class LoguruSink:
         record = message.record
         full = str(message)
         try:
-            note, settings, extras = self._judge(record)
+            note, settings, extras, names = self._judge(record)
         except Exception:  # noqa: BLE001 - loguru internals changed: judge as rendered
-            note, settings, extras = "", {_FULL}, None
+            note, settings, extras, names = "", {_FULL}, None, None
+        shown_names = _record_names(record, names)
         emitted: list[tuple[str, str]] = []
         latent: tuple[str, str, str] | None = None
         # a setting that shows less than another one of the app's adds nothing to judge
@@ -196,16 +200,21 @@ class LoguruSink:
                 emitted = []
             else:
                 latent = (_traceback_path(_FULL, 0), full, _latent_note(settings))
-        self._records.append((record, note, emitted, latent, full, extras))
+        self._records.append((record, note, emitted, latent, full, extras, shown_names))
 
-    def _judge(self, record: Any) -> tuple[str, set[tuple[bool, bool]], frozenset[str] | None]:
+    def _judge(
+        self, record: Any
+    ) -> tuple[str, set[tuple[bool, bool]], frozenset[str] | None, frozenset[str] | None]:
         """The note on the record's level, the ``(diagnose, backtrace)`` settings of the
-        app's handlers that render it, and the ``extra`` keys they render (None: all)."""
+        app's handlers that render it, the ``extra`` keys they render and the record's
+        names (``_names_rendered``) they render (None: all)."""
         ours = {sink._handler_id for sink in list(_ACTIVE)} | {self._handler_id}
         others = [h for hid, h in _handlers().items() if hid not in ours]
         level = record["level"]
         if not others:
-            return "not emitted in production: loguru has no other handler", {_FULL}, None
+            # (its names: no format of the app's shows them)
+            none = frozenset[str]()
+            return "not emitted in production: loguru has no other handler", {_FULL}, None, none
         emitting = [h for h in others if getattr(h, "_levelno", 0) <= level.no]
         note = ""
         if not emitting:
@@ -222,7 +231,12 @@ class LoguruSink:
             if not passing:
                 note = _FILTERED
             emitting = passing or emitting
-        return note, {_setting(h) for h in emitting}, _extras_rendered(emitting)
+        return (
+            note,
+            {_setting(h) for h in emitting},
+            _extras_rendered(emitting),
+            _names_rendered(emitting),
+        )
 
     def _render(self, record: Any, setting: tuple[bool, bool]) -> str:
         """The record's traceback as a handler with ``setting`` renders it (no colours)."""
@@ -237,7 +251,7 @@ class LoguruSink:
         return "".join(lines)
 
     def collect(self) -> Iterator[Captured]:
-        for n, (record, note, emitted, latent, full, extras) in enumerate(self._records):
+        for n, (record, note, emitted, latent, full, extras, names) in enumerate(self._records):
             level = record["level"]
             where = f"{record['name'] or '<unknown>'} {level.name}"
             group = f"{self.name}#{n}"
@@ -265,6 +279,8 @@ class LoguruSink:
 
             message = record["message"]
             yield item("message", message)
+            for field, text in names:
+                yield item(field, text)
             if full.strip() and full != message:
                 for path, text in emitted or [("traceback", full)]:
                     yield item(path, text)
@@ -313,6 +329,47 @@ def _extras_rendered(handlers: Sequence[Any]) -> frozenset[str] | None:
                 return None
             keys.add(match.group(1))
     return frozenset(keys)
+
+
+#: The record's names a format may write, as loguru's format names them (``{thread.name}``,
+#: ``{name}``, ``{file.path}``): a thread or a module named after a session shows its token
+#: where a handler writes it (found by a hunting helper for the standard library's).
+_NAME_FIELD = re.compile(r"\{(thread|process|name|function|module|file)\b")
+_NAMES = ("thread", "process", "name", "function", "module", "file")
+
+
+def _names_rendered(handlers: Sequence[Any]) -> frozenset[str] | None:
+    """The record's names (``_NAMES``) that ``handlers`` write (None: every one: a
+    handler that serializes, or formats with a function)."""
+    names: set[str] = set()
+    for handler in handlers:
+        if getattr(handler, "_serialize", True) or getattr(handler, "_is_formatter_dynamic", True):
+            return None
+        tokens = getattr(getattr(handler, "_formatter", None), "_tokens", None)
+        if not isinstance(tokens, list):
+            return None
+        text = "".join(str(token[1]) for token in tokens if isinstance(token, tuple))
+        names.update(match.group(1) for match in _NAME_FIELD.finditer(text))
+    return frozenset(names)
+
+
+def _record_names(record: Any, names: frozenset[str] | None) -> list[tuple[str, str]]:
+    """``(field, text)`` of each of the record's ``names`` (None: all) that is text: a
+    thread's and a process's name, the logger's, the function, module and file names and
+    the file's path."""
+    shown: list[tuple[str, str]] = []
+    for name in _NAMES if names is None else sorted(names):
+        value = record.get(name)
+        if name in ("thread", "process"):
+            shown.append((f"{name}.name", str(getattr(value, "name", "") or "")))
+        elif name == "file":
+            shown += [
+                ("file.name", str(getattr(value, "name", "") or "")),
+                ("file.path", str(getattr(value, "path", "") or "")),
+            ]
+        else:
+            shown.append((name, str(value or "")))
+    return [(field, text) for field, text in shown if text]
 
 
 def _passes_filter(handler: Any, record: Any) -> bool:

@@ -387,3 +387,40 @@ def test_a_record_every_handler_filters_out_is_latent(loguru_state) -> None:
     filtered = [f for f in lc.findings() if f.finding.secret_id.startswith("bearer")]
     assert filtered and all(f.allowed for f in filtered)
     assert "latent: the filter of every loguru handler of the app drops it" in filtered[0].note
+
+
+@pytest.mark.parametrize(
+    "handler, judged",
+    [
+        ({"format": "{thread.name} {level} {message}"}, {"thread.name"}),
+        ({"format": "{time} {level} {message}"}, set()),
+        ({"format": "{message}", "serialize": True}, {"thread.name"}),  # (JSON: every field)
+    ],
+    ids=["thread-name", "not-shown", "serialized"],
+)
+def test_a_thread_name_a_handler_writes_is_judged(
+    loguru_state, handler: dict[str, object], judged: set[str]
+) -> None:
+    """A worker thread named after its session (``refresh-<token>``): a handler whose
+    format shows ``{thread.name}`` (or that serializes the record) writes the token, and
+    only the message, the traceback and ``extra`` were judged (the standard library's
+    ``%(threadName)s`` passed the same way: found by a hunting helper). A format that
+    does not show it leaves it unwritten, and unjudged."""
+    import threading
+
+    written: list[str] = []
+    handler_id = logger.add(written.append, level="DEBUG", **handler)
+    try:
+        with LeakCheck(seed=SEED, sinks=[LoguruSink()]) as lc:
+            token = lc.secret("bearer")
+            worker = threading.Thread(
+                target=logger.warning, args=("session expired",), name=f"refresh-{token}"
+            )
+            worker.start()
+            worker.join()
+    finally:
+        logger.remove(handler_id)
+    shown = any(token in text for text in written)  # (a boolean: no operand holds it)
+    assert shown is bool(judged)
+    fields = {leak.path.split(" ", 2)[-1] for leak in lc.violations()}
+    assert fields == judged, fields
