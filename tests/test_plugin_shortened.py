@@ -218,7 +218,7 @@ def test_restore_puts_the_functions_back() -> None:
 
     from _pytest._code import code
     from _pytest._io import pprint, saferepr
-    from _pytest.assertion import compare_text, truncate
+    from _pytest.assertion import compare_text, rewrite, truncate
 
     from leakcheck.pytest_plugin.shortened import ShortenedMasking
 
@@ -229,6 +229,8 @@ def test_restore_puts_the_functions_back() -> None:
         (truncate, "materialize_with_truncation"),
         (compare_text, "_diff_text"),
         (pprint, "_wrap_bytes_repr"),
+        (rewrite, "_saferepr"),
+        (rewrite, "_format_assertmsg"),
     ]
 
     def there() -> tuple[object, ...]:
@@ -322,6 +324,21 @@ def test_own_short(leakcheck):
 def test_own_set(leakcheck):
     token = leakcheck.secret("bearer")
     assert {token, "a"} == {"a"}
+
+
+def test_own_in(leakcheck):
+    token = leakcheck.secret("bearer")
+    assert "zzz" in f"Bearer {token}"
+
+
+def test_own_call(leakcheck):
+    token = leakcheck.secret("bearer")
+    assert token.startswith("zz")
+
+
+def test_own_message(leakcheck):
+    token = leakcheck.secret("bearer")
+    assert not token, f"expected no token, got {token}"
 """
 
 
@@ -334,19 +351,22 @@ def test_a_tests_own_failed_comparison_is_no_leak_at_any_verbosity(
     when long (never under ``-vv``), and a set comparison names the extra items: a short
     secret, any secret under ``-vv``, a set's items, reached the AssertionError raw, and
     the same failure was a leak verdict at one verbosity and not at another (found by a
-    hunting helper)."""
+    hunting helper). So did an assertion with no comparison explanation (``in``, a call's
+    result: ``where ... = '<token>'.startswith``) and a custom message (found by
+    another)."""
     pytester.makepyfile(test_own=OWN)
     result = pytester.runpytest_subprocess(
         "-p", "no:randomly", "-p", "no:cacheprovider", f"--leakcheck-seed={SEED}", verbosity,
         "-rA",
     )  # fmt: skip
     text = "\n".join(result.outlines + result.errlines)
-    result.assert_outcomes(failed=3)
+    result.assert_outcomes(failed=6)
     assert "[LEAK]" not in text and ", 0 with forbidden hits" in text
-    assert text.count("AssertionError: assert ") >= 3
+    assert text.count("AssertionError: ") >= 6
+    names = ("test_own_text", "test_own_set", "test_own_in", "test_own_call", "test_own_message")
     tokens = [
         CanaryFactory(SEED, namespace=f"test_own.py::{name}", announce=False).nth("bearer", 1)
-        for name in ("test_own_text", "test_own_set")
+        for name in names
     ]
     shown = [secret.value[4:16] in text for secret in tokens] + ["Zq8#vLp2xW9t" in text]
-    assert shown == [False, False, False]
+    assert shown == [False] * 6

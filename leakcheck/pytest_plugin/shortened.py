@@ -86,6 +86,7 @@ class ShortenedMasking:
         self._patch(saferepr.SafeRepr, "repr_str", masked_repr_str)
         self._install_diff_and_wrap()
         self._install_locals_format()
+        self._install_assertion_reprs()
 
         # pytest 9 cuts the explanation as it streams it; pytest 8 cut the list. Only the
         # line cut in the middle is masked before the cut (a line kept whole is masked
@@ -184,6 +185,29 @@ class ShortenedMasking:
                 return shown if masked == _ends(whole) else masked
 
             self._patch(owner, "safeformat", masked_safeformat)
+
+    def _install_assertion_reprs(self) -> None:
+        """A rewritten assertion with no comparison explanation (``assert "x" in text``,
+        ``assert token < ""``, ``assert token.startswith(...)``: ``where ... = '<token>'``)
+        shows each operand and intermediate value as pytest's rewrite module spells it,
+        and a custom message as given: masked here, as a comparison's explanation is, so
+        that a test's own failed assertion holds no secret (it was a leak verdict: found
+        by a hunting helper)."""
+        mask = self._mask
+        try:
+            from _pytest.assertion import rewrite
+        except ImportError:
+            return
+        for name in ("_saferepr", "_format_assertmsg"):
+            spelled = getattr(rewrite, name, None)
+            if spelled is None:
+                continue
+
+            def masked(obj: object, spelled: Any = spelled) -> str:
+                shown: str = spelled(obj)
+                return mask(shown)
+
+            self._patch(rewrite, name, masked)
 
     def _patch(self, owner: Any, name: str, replacement: Any) -> None:
         self._saved.append((owner, name, getattr(owner, name), name in vars(owner)))
