@@ -580,6 +580,19 @@ def _exception_note(field: str, kind: str) -> str:
 
 #: A format that names the record's ``args`` (``%(args)s``, ``{args}``, ``$args``).
 _ARGS_FIELD = re.compile(r"%\(args\)|\{args[}!:.\[]|\$\{?args\b")
+#: A format that writes the record's message (``%(message)s``, ``{message}``, ``$message``).
+_MESSAGE_FIELD = re.compile(r"%\(message\)|\{message[}!:]|\$\{?message\b")
+
+
+def _lets_through(handler: logging.Handler, record: logging.LogRecord) -> bool:
+    """Whether ``handler``'s own filters pass ``record`` (run on a copy; a filter that
+    raises: yes). A filter protects its own handler."""
+    try:
+        return bool(handler.filter(copy.copy(record)))
+    except Exception:  # noqa: BLE001 - the app's filter: judged as passing
+        return True
+
+
 #: The fields a format names (``%(name)s``, ``{threadName}``, ``$module``).
 _FORMAT_FIELD = re.compile(r"%\((\w+)\)|\{(\w+)|\$\{?(\w+)")
 #: The record's standard text fields that a plain formatter shows as they are, besides its
@@ -723,7 +736,11 @@ def _rendered(record: logging.LogRecord, logger: logging.Logger) -> _Rendering:
             fmt = safe_str(getattr(style, "_fmt", ""))
             found.args = found.args or bool(_ARGS_FIELD.search(fmt))
             if type(formatter) is logging.Formatter:
-                found.stdlib = True
+                # (a structlog event's dict is what its message writes: judged where this
+                # handler writes the message and its own filters let the record through)
+                found.stdlib = found.stdlib or (
+                    bool(_MESSAGE_FIELD.search(fmt)) and _lets_through(handler, record)
+                )
                 found.fields.update(
                     name for match in _FORMAT_FIELD.finditer(fmt) for name in match.groups()
                     if name in _SHOWN_FIELDS

@@ -376,21 +376,42 @@ def test_processor_formatter_raw_event_dict_is_not_a_false_leak(redacting: bool)
         ]
 
 
-@pytest.mark.parametrize("plain", [True, False], ids=["plain-second-handler", "redacting-only"])
-def test_a_plain_handler_beside_the_processor_formatter_writes_the_raw_event(plain: bool) -> None:
+class _NotStructlog(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not isinstance(record.msg, dict)
+
+
+@pytest.mark.parametrize(
+    "second, plain",
+    [
+        ("%(levelname)s %(message)s", True),
+        (None, False),
+        ("%(levelname)s %(name)s", False),  # (writes no message)
+        ("filtered", False),  # (its own filter drops structlog's records)
+    ],
+    ids=["plain-second-handler", "redacting-only", "no-message-field", "filtered"],
+)
+def test_a_plain_handler_beside_the_processor_formatter_writes_the_raw_event(
+    second: str | None, plain: bool
+) -> None:
     """A ``ProcessorFormatter`` handler redacts; a second handler of the same logger with a
     plain ``logging.Formatter`` writes the record's message, the event dict as structlog
     made it, the token in it. That dict was left to the structlog sink, which sees only
     what a ``ProcessorFormatter`` renders, and the test passed (found by a hunting
-    helper). With the redacting handler alone nothing is a leak."""
+    helper). With the redacting handler alone nothing is a leak, nor with a second
+    handler that writes no message, or whose own filter drops the record (a filter
+    protects its own handler: both failed, found by another)."""
     stdlib_logger, handler = _formatter_app(redacting=True)
-    if plain:
-        second = logging.StreamHandler(io.StringIO())
-        second.setFormatter(logging.Formatter("%(levelname)s %(message)s"))
-        stdlib_logger.handlers.append(second)
+    if second is not None:
+        extra = logging.StreamHandler(io.StringIO())
+        if second == "filtered":
+            extra.addFilter(_NotStructlog())
+            second = "%(levelname)s %(message)s"
+        extra.setFormatter(logging.Formatter(second))
+        stdlib_logger.handlers.append(extra)
     _configure_for_the_formatter()
     try:
-        with LeakCheck(seed=SEED, namespace=f"second-handler-{plain}") as check:
+        with LeakCheck(seed=SEED, namespace=f"second-handler-{second}") as check:
             token = check.secret("bearer")
             structlog.get_logger("gateway.formatter-app").info("call", token=token)
         where = {(leak.sink, leak.path.split(" ")[-1]) for leak in check.violations()}
