@@ -576,6 +576,8 @@ class _Call:
     #: the rest of what it offers the host, listed and read in that session after the call
     #: (``_listings_said``): what each holds, by the name it is exposed as
     offers: dict[str, list[Any]] = field(default_factory=dict)
+    #: what of those was not read (no answer within the budget, past LIST_AT_MOST)
+    unread: list[str] = field(default_factory=list)
 
     async def on_log(self, params: Any) -> None:
         """A log notification: heard."""
@@ -747,6 +749,8 @@ class McpTarget(Target):
             answered = [item for item in offered if item is not None]
             if answered:
                 case.check.expose(answered, name)
+        if done.unread:
+            _said_unread(case.check, done.unread)
         if done.notifications:
             case.check.expose(done.notifications, "mcp log notification")
         if done.progress:
@@ -763,6 +767,24 @@ class McpTarget(Target):
                 + (f" It said: {_shown(said, 200)!r}" if said else "")
             )
         return wire
+
+
+def _said_unread(check: Any, unread: Sequence[str]) -> None:
+    """What the server offers that the case could not read, listed as not inspected (in
+    the report and the summary: never a clean verdict for want of it)."""
+    from leakcheck.capture import TextSink
+    from leakcheck.policy import SinkClass
+
+    sink = next((s for s in check.sinks if getattr(s, "name", "") == UNREAD_SINK), None)
+    if sink is None:
+        sink = TextSink(UNREAD_SINK, SinkClass.CALLER)
+        check.sinks.append(sink)
+    for what in unread:
+        sink.add_uninspected(check.mask(what), "not read: " + check.mask(what))
+
+
+#: where what a case could not read of a server's offers is said (``_said_unread``)
+UNREAD_SINK = "mcp offers"
 
 
 def _shown(text: str, size: int, *, keep_end: bool = False) -> str:
@@ -1066,53 +1088,95 @@ async def _listings_said(
     placeholder credentials, a server that wrote its token into a description, or added a
     tool quoting its failure after a 401 (and said ``tools/list_changed``, on which a host
     lists them again), passed; a resource such as ``config://settings`` was never read
-    (found by hunting helpers). Each part is asked for at once and is left out when the
-    server answers it badly, not at all, or not within ``timeout`` in all: the call was
-    judged all the same (a hunting helper found the case lost when the listing failed)."""
+    (found by hunting helpers). Each part is asked for at once; an error the server
+    answers one with is what the host shows (judged, ``{"error": ...}``); one it answers
+    badly is left out; one it does not answer within ``timeout`` in all, and each list's
+    items past LIST_AT_MOST, are said not read (``heard.unread``): the call was judged
+    all the same (a hunting helper found the case lost when the listing failed)."""
     # (within any deadline around it, with room to close the session: a listing that takes
     # long must not time the case out)
     remaining = anyio.current_effective_deadline() - anyio.current_time() - _CLOSING_SECONDS
     timeout = min(timeout, remaining)
-    if timeout <= 0:
-        return
     capabilities = getattr(session, "server_capabilities", None)
     declared = {name for name in ("resources", "prompts") if getattr(capabilities, name, None)}
     if not offers:  # (none when the tools were listed, and said not to change: not asked)
         declared = set()
+    if timeout <= 0:
+        heard.unread += [
+            f"its {name}: not listed, no time left within the case's deadline"
+            for name in sorted(declared)
+        ]
+        return
+
+    # what was asked and is not answered yet: said "not read" if the budget runs out
+    pending: dict[str, str] = {}
+
+    async def asking(what: str, request: Awaitable[Any]) -> Any:
+        """``request``'s answer; an error the server answered with, as the host shows it
+        (``{"error": ...}``: a token in it passed, found by a hunting helper); None for
+        any other failure."""
+        pending[what] = what
+        try:
+            answer = await request
+        except MCPError as exc:
+            if _client_made(exc):  # (no answer: it stays pending, said not read)
+                return None
+            answer = {"error": {"code": exc.code, "message": exc.message, "data": exc.data}}
+        except Exception:  # noqa: BLE001 - a malformed answer: nothing the host shows
+            answer = None
+        # (cancelled by the budget, it stays pending: said not read)
+        pending.pop(what, None)
+        return answer
+
+    def listed_part(name: str, items: list[Any]) -> list[Any]:
+        if len(items) > LIST_AT_MOST:
+            heard.unread.append(
+                f"{name}: {len(items) - LIST_AT_MOST} past the first {LIST_AT_MOST}"
+            )
+        return [_wire(item) for item in items[:LIST_AT_MOST]]
 
     async def tools() -> None:
         listed = await session.list_tools()
         heard.tools = [_wire(tool) for tool in getattr(listed, "tools", None) or ()]
 
     async def resources() -> None:
-        listed = getattr(await session.list_resources(), "resources", None) or []
-        heard.offers[RESOURCE_LIST] = [_wire(resource) for resource in listed]
+        answer = await asking(RESOURCE_LIST, session.list_resources())
+        if isinstance(answer, dict):  # (its error)
+            heard.offers[RESOURCE_LIST] = [answer]
+            return
+        listed = getattr(answer, "resources", None) or []
+        heard.offers[RESOURCE_LIST] = listed_part(RESOURCE_LIST, listed)
         uris = [str(r.uri) for r in listed if getattr(r, "uri", None)][:READ_AT_MOST]
         # (in the order listed, whichever answers first)
         read: list[Any] = [None] * len(uris)
         heard.offers[RESOURCE_CONTENTS] = read
 
         async def contents(at: int) -> None:
-            read[at] = _wire(await session.read_resource(uris[at]))
+            read[at] = _wire(await asking(f"resource {uris[at]}", session.read_resource(uris[at])))
 
         await _each(contents, range(len(uris)))
 
     async def templates() -> None:
-        listed = await session.list_resource_templates()
-        heard.offers[TEMPLATE_LIST] = [
-            _wire(template) for template in getattr(listed, "resource_templates", None) or ()
-        ]
+        answer = await asking(TEMPLATE_LIST, session.list_resource_templates())
+        listed = getattr(answer, "resource_templates", None) or []
+        heard.offers[TEMPLATE_LIST] = (
+            [answer] if isinstance(answer, dict) else listed_part(TEMPLATE_LIST, listed)
+        )
 
     async def prompts() -> None:
-        listed = getattr(await session.list_prompts(), "prompts", None) or []
-        heard.offers[PROMPT_LIST] = [_wire(prompt) for prompt in listed]
+        answer = await asking(PROMPT_LIST, session.list_prompts())
+        if isinstance(answer, dict):
+            heard.offers[PROMPT_LIST] = [answer]
+            return
+        listed = getattr(answer, "prompts", None) or []
+        heard.offers[PROMPT_LIST] = listed_part(PROMPT_LIST, listed)
         free = [p.name for p in listed if not any(a.required for a in p.arguments or ())]
         free = free[:READ_AT_MOST]
         got: list[Any] = [None] * len(free)
         heard.offers[PROMPT_MESSAGES] = got
 
         async def messages(at: int) -> None:
-            got[at] = _wire(await session.get_prompt(free[at]))
+            got[at] = _wire(await asking(f"prompt {free[at]}", session.get_prompt(free[at])))
 
         await _each(messages, range(len(free)))
 
@@ -1123,10 +1187,28 @@ async def _listings_said(
         asked.append(prompts)
     with anyio.move_on_after(timeout):
         await _each(lambda ask: ask(), asked)
+    # (never a silent pass: what the budget cut off is said, not judged clean)
+    heard.unread += [f"{what}: no answer within {timeout:.1f} s" for what in pending]
+
+
+#: What the MCP client says when the server did not answer (its read timeout: "Request
+#: 'resources/read' timed out"; the connection closed): no answer of the server's.
+_CLIENT_MADE = re.compile(r"Request '[^']*' timed out|Connection closed")
+
+
+def _client_made(exc: MCPError) -> bool:
+    """Whether ``exc`` is the client's own (no answer came), not an error the server sent."""
+    return exc.code in (mcp_types.REQUEST_TIMEOUT, mcp_types.CONNECTION_CLOSED) and bool(
+        _CLIENT_MADE.fullmatch(str(exc.message))
+    )
 
 
 #: how many of a server's resources are read, and of its prompts got, in a case
 READ_AT_MOST = 16
+#: how many items of each list (resources, templates, prompts) are judged in a case: a
+#: server listing 10,000 resources took a second a case to judge (found by a hunting
+#: helper); the rest are said not inspected
+LIST_AT_MOST = 1_000
 #: the names what a server offers besides its tools is exposed as (``_listings_said``)
 RESOURCE_LIST = "mcp resource list"
 RESOURCE_CONTENTS = "mcp resource contents"

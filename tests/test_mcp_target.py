@@ -776,6 +776,23 @@ def test_the_resources_and_prompts_offered_in_the_case_are_caller_visible(
     assert where <= {("tool response", SinkClass.CALLER, name) for name in LISTINGS}
 
 
+def test_a_list_past_its_first_items_is_said_not_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server listing 10,000 resources took a second a case to judge (found by a hunting
+    helper): each list is judged to its first LIST_AT_MOST items, and the rest is said
+    not inspected (here the first 1 of the offering server's two prompts)."""
+    monkeypatch.setattr(mcp_target, "LIST_AT_MOST", 1)
+    target = mcp_target.InProcessMcpTarget(
+        _offering_server, kwargs={"token": "{bearer}", "careful": "yes"},
+        arguments={"fetch": {"item": "a"}}, tools=["fetch"], http_via="loopback",
+    )  # fmt: skip
+    with LeakCheck(seed=SEED, namespace="list-cap") as check:
+        target.call(_case(check, target, "http_401", "authorization-header"))
+        unread = [c.uninspected for c in check.captured() if c.sink == mcp_target.UNREAD_SINK]
+        prompts = [c for c in check.captured() if c.path.startswith("mcp prompt list")]
+    assert unread == ["not read: mcp prompt list: 1 past the first 1"], unread
+    assert prompts and all("$[1]" not in c.path for c in prompts)
+
+
 def test_a_server_offering_no_resource_or_prompt_is_not_asked_in_each_case() -> None:
     """Three more requests a case (15 to 20 ms in process under the plugin's capture) for
     a server that lists no resource, template or prompt when its tools are listed and says

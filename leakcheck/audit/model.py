@@ -184,6 +184,10 @@ class CaseOutcome:
     #: from the JSON report (a server's own log files, which the audit does not read)
     canaries: list[str] = field(default_factory=list)
     canary_namespace: str = ""
+    #: what the server offers that the case could not read (a resource that did not
+    #: answer within the listing budget, a list past its first 1,000 items): never judged
+    #: clean for want of it
+    unread: list[str] = field(default_factory=list)
 
     @property
     def id(self) -> str:
@@ -207,6 +211,7 @@ class CaseOutcome:
             "seconds": round(self.seconds, 3),
             "canary_namespace": self.canary_namespace,
             "canaries": list(self.canaries),
+            **({"unread": list(self.unread)} if self.unread else {}),
         }
 
 

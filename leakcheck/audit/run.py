@@ -399,6 +399,15 @@ def run_one(target: AuditTarget, spec: CaseSpec, seed: int | str) -> CaseOutcome
         details.append("  (and the stage was not reached: " + unreached.splitlines()[0] + ")")
     answer = getattr(check, "audit_answer", "")
     outcome.answer = check.mask(answer) if isinstance(answer, str) else ""
+    from leakcheck.plugins.mcp_target import UNREAD_SINK
+
+    outcome.unread = [
+        check.mask(item.uninspected)
+        for sink in check.sinks
+        if getattr(sink, "name", "") == UNREAD_SINK
+        for item in sink.collect()
+        if item.uninspected
+    ]
     outcome.failed = sorted(failed)
     outcome.canary_namespace = namespace
     outcome.canaries = [secret.id for secret in check.secrets if secret.generated]
@@ -525,10 +534,22 @@ def audit_mcp_server(
     # A tool's answer, quoted in every report: a token of the server's own that is none of
     # the secrets masked above (a key from its configuration) shown as «opaque», as an
     # excerpt shows one (it went raw into the text, JSON and SARIF reports)
+    # (and what a case says of the server, its stderr's last line among it: a key of its own
+    # there went raw into every report, found by a hunting helper)
     for tool in result.tools:
         tool.why = without_random_tokens(tool.why)
     for case in result.cases:
         case.answer = without_random_tokens(case.answer)
+        case.reason = without_random_tokens(case.reason)
+        case.details = without_random_tokens(case.details)
+        case.unread = [without_random_tokens(what) for what in case.unread]
+    unread = [case for case in result.cases if case.unread]
+    if unread:
+        first = unread[0]
+        result.notes.append(
+            f"part of what the server offers besides its tools was not read in {len(unread)} "
+            f"case(s), and is not judged (first: {first.id}: {first.unread[0]})"
+        )
     return result
 
 

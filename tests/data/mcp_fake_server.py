@@ -33,6 +33,8 @@ list-hang      careful, and after a call it never answers tools/list
 resource-token careful, and offers a resource ``config://settings`` whose contents name
                the token
 resource-hang  careful, and offers that resource, and never answers its read
+resource-error careful, and offers that resource, and answers its read with a JSON-RPC
+               error naming the token
 prompt-token   careful, and offers a prompt (no arguments) whose text names the token
 unreadable     answers each call with a message the MCP SDK cannot read (a lone
                surrogate escape in its text)
@@ -227,6 +229,10 @@ def main():
             send({"jsonrpc": "2.0", "id": ident, "result": {"resourceTemplates": []}})
         elif method == "resources/read" and MODE == "resource-hang":
             continue
+        elif method == "resources/read" and MODE == "resource-error":
+            send({"jsonrpc": "2.0", "id": ident, "error": {
+                "code": -32002, "message": f"cannot read settings: 401 for Bearer {TOKEN}",
+            }})  # fmt: skip
         elif method == "resources/read" and MODE == "resource-token":
             said = f"upstream={URL} authorization=Bearer {TOKEN}"
             contents = [{"uri": SETTINGS["uri"], "mimeType": "text/plain", "text": said}]
