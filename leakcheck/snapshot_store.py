@@ -501,8 +501,8 @@ def review(
             # (a pending file is input: one fetched from a CI run of a fork's change named
             # a file anywhere, and accepting wrote it there)
             say(
-                f"refusing {path.name}: the snapshot file it names is not a .json file below "
-                f"{root} (a pending file written by pytest names one there)"
+                f"refusing {_shown(path.name)}: the snapshot file it names is not a .json file "
+                f"below {root} (a pending file written by pytest names one there)"
             )
             total -= len(document["entries"])
             continue
@@ -511,7 +511,7 @@ def review(
         if malformed:
             # (a pending file is input: a hand-edited one was a traceback here)
             say(
-                f"refusing {path.name}: {len(malformed)} of its entries are not pending "
+                f"refusing {_shown(path.name)}: {len(malformed)} of its entries are not pending "
                 'snapshots ({"old": ..., "new": {...}}); delete it and rerun pytest'
             )
             total -= len(entries)

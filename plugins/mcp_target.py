@@ -109,7 +109,7 @@ from leakcheck.canaries import KINDS, is_kind_name
 from leakcheck.capture import Captured
 from leakcheck.contract import DEFAULT as DEFAULT_EXPECTATIONS
 from leakcheck.contract import Expectations, Violation
-from leakcheck.errors import LeakcheckUsageError, did_you_mean, first_leaf
+from leakcheck.errors import LeakcheckUsageError, did_you_mean, first_leaf, quoted
 from leakcheck.faults import ChildProcessUpstream, TlsUpstream
 from leakcheck.findings import cut_whole, without_random_tokens
 from leakcheck.matrix import SEAMS, UNREACHABLE_URL, Case, Operation, Target, TargetError
@@ -649,7 +649,8 @@ class McpTarget(Target):
         unknown = sorted(self.seams - set(SEAMS.values()))
         if unknown:
             known = ", ".join(sorted(set(SEAMS.values())))
-            raise TargetError(f"unknown seam(s) {unknown}; known: {known}")
+            said = ", ".join(quoted(seam) for seam in unknown)
+            raise TargetError(f"unknown seam(s) {said}; known: {known}")
         #: None: every HTTP stage, and the gateway-side stages of the declared seams
         self.stages = list(stages) if stages is not None else None
         #: None: the placements whose credentials the templates carry (``carried``)

@@ -232,6 +232,19 @@ def test_a_servers_own_key_in_its_answer_is_opaque(mcp, tmp_path: Path) -> None:
         assert run.code == 2
 
 
+def test_a_key_in_the_command_or_its_stderr_is_opaque(mcp, tmp_path: Path) -> None:
+    """A command that cannot start is named, and the last line of a server's stderr quoted,
+    in the error: a key there (a token given as the command; the server's own key in its
+    log) is no canary and went out raw (found by a hunting helper). Shown «opaque», as
+    the server's arguments and answers are."""
+    key = "ghp_Hq7ZrT2wKx9LmV4pNc8BdF3sJy6GaE1uQw0z"
+    secret = Secret.from_user(key)
+    missing = mcp("--env", "API_URL={upstream}", server=[key], extra=(secret,))
+    assert missing.code == 2 and "no such command '«opaque»'" in missing.err, missing.err
+    exited = mcp(*fake("own-key-exit"), "--env", f"ACCOUNT_REF={key}", *NARROW, extra=(secret,))
+    assert exited.code == 2 and "its stderr ends: config loaded with key «opaque»" in exited.err
+
+
 def test_pinned_arguments(mcp, tmp_path: Path) -> None:
     pinned = tmp_path / "args.json"
     pinned.write_text(json.dumps({"fetch": {"item": "it_42"}}))
@@ -239,6 +252,14 @@ def test_pinned_arguments(mcp, tmp_path: Path) -> None:
     assert run.code == 0 and "fetch: audited, arguments pinned (item)" in run.out
     pinned.write_text(json.dumps({"nope": {}}))
     one_error_line(mcp(*fake("careful"), *NARROW, "--arguments", str(pinned)), "nope")
+    # names from the file that look like keys: «opaque», as --tools shows them (raw before:
+    # found by a hunting helper)
+    key = "ghp_Hq7ZrT2wKx9LmV4pNc8BdF3sJy6GaE1uQw0z"
+    given = tmp_path / "given" / "args.json"  # (input, apart from what the run writes)
+    given.parent.mkdir()
+    given.write_text(json.dumps({key: {}}))
+    run = mcp(*fake("careful"), *NARROW, "--arguments", str(given), extra=(Secret.from_user(key),))
+    one_error_line(run, "«opaque»")
     pinned.write_text("{not json")
     one_error_line(mcp(*fake("careful"), *NARROW, "--arguments", str(pinned)), "not JSON")
     pinned.unlink()

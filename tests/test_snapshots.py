@@ -689,6 +689,25 @@ def test_review_shows_no_key_shaped_id_and_refuses_a_malformed_entry(
     assert "are not pending snapshots" in capsys.readouterr().out
 
 
+def test_review_refuses_a_key_named_pending_file_without_showing_its_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A pending file is named after its module; one named after a key (hand-made, or
+    from a fork's CI run) that review refuses was named raw in the refusal (found by a
+    hunting helper): shown «opaque», as its module and ids are."""
+    _pending_tree(tmp_path)
+    token = "ghp_" + secrets.token_urlsafe(27)
+    pending = tmp_path / PENDING_DIR
+    source = pending / "test_x.json"
+    document = json.loads(source.read_text(encoding="utf-8"))
+    document["snapshot_file"] = "../outside.json"
+    (pending / f"{token}.json").write_text(json.dumps(document), encoding="utf-8")
+    source.unlink()
+    assert main(["review", "--dir", str(tmp_path), "--reject-all"]) == 0
+    shown = capsys.readouterr().out
+    assert "refusing «opaque»: the snapshot file" in shown and token[4:12] not in shown, shown
+
+
 def test_review_masks_pieces_and_refuses_a_listed_secret(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

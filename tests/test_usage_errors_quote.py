@@ -192,15 +192,19 @@ def test_the_mcp_command_line_and_env_name_are_described(
     assert not _shown(err)
 
 
+@pytest.mark.parametrize("before", ["", "x" * 22 + " "], ids=["whole", "after-22-chars"])
 def test_a_reports_canary_id_that_is_a_token_is_described(
-    tmp_path: Any, capsys: pytest.CaptureFixture[str]
+    tmp_path: Any, capsys: pytest.CaptureFixture[str], before: str
 ) -> None:
+    """(after-22-chars: the id was cut to 40 characters before it was judged, and the
+    token's first 9 characters no longer looked like a key: shown raw, found by a hunting
+    helper)"""
     import json
 
     from leakcheck.cli import main
 
     report = tmp_path / "r.json"
-    secret = {"id": TOKEN, "kind": "bearer", "generated": True}
+    secret = {"id": before + TOKEN, "kind": "bearer", "generated": True}
     tests = [{"test": "t.py::t", "secrets": [secret]}]
     report.write_text(
         json.dumps({"tool": "leakcheck", "seed": "1", "canary_generation": 2, "tests": tests})
@@ -225,3 +229,19 @@ def test_a_described_value_says_its_own_length() -> None:
     from leakcheck.errors import quoted
 
     assert f"a value of {len(TOKEN)} characters" in quoted(TOKEN)
+
+
+def test_an_unknown_seam_that_is_a_token_is_described() -> None:
+    """A target's ``seams`` naming an unknown seam: quoted as any refused name is, a
+    token described (the list went out raw: found by a hunting helper)."""
+    from leakcheck.matrix.model import Target, TargetError, seams_of
+
+    class Bad(Target):
+        seams = frozenset({TOKEN})
+
+    with pytest.raises(TargetError) as refused:
+        seams_of(Bad())
+    assert "unknown seam(s)" in str(refused.value) and not _shown(str(refused.value))
+    Bad.seams = frozenset({"vaults"})
+    with pytest.raises(TargetError, match=r"unknown seam\(s\) 'vaults'"):
+        seams_of(Bad())

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from ..findings import without_random_tokens
+
 __all__ = [
     "AuditError",
     "AuditResult",
@@ -138,7 +140,7 @@ class ToolInfo:
             "name": self.name,
             "status": self.status.value,
             "arguments_from": self.source,
-            "argument_names": sorted(self.arguments or {}),
+            "argument_names": [without_random_tokens(n) for n in sorted(self.arguments or {})],
         }
         if self.why:
             data["why"] = self.why

@@ -12,6 +12,7 @@ from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
 from ..canaries import CANARY_GENERATION
+from ..findings import without_random_tokens
 from ..report import sarif_run
 from ..stages import STAGES
 from ..version import __version__
@@ -114,7 +115,10 @@ def render_text(result: AuditResult) -> str:
     for tool in result.tools:
         if tool.status is ToolStatus.LEFT_OUT:
             continue
-        names = ", ".join(sorted(tool.arguments or {})) or "none"
+        # (names from an --arguments file: one that looks like a key «opaque», found by a
+        # hunting helper)
+        names = ", ".join(without_random_tokens(n) for n in sorted(tool.arguments or {}))
+        names = names or "none"
         if tool.status is ToolStatus.AUDITED:
             text = f"  {tool.name}: audited, arguments {tool.source or 'generated'} ({names})"
             if tool.why:

@@ -210,9 +210,11 @@ def _select_tools(
     chosen = set(_pick(names, patterns, "tools"))
     unknown = sorted(set(pinned) - set(names))
     if unknown:
+        # (names from a file: one that looks like a key shown «opaque», as --tools shows it)
         raise AuditError(
-            f"--arguments names tool(s) the server does not list: {', '.join(unknown)}; "
-            f"it lists: {', '.join(names)}"
+            "--arguments names tool(s) the server does not list: "
+            f"{', '.join(without_random_tokens(name) for name in unknown)}; "
+            f"it lists: {', '.join(without_random_tokens(name) for name in names)}"
         )
     for tool in listed:
         if tool.name not in chosen:

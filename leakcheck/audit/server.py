@@ -56,7 +56,7 @@ from leakcheck.plugins.process_sink import provisioning
 from ..capture import Captured
 from ..errors import first_leaf
 from ..faults import HarnessError
-from ..findings import cut_whole
+from ..findings import cut_whole, without_random_tokens
 from ..matrix import UNREACHABLE_URL, Case
 from ..policy import SinkClass
 from .model import AuditError, ServerSpec, ToolInfo
@@ -534,10 +534,13 @@ def _start_failure(spec: ServerSpec, exc: BaseException, said: str) -> str:
             f"cannot reach the MCP server at {command}: {type(leaf).__name__} (is it "
             "running, and is that its streamable-HTTP endpoint?)"
         )
+    # (the command as ``describe`` shows it, a piece that looks like a key «opaque»: quoted
+    # raw, a token given as the command went to stderr, found by a hunting helper)
+    program = without_random_tokens(spec.command)
     if isinstance(leaf, FileNotFoundError):
-        what = f"cannot start the server: no such command {spec.command!r}"
+        what = f"cannot start the server: no such command {program!r}"
     elif isinstance(leaf, PermissionError):
-        what = f"cannot start the server: {spec.command!r} is not executable"
+        what = f"cannot start the server: {program!r} is not executable"
     elif isinstance(leaf, TimeoutError) or sdk_error(leaf, REQUEST_TIMEOUT):
         what = (
             f"the server did not complete the MCP handshake within "
@@ -557,10 +560,13 @@ def _start_failure(spec: ServerSpec, exc: BaseException, said: str) -> str:
             + (f": {where}: {why}" if where else "")
             + "; a tool's inputSchema is a JSON Schema of type object)"
         )
-        return what + (f"; its stderr ends: {said}" if said else "")
+        return what + (f"; its stderr ends: {without_random_tokens(said)}" if said else "")
     else:
         what = f"could not list the tools of {command!r}: {type(leaf).__name__}"
     if spec.url:
         return what
     what += f" with placeholder credentials and upstream {UNREACHABLE_URL}"
+    # (its stderr's last line: a key of the server's own there is no secret leakcheck
+    # knows, shown «opaque»; found by a hunting helper)
+    said = without_random_tokens(said)
     return what + (f"; its stderr ends: {said}" if said else "; it wrote nothing to stderr")

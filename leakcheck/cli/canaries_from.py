@@ -125,11 +125,15 @@ def canaries_from_report(
                 continue
             match = CANARY_ID.fullmatch(secret.id)
             if match is None:
-                shown = quoted(secret.id[:40])
+                # (judged whole, then cut: cut first, a key's piece of 9 characters no
+                # longer looked like a key and went out raw, found by a hunting helper)
+                shown = quoted(secret.id)
+                if not shown.startswith("«") and len(shown) > 44:
+                    shown = shown[:40] + "...'"
                 raise UsageError(f"report {path!r} test {n}: {shown} is not a canary id (KIND#N)")
             if match.group(1) not in KINDS:
                 raise UsageError(
-                    f"report {path!r} test {n}: canary kind {match.group(1)[:40]!r} is none "
+                    f"report {path!r} test {n}: canary kind {quoted(match.group(1)[:40])} is none "
                     "this leakcheck makes (a report of a newer one? scan with that version)"
                 )
             planned.append((record.test, record.test, match.group(1), int(match.group(2))))

@@ -272,7 +272,9 @@ def seams_of(target: Target) -> frozenset[str]:
     chosen = frozenset(seams)
     unknown = sorted(str(s) for s in chosen - ALL_SEAMS)
     if unknown:
+        # (each quoted as a usage error quotes a name: one that looks like a key described)
+        said = ", ".join(quoted(s) for s in unknown)
         raise TargetError(
-            f"{name}.seams: unknown seam(s) {unknown}; known: {', '.join(sorted(ALL_SEAMS))}"
+            f"{name}.seams: unknown seam(s) {said}; known: {', '.join(sorted(ALL_SEAMS))}"
         )
     return chosen

@@ -17,6 +17,7 @@ array-schema   the tool's input schema is of type array (the MCP SDK refuses too
 no-request     the tool answers isError without calling the API
 own-key        as no-request, naming its own key from ``$ACCOUNT_REF`` (no canary: a real
                key of the server's configuration)
+own-key-exit   writes ``config loaded with key $ACCOUNT_REF`` to stderr and exits 1 at once
 home-log       careful, and logs each call's token to ``$HOME/.fake/debug.log``
 home-name      careful, and caches each call under ``$HOME/.fake/<token>`` (empty files)
 echo-arguments careful, and names each argument it does not know, with its value
@@ -136,6 +137,9 @@ def main():
     if os.environ.get("FAKE_PID_FILE"):  # (a test that interrupts the audit checks on it)
         with open(os.environ["FAKE_PID_FILE"], "a", encoding="utf-8") as pids:
             pids.write(f"{os.getpid()}\n")
+    if MODE == "own-key-exit":
+        sys.stderr.write(f"config loaded with key {os.environ.get('ACCOUNT_REF', '')}\n")
+        sys.exit(1)
     if MODE == "exit-start":
         sys.stderr.write(f"fatal: API_TOKEN={TOKEN} rejected\n")
         sys.exit(1)
