@@ -560,13 +560,13 @@ def _start_failure(spec: ServerSpec, exc: BaseException, said: str) -> str:
             + (f": {where}: {why}" if where else "")
             + "; a tool's inputSchema is a JSON Schema of type object)"
         )
-        return what + (f"; its stderr ends: {without_random_tokens(said)}" if said else "")
+        return what + (f"; its stderr ends: {said}" if said else "")
     else:
         what = f"could not list the tools of {command!r}: {type(leaf).__name__}"
     if spec.url:
         return what
     what += f" with placeholder credentials and upstream {UNREACHABLE_URL}"
-    # (its stderr's last line: a key of the server's own there is no secret leakcheck
-    # knows, shown «opaque»; found by a hunting helper)
-    said = without_random_tokens(said)
+    # (its stderr's last line: a key of the server's own there, no secret leakcheck knows,
+    # is shown «opaque» where the error is printed, after the literal secrets are masked:
+    # ``cli.mcp``; found by a hunting helper)
     return what + (f"; its stderr ends: {said}" if said else "; it wrote nothing to stderr")

@@ -20,6 +20,7 @@ import sys
 import time
 
 from ..errors import quoted
+from ..findings import without_random_tokens
 from .console import (
     EXIT_ERROR,
     UsageError,
@@ -278,7 +279,9 @@ def mcp_command(args: argparse.Namespace, output: Output) -> int:
             handshake=args.handshake,
         )
     except AuditError as exc:
-        raise UsageError(str(exc)) from None
+        # (a key of the server's own in what it said, no secret known: «opaque», after
+        # the literal secrets given to it are masked with their labels)
+        raise UsageError(without_random_tokens(output.mask_one(str(exc)))) from None
     except KeyboardInterrupt:
         # (the servers and the fault servers stopped, their temporary files removed, by
         # the unwinding: ``kill``, a CI job's timeout or ^C left a server running with a
