@@ -25,6 +25,7 @@ from .errors import (
     NotASecretError,
     did_you_mean,
     looks_like_a_key,
+    quoted,
     with_article,
 )
 
@@ -163,8 +164,15 @@ class Secret(Value, frozen=True):
             )
         if not isinstance(value, str):
             raise NotASecretError(f"secret {id!r}: expected str, got {type(value).__name__}")
+        if kind != "secret":
+            # (a kind names the secret in every mask label: the value given as its kind was
+            # spelled out in each one, found by a hunting helper)
+            check_kind_name(kind, "Secret.from_user(value, kind=...)")
         if secret_class is None:
             secret_class = KINDS[kind].secret_class if kind in KINDS else SecretClass.DIRECT
+        if not isinstance(secret_class, str) or secret_class not in _CLASS_VALUES:
+            known = ", ".join(sorted(_CLASS_VALUES))
+            raise LeakcheckUsageError(f"secret_class is one of {known}, not {quoted(secret_class)}")
 
         def label() -> str:
             # The id and the kind are the caller's, and may share pieces with a weak value:
@@ -204,6 +212,14 @@ class Secret(Value, frozen=True):
                 "common token prefixes count for little because they occur in ordinary "
                 "text; use a random token or let leakcheck generate a canary"
             )
+        # (after the strength checks: a weak value's refusal blots what it shares instead)
+        for name, given in (("id", id), ("kind", kind)):
+            if _without_pieces_of(value, str(given), _SHARED_PIECE) != str(given):
+                raise SecretIdError(
+                    f"a secret's {name} shares a run of {_SHARED_PIECE} characters or more "
+                    "with its value: it names the secret in every report, where the piece "
+                    "would show; use a name such as 'deploy_token'"
+                )
         return cls(
             value=value, kind=kind, id=id, secret_class=SecretClass(secret_class), bits=bits,
             mask_bits=mask_bits,
@@ -215,6 +231,14 @@ def _bits_of(value: str) -> tuple[float, ...]:
     """``estimate_bits``, once per value: a suite registers the same real-format token in
     test after test, and judging one costs zxcvbn 3 to 40 ms."""
     return tuple(estimate_bits(value))
+
+
+#: A run an id or a kind may not share with its secret's value (``from_user``): long enough
+#: that an ordinary name shares none with a random token, short enough that a piece of the
+#: value (its first 12 characters given as the id) is refused.
+_SHARED_PIECE = 8
+#: What ``secret_class`` may be, as its members and their values.
+_CLASS_VALUES = frozenset(SecretClass) | frozenset(member.value for member in SecretClass)
 
 
 def _without_pieces_of(value: str, message: str, size: int = 4) -> str:

@@ -104,6 +104,32 @@ class _Hit:
         return Span(self.start, self.end, self.secret.kind, self.form, rank)
 
 
+def check_scanner_arguments(secrets: object, backend: object) -> None:
+    """Refuse what a ``Scanner`` cannot take, as a usage error that describes the value: a
+    str for the secrets (an iterable of characters), anything but ``Secret``s in them, an
+    unknown engine name (a plain ``ValueError``, an ``AttributeError`` and the engine
+    name quoted raw before: found by a hunting helper)."""
+    from .engine import BACKENDS
+    from .errors import LeakcheckUsageError, NotASecretError, quoted, with_article
+
+    if backend not in ("auto", *BACKENDS):
+        raise LeakcheckUsageError(
+            f"unknown engine {quoted(backend)}; choose auto, hyperscan or ahocorasick"
+        )
+    if isinstance(secrets, str | bytes) or not hasattr(secrets, "__iter__"):
+        raise NotASecretError(
+            "secrets is an iterable of leakcheck Secrets (Secret.from_user(value), a canary "
+            f"factory's), not {with_article(type(secrets).__name__)}"
+        )
+    if isinstance(secrets, list | tuple):
+        wrong = next((s for s in secrets if not isinstance(s, Secret)), None)
+        if wrong is not None:
+            raise NotASecretError(
+                "secrets holds leakcheck Secrets (Secret.from_user(value)), not "
+                f"{with_article(type(wrong).__name__)}"
+            )
+
+
 class Scanner:
     """Searches for every form of every secret in one pass over the input.
 
@@ -128,6 +154,7 @@ class Scanner:
         input_bytes: int | None = None,
         masked_bits: float = TAIL_BITS,
     ) -> None:
+        check_scanner_arguments(secrets, backend)
         self.secrets: list[Secret] = list(secrets)
         # what a masked head or tail must carry to be reported (forms.masked_bits_for: a
         # search for many secrets at once); a weaker one is still masked

@@ -28,7 +28,7 @@ from .capture import (
     plugin_sink_factories,
     resolve_latent,
 )
-from .detect import Scanner
+from .detect import Scanner, check_scanner_arguments
 from .engine import available_backends
 from .errors import ExposeNameError, NotASecretError, with_article
 from .extensions import masking_forms, waiting_plugins
@@ -110,6 +110,7 @@ class LeakCheck:
         self.serial = next(_SERIALS)
         self.policy = policy
         self.decode = decode
+        check_scanner_arguments((), backend)  # (an unknown engine: said now, not at the end)
         self.backend = backend
         self.skip_sinks = dict(skip_sinks or {})
         self._secrets: list[Secret] = []
