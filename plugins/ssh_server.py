@@ -61,6 +61,7 @@ from typing import Any
 import asyncssh
 from asyncssh.logging import SSHLogger
 
+from leakcheck.canaries import Secret
 from leakcheck.errors import UnknownOptionError, did_you_mean, plain, quoted
 from leakcheck.faults import Fault, HarnessError, SecretFactory, UnknownTransportError
 from leakcheck.netwatch import Watcher, watch
@@ -114,6 +115,26 @@ def _client_key() -> asyncssh.SSHKey:
     """The key written to a placed identity file; the server accepts it (but for
     ``ssh_auth_rejected``)."""
     return asyncssh.generate_private_key("ssh-ed25519")
+
+
+@functools.cache
+def _client_key_texts() -> tuple[tuple[str, str], ...]:
+    """``(format, text)`` of the client key's private half as a gateway may show it: the
+    OpenSSH file written, PKCS #8 and traditional PEM."""
+    key = _client_key()
+    return tuple(
+        (name, key.export_private_key(name).decode("ascii"))
+        for name in ("openssh", "pkcs8-pem", "pkcs1-pem")
+        if _exports(key, name)
+    )
+
+
+def _exports(key: asyncssh.SSHKey, name: str) -> bool:
+    try:
+        key.export_private_key(name)
+    except Exception:  # noqa: BLE001 - a format this key type has not (ed25519: no pkcs1)
+        return False
+    return True
 
 
 def _public_line(key: asyncssh.SSHKey) -> str:
@@ -462,6 +483,18 @@ class SSHFault(Fault):
             fd = os.open(self.identity_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with os.fdopen(fd, "wb") as file:
                 file.write(_client_key().export_private_key("openssh"))
+
+    def planted_secrets(self) -> list[Secret]:
+        """The private key of the identity file this fault writes (``ssh-paths``), in the
+        formats a gateway may show it in (the OpenSSH file as written, PKCS #8 and
+        traditional PEM): a direct secret of the test (``LeakCheck.force`` registers it),
+        searched and masked as its canaries are. None without an identity file."""
+        if not self._placed_identity:
+            return []
+        return [
+            Secret.from_user(text, kind="pem_private_key", id=f"ssh_identity_key_{name}")
+            for name, text in _client_key_texts()
+        ]
 
     # --- what the client passes --------------------------------------------------------------
 

@@ -392,6 +392,31 @@ def test_ssh_paths_placement_gives_real_files(lc: LeakCheck) -> None:
     assert not directory.exists(), "the fault's temporary files outlive it"
 
 
+@pytest.mark.parametrize("shown", ["file", "pkcs8", "none"])
+def test_the_identity_files_private_key_is_a_secret_of_the_test(lc: LeakCheck, shown: str) -> None:
+    """The ``ssh-paths`` placement hands the gateway a real private key (its identity
+    file): a gateway that shows the key, as the file holds it or exported as PKCS #8,
+    leaks it, and leakcheck's reports mask it. It was registered nowhere: such a test
+    passed, and ``-rA`` printed the key (found by a hunting helper)."""
+    fault = lc.force("ssh_command_failed", via="ssh", placement="ssh-paths")
+    assert isinstance(fault, SSHFault) and fault.identity_file is not None
+    text = Path(fault.identity_file).read_text(encoding="ascii")
+    key = asyncssh.read_private_key(fault.identity_file)
+    exposed = {
+        "file": {"debug_key": text},
+        "pkcs8": {"detail": key.export_private_key("pkcs8-pem").decode()},
+        "none": {"detail": f"login with {Path(fault.identity_file).name} refused"},
+    }[shown]
+    lc.expose(exposed)
+    with contextlib.suppress(Exception):
+        asyncssh_call(fault)  # (the stage fires: its proof is the login)
+    leaked = {leak.finding.secret_id for leak in lc.violations()}
+    planted = [s for s in lc.secrets if s.id.startswith("ssh_identity_key_")]
+    assert planted, "the identity file's key is no secret of the test"
+    assert bool(leaked & {s.id for s in planted}) is (shown != "none"), leaked
+    self_scan(lc.report(), planted, "the report")
+
+
 # --- usable from async code -------------------------------------------------------------------
 
 
