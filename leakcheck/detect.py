@@ -758,6 +758,13 @@ class Scanner:
                 yield hit, buf, near
 
     def _finding(self, buf: bytes, hit: _Hit, spans: list[Span], base: int, source: str) -> Finding:
+        excerpt = masked_excerpt(buf, hit.start, hit.end, spans, utf16=_is_utf16(hit.form))
+        if window_forms not in self._all_forms:
+            # (a detection scanner finds a form whole, and masks that; the rest of the secret
+            # around it, a hostile canary's symbols that no detection needle holds, was shown:
+            # 31 of an api_key's 50 characters beside its "prefix-15", found by a hunting
+            # helper. Masked with the pieces a masker looks for, the excerpt is safe to print)
+            excerpt = self._excerpt_masker().mask(excerpt)
         return Finding(
             secret_id=hit.secret.id,
             kind=hit.secret.kind,
@@ -768,8 +775,19 @@ class Scanner:
             column=0,
             offset=base + hit.start,
             length=hit.end - hit.start,
-            excerpt=masked_excerpt(buf, hit.start, hit.end, spans, utf16=_is_utf16(hit.form)),
+            excerpt=excerpt,
         )
+
+    def _excerpt_masker(self) -> Scanner:
+        """A masker of this scanner's secrets (their masking windows too), made when a
+        first finding needs it (``_finding``)."""
+        masker = self.__dict__.get("_masker_of_excerpts")
+        if masker is None:
+            from .forms import MASKING_FORMS
+
+            masker = Scanner(self.secrets, forms=MASKING_FORMS, backend=self._backend)
+            self.__dict__["_masker_of_excerpts"] = masker
+        return masker
 
     @property
     def decodes_whole_texts(self) -> bool:

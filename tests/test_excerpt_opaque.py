@@ -294,3 +294,25 @@ def test_a_run_longer_than_the_widening_is_opaque_where_the_window_cuts_it(
     assert not any(piece in excerpt for piece in pieces)
     assert OPAQUE_LABEL in excerpt
     assert "«canary:bearer:raw»" in excerpt
+
+
+@pytest.mark.parametrize("kind", ["api_key", "password"])
+@pytest.mark.parametrize("cut", ["masked-tail", "suffix"])
+def test_a_detection_scanners_excerpt_shows_no_run_of_the_secret(kind: str, cut: str) -> None:
+    """A plain ``Scanner`` finds a masked tail or a suffix of a hostile canary by its
+    fragment form and masked that: the rest of the value around it (symbols no detection
+    needle holds) was shown, 31 of an api_key's 50 characters in ``finding.excerpt``,
+    which the README calls safe to print (found by a hunting helper). The excerpt is
+    masked with the secret's masking windows too; a fragment found alone still is."""
+    from leakcheck import CanaryFactory, Scanner
+
+    secret = CanaryFactory(1234, announce=False).secret(kind)
+    value = secret.value
+    shown = value[:-4] + "****" if cut == "masked-tail" else value[6:]
+    (finding,) = Scanner([secret], decode=True).scan(f"error: credential {shown} was rejected")
+    longest = max(
+        (n for n in range(1, len(value) + 1) for i in range(len(value) - n + 1)
+         if value[i : i + n] in finding.excerpt),
+        default=0,
+    )  # fmt: skip
+    assert longest < 8, longest
