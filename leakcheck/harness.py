@@ -9,6 +9,7 @@ lc.check()                    # raises LeakError with masked evidence on a forbi
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import itertools
 import sys
@@ -80,6 +81,11 @@ class LeakError(AssertionError):
     """A forbidden hit. The message carries masked evidence only."""
 
     leakcheck_verdict = True  # ours, not the gateway's: never scanned as caller output
+
+
+#: The checks started and not stopped, in the order they started (``LeakCheck.stop``).
+_RUNNING: list[LeakCheck] = []
+_RUNNING_LOCK = _thread.allocate_lock()
 
 
 class LeakCheck:
@@ -311,6 +317,9 @@ class LeakCheck:
 
     def start(self) -> None:
         """Start every sink; if one fails, stop those already started and re-raise."""
+        with _RUNNING_LOCK:
+            if all(check is not self for check in _RUNNING):
+                _RUNNING.append(self)
         for sink in self.sinks:
             if sink not in self._started:
                 try:
@@ -322,7 +331,21 @@ class LeakCheck:
                 self._started.append(sink)
 
     def stop(self) -> None:
-        """Restore every global, in reverse order, even if one sink fails to."""
+        """Restore every global, in reverse order, even if one sink fails to. A check
+        started after this one and still running is stopped first: each sink puts back
+        the hook it found, so stopped out of order (``a.start(); b.start(); a.stop();
+        b.stop()``) the later check put back the earlier one's hooks for good, and a
+        stopped check went on capturing every DEBUG record (found by a hunting helper)."""
+        with _RUNNING_LOCK:
+            at = next((i for i, check in enumerate(_RUNNING) if check is self), None)
+            later = _RUNNING[at + 1 :] if at is not None else []
+            if at is not None:
+                del _RUNNING[at:]
+        for check in reversed(later):
+            check._stop_own()
+        self._stop_own()
+
+    def _stop_own(self) -> None:
         errors = []
         while self._armed:
             fault = self._armed.pop()

@@ -82,3 +82,26 @@ def test_the_strategies_check_their_arguments_when_made() -> None:
     # the right arguments still make strategies
     assert hostile_secrets(kinds=["bearer"]) is not None
     assert encoded_forms(Secret.from_user(VALUE)) is not None
+
+
+def test_checks_stopped_out_of_order_put_every_hook_back() -> None:
+    """``a.start(); b.start(); a.stop(); b.stop()``: each sink puts back the hook it found,
+    so ``b`` put ``a``'s hooks back for good, and the stopped ``a`` went on capturing
+    every DEBUG record (found by a hunting helper). Stopping ``a`` stops ``b`` first."""
+    import logging
+    import sys
+    import threading
+
+    before = (sys.excepthook, threading.excepthook, sys.unraisablehook,
+              logging.Logger.handle, logging.Logger.isEnabledFor)  # fmt: skip
+    first, second = LeakCheck(), LeakCheck()
+    first.start()
+    second.start()
+    first.stop()
+    second.stop()  # (stopped already: nothing more)
+    after = (sys.excepthook, threading.excepthook, sys.unraisablehook,
+             logging.Logger.handle, logging.Logger.isEnabledFor)  # fmt: skip
+    assert all(a is b for a, b in zip(after, before, strict=True)), after
+    quiet = logging.getLogger("leakcheck.tests.quiet")
+    quiet.setLevel(logging.ERROR)
+    assert not quiet.isEnabledFor(logging.DEBUG)
