@@ -765,6 +765,9 @@ class Scanner:
             # 31 of an api_key's 50 characters beside its "prefix-15", found by a hunting
             # helper. Masked with the pieces a masker looks for, the excerpt is safe to print)
             excerpt = self._excerpt_masker().mask(excerpt)
+            # (and the source the caller named: a log file named after a session, a URL
+            # with its token, went raw into ``location`` and the finding's repr)
+            source = self._excerpt_masker().mask(source) if source else source
         return Finding(
             secret_id=hit.secret.id,
             kind=hit.secret.kind,

@@ -316,3 +316,17 @@ def test_a_detection_scanners_excerpt_shows_no_run_of_the_secret(kind: str, cut:
         default=0,
     )  # fmt: skip
     assert longest < 8, longest
+
+
+def test_a_source_named_after_the_secret_is_masked_in_the_finding() -> None:
+    """``Scanner.scan(text, source=...)`` and ``scan_path`` name where a finding is: a log
+    file named after a session, a URL carrying the token, went raw into ``location`` and
+    ``repr(finding)`` (found by a hunting helper)."""
+    from leakcheck import CanaryFactory, Scanner
+
+    secret = CanaryFactory(1234, announce=False).secret("bearer")
+    (finding,) = Scanner([secret]).scan(
+        f"token={secret.value}", source=f"https://api.example/?token={secret.value}"
+    )
+    shown = secret.value[4:16] in finding.location or secret.value[4:16] in repr(finding)
+    assert not shown and "«canary:bearer" in finding.location
