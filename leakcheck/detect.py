@@ -130,6 +130,22 @@ def check_scanner_arguments(secrets: object, backend: object) -> None:
             )
 
 
+#: A mask label in a text (``«canary:bearer:raw»``, ``«opaque»``): left whole by a second
+#: masking (``_masked_between_labels``)
+_LABEL = lazy_compile("\u00ab[^\u00ab\u00bb\n]{0,120}\u00bb")
+
+
+def _masked_between_labels(text: str, masker: Scanner) -> str:
+    """``text`` masked by ``masker`` between its mask labels, the labels left whole (masked
+    again whole, a label's words beside a window were taken into a new label)."""
+    pieces, at = [], 0
+    for label in _LABEL.finditer(text):
+        pieces += [masker.mask(text[at : label.start()]), label.group()]
+        at = label.end()
+    pieces.append(masker.mask(text[at:]))
+    return "".join(pieces)
+
+
 class Scanner:
     """Searches for every form of every secret in one pass over the input.
 
@@ -764,10 +780,11 @@ class Scanner:
             # around it, a hostile canary's symbols that no detection needle holds, was shown:
             # 31 of an api_key's 50 characters beside its "prefix-15", found by a hunting
             # helper. Masked with the pieces a masker looks for, the excerpt is safe to print)
-            excerpt = self._excerpt_masker().mask(excerpt)
+            masker = self._excerpt_masker(hit.secret)
+            excerpt = _masked_between_labels(excerpt, masker)
             # (and the source the caller named: a log file named after a session, a URL
             # with its token, went raw into ``location`` and the finding's repr)
-            source = self._excerpt_masker().mask(source) if source else source
+            source = _masked_between_labels(source, masker) if source else source
         return Finding(
             secret_id=hit.secret.id,
             kind=hit.secret.kind,
@@ -781,15 +798,16 @@ class Scanner:
             excerpt=excerpt,
         )
 
-    def _excerpt_masker(self) -> Scanner:
-        """A masker of this scanner's secrets (their masking windows too), made when a
-        first finding needs it (``_finding``)."""
-        masker = self.__dict__.get("_masker_of_excerpts")
+    def _excerpt_masker(self, secret: Secret) -> Scanner:
+        """A masker of ``secret`` (its masking windows too), made when a first finding of
+        it needs one (``_finding``): of the found secret only, as windows multiply a
+        scanner's needles (a scan of 100,000 secrets builds one for those it finds)."""
+        maskers: dict[Secret, Scanner] = self.__dict__.setdefault("_maskers_of_excerpts", {})
+        masker = maskers.get(secret)
         if masker is None:
             from .forms import MASKING_FORMS
 
-            masker = Scanner(self.secrets, forms=MASKING_FORMS, backend=self._backend)
-            self.__dict__["_masker_of_excerpts"] = masker
+            masker = maskers[secret] = Scanner([secret], forms=MASKING_FORMS, backend="auto")
         return masker
 
     @property

@@ -232,6 +232,8 @@ def test_an_id_or_kind_holding_a_secret_is_refused(
         run = scan("--format", fmt, "--secrets-file", secrets_file, log, secrets=[first, second])
         # (a kind holding a key has no name's shape: refused as it is read, described)
         said = "its 'kind' must be a name" if field == "kind" else "its id holds a piece"
+        if field == "id" and piece != "other":  # (of its own value: refused as it is read)
+            said = "a secret's id shares a run of 8 characters or more with its value"
         usage_error(run, "item 1:", said)
 
 
