@@ -281,6 +281,15 @@ class SSHFault(Fault):
             raise UnknownOptionError(
                 f"ssh fault: timeout must be a positive number of seconds, not {quoted(timeout)}"
             )
+        if timeout >= HANG_LETS_GO:
+            # (the hung command is let go after HANG_LETS_GO s, and a client still waiting
+            # then is said to have no timeout: one that used this timeout was told so,
+            # found by a hunting helper)
+            raise UnknownOptionError(
+                f"ssh fault: timeout must be below {HANG_LETS_GO:g} s (a hung command is let "
+                f"go after {HANG_LETS_GO:g} s, and a client still waiting then has no timeout "
+                f"of its own), not {timeout:g}"
+            )
         ssh = placed.ssh if placed is not None else None
         self.host = HOST
         self.port = 0

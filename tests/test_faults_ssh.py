@@ -180,7 +180,7 @@ def test_a_gateway_with_no_timeout_is_let_go_and_said(
     run with it. The server lets go (HANG_LETS_GO: 5 s; 0.3 here) and the case says why:
     never a pass, never a hang."""
     monkeypatch.setattr(ssh_server, "HANG_LETS_GO", 0.3)
-    fault = lc.force("ssh_hang_after_command", via="ssh", placement="ssh-command-args")
+    fault = lc.force("ssh_hang_after_command", via="ssh", placement="ssh-command-args", timeout=0.2)
     client = fault.paramiko_client()
     started = time.perf_counter()
     try:
@@ -600,6 +600,9 @@ def test_untriggered_fault_fails_the_inner_test(pytester: pytest.Pytester) -> No
     [
         ("ssh_auth_rejected", {"timeout": -1}, UnknownOptionError, "timeout must be a positive"),
         ("ssh_auth_rejected", {"timeout": "1"}, UnknownOptionError, "timeout must be a positive"),
+        # (a hung command is let go after 5 s: a client that used such a timeout was told it
+        # had none, found by a hunting helper)
+        ("ssh_hang_after_command", {"timeout": 6}, UnknownOptionError, "timeout must be below 5"),
         ("ssh_auth_rejected", {"port": 22}, TypeError, "unknown option(s) port"),
         ("http_401", {}, UnknownTransportError, "not an ssh stage; ssh stages: ssh_auth"),
     ],
