@@ -775,7 +775,10 @@ class Scanner:
 
     def _finding(self, buf: bytes, hit: _Hit, spans: list[Span], base: int, source: str) -> Finding:
         excerpt = masked_excerpt(buf, hit.start, hit.end, spans, utf16=_is_utf16(hit.form))
-        if window_forms not in self._all_forms:
+        # (a canary's: its hostile symbols break the runs that an excerpt shows «opaque»; a
+        # user's token is one such run, and its windows would cost a scan its full
+        # strength estimate, zxcvbn, at start-up)
+        if hit.secret.generated and window_forms not in self._all_forms:
             # (a detection scanner finds a form whole, and masks that; the rest of the secret
             # around it, a hostile canary's symbols that no detection needle holds, was shown:
             # 31 of an api_key's 50 characters beside its "prefix-15", found by a hunting

@@ -186,12 +186,14 @@ def test_the_refused_kind_reaches_the_watchers_and_the_error_is_an_unknown_kind(
 
 
 def test_a_refusal_by_from_user_describes_a_kind_that_is_no_name() -> None:
-    from leakcheck.canaries import Secret, WeakSecretError
+    from leakcheck.canaries import KindNameError, Secret, WeakSecretError
 
-    with pytest.raises(WeakSecretError) as refused:
+    # (a kind with no name's shape is refused first, described: it names the secret in
+    # every mask label)
+    with pytest.raises(KindNameError) as refused:
         Secret.from_user("github_token", kind=TOKEN, id="staging")
     assert TOKEN not in str(refused.value) and TOKEN[4:20] not in str(refused.value)
-    assert f"(kind of {len(TOKEN)} characters, 12 chars)" in str(refused.value)
+    assert f"a str of {len(TOKEN)} characters" in str(refused.value)
     with pytest.raises(WeakSecretError) as named:
         Secret.from_user("github_token", kind="GitHub PAT", id="staging")
     assert "(kind GitHub PAT, 12 chars)" in str(named.value)
