@@ -5,6 +5,7 @@ from __future__ import annotations
 import _thread
 import bisect
 import codecs
+import functools
 import os
 import stat
 import sys
@@ -25,7 +26,15 @@ from .decode import (
     wrap_extent,
 )
 from .engine import Engine, build_engine, resolve_backend
-from .findings import CONTEXT_BYTES, WIDEN_BYTES, Finding, Span, mask_all, masked_excerpt
+from .findings import (
+    CONTEXT_BYTES,
+    WIDEN_BYTES,
+    Finding,
+    Span,
+    mask_all,
+    mask_label,
+    masked_excerpt,
+)
 from .forms import (
     MASK_ONLY_FORMS,
     RUN_KEEPING_FORMS,
@@ -135,15 +144,50 @@ def check_scanner_arguments(secrets: object, backend: object) -> None:
 _LABEL = lazy_compile("\u00ab[^\u00ab\u00bb\n]{0,120}\u00bb")
 
 
-def _masked_between_labels(text: str, masker: Scanner) -> str:
-    """``text`` masked by ``masker`` between its mask labels, the labels left whole (masked
-    again whole, a label's words beside a window were taken into a new label)."""
+@functools.lru_cache(maxsize=256)
+def _raw_windows(secret: Secret) -> tuple[str, ...]:
+    """The canary's own masking windows (``forms.window_forms``: runs of its value, and of
+    its ``repr`` and JSON spellings, that carry the bits a masked piece must), as text."""
+    from .forms import window_forms
+
+    texts = (window.decode("utf-8", "ignore") for _, window in window_forms(secret))
+    return tuple(dict.fromkeys(text for text in texts if len(text) >= 4))
+
+
+def _masked_between_labels(text: str, kind: str, windows: Sequence[str]) -> str:
+    """``text`` with every run of ``windows`` in it masked (one label a run of them),
+    between its mask labels, the labels left whole."""
+    if not text:
+        return text
     pieces, at = [], 0
     for label in _LABEL.finditer(text):
-        pieces += [masker.mask(text[at : label.start()]), label.group()]
+        pieces += [_windows_masked(text[at : label.start()], kind, windows), label.group()]
         at = label.end()
-    pieces.append(masker.mask(text[at:]))
+    pieces.append(_windows_masked(text[at:], kind, windows))
     return "".join(pieces)
+
+
+def _windows_masked(text: str, kind: str, windows: Sequence[str]) -> str:
+    hidden = [False] * len(text)
+    for window in windows:
+        at = text.find(window)
+        while at != -1:
+            hidden[at : at + len(window)] = [True] * len(window)
+            at = text.find(window, at + 1)
+    if not any(hidden):
+        return text
+    label, shown, at = mask_label(kind, "window-raw"), [], 0
+    while at < len(text):
+        if hidden[at]:
+            end = at
+            while end < len(text) and hidden[end]:
+                end += 1
+            shown.append(label)
+            at = end
+        else:
+            shown.append(text[at])
+            at += 1
+    return "".join(shown)
 
 
 class Scanner:
@@ -783,11 +827,11 @@ class Scanner:
             # around it, a hostile canary's symbols that no detection needle holds, was shown:
             # 31 of an api_key's 50 characters beside its "prefix-15", found by a hunting
             # helper. Masked with the pieces a masker looks for, the excerpt is safe to print)
-            masker = self._excerpt_masker(hit.secret)
-            excerpt = _masked_between_labels(excerpt, masker)
+            windows = _raw_windows(hit.secret)
+            excerpt = _masked_between_labels(excerpt, hit.secret.kind, windows)
             # (and the source the caller named: a log file named after a session, a URL
             # with its token, went raw into ``location`` and the finding's repr)
-            source = _masked_between_labels(source, masker) if source else source
+            source = _masked_between_labels(source, hit.secret.kind, windows)
         return Finding(
             secret_id=hit.secret.id,
             kind=hit.secret.kind,
@@ -800,18 +844,6 @@ class Scanner:
             length=hit.end - hit.start,
             excerpt=excerpt,
         )
-
-    def _excerpt_masker(self, secret: Secret) -> Scanner:
-        """A masker of ``secret`` (its masking windows too), made when a first finding of
-        it needs one (``_finding``): of the found secret only, as windows multiply a
-        scanner's needles (a scan of 100,000 secrets builds one for those it finds)."""
-        maskers: dict[Secret, Scanner] = self.__dict__.setdefault("_maskers_of_excerpts", {})
-        masker = maskers.get(secret)
-        if masker is None:
-            from .forms import MASKING_FORMS
-
-            masker = maskers[secret] = Scanner([secret], forms=MASKING_FORMS, backend="auto")
-        return masker
 
     @property
     def decodes_whole_texts(self) -> bool:
