@@ -460,7 +460,7 @@ def test_self_scan_catches_every_form_and_never_echoes(canaries) -> None:
         # (the id, or its kind's word masked: a test's own failed assertion is masked with
         # the session's secrets, among them a value an earlier test had refused as weak,
         # "password" among them)
-        assert said.startswith("probe holds") and f"#{secret.id.split('#')[1]}" in said
+        assert said.startswith("probe ") and f"#{secret.id.split('#')[1]}" in said
     self_scan("nothing here", [secret])
 
 
