@@ -313,17 +313,28 @@ _EXTRAS_NOT_RENDERED = (
 _EXTRA_FIELD = re.compile(r"\{extra(?:\[([^\]]+)\])?")
 
 
-def _extras_rendered(handlers: Sequence[Any]) -> frozenset[str] | None:
-    """The ``extra`` keys that ``handlers`` write (None: every one: a handler that
-    serializes, formats ``{extra}`` whole, or formats with a function)."""
-    keys: set[str] = set()
+def _formats(handlers: Sequence[Any]) -> list[str] | None:
+    """The fields part of each of ``handlers``' formats, or None when one writes every
+    field (it serializes, or formats with a function) or cannot be read."""
+    formats = []
     for handler in handlers:
         if getattr(handler, "_serialize", True) or getattr(handler, "_is_formatter_dynamic", True):
             return None
         tokens = getattr(getattr(handler, "_formatter", None), "_tokens", None)
         if not isinstance(tokens, list):
             return None
-        text = "".join(str(token[1]) for token in tokens if isinstance(token, tuple))
+        formats.append("".join(str(token[1]) for token in tokens if isinstance(token, tuple)))
+    return formats
+
+
+def _extras_rendered(handlers: Sequence[Any]) -> frozenset[str] | None:
+    """The ``extra`` keys that ``handlers`` write (None: every one: a handler that
+    serializes, formats ``{extra}`` whole, or formats with a function)."""
+    formats = _formats(handlers)
+    if formats is None:
+        return None
+    keys: set[str] = set()
+    for text in formats:
         for match in _EXTRA_FIELD.finditer(text):
             if match.group(1) is None:
                 return None
@@ -341,16 +352,10 @@ _NAMES = ("thread", "process", "name", "function", "module", "file")
 def _names_rendered(handlers: Sequence[Any]) -> frozenset[str] | None:
     """The record's names (``_NAMES``) that ``handlers`` write (None: every one: a
     handler that serializes, or formats with a function)."""
-    names: set[str] = set()
-    for handler in handlers:
-        if getattr(handler, "_serialize", True) or getattr(handler, "_is_formatter_dynamic", True):
-            return None
-        tokens = getattr(getattr(handler, "_formatter", None), "_tokens", None)
-        if not isinstance(tokens, list):
-            return None
-        text = "".join(str(token[1]) for token in tokens if isinstance(token, tuple))
-        names.update(match.group(1) for match in _NAME_FIELD.finditer(text))
-    return frozenset(names)
+    formats = _formats(handlers)
+    if formats is None:
+        return None
+    return frozenset(m.group(1) for text in formats for m in _NAME_FIELD.finditer(text))
 
 
 def _record_names(record: Any, names: frozenset[str] | None) -> list[tuple[str, str]]:
