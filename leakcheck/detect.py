@@ -32,7 +32,7 @@ from .findings import (
     Finding,
     Span,
     mask_all,
-    mask_label,
+    mask_windows,
     masked_excerpt,
 )
 from .forms import (
@@ -139,11 +139,6 @@ def check_scanner_arguments(secrets: object, backend: object) -> None:
             )
 
 
-#: A mask label in a text (``«canary:bearer:raw»``, ``«opaque»``): left whole by a second
-#: masking (``_masked_between_labels``)
-_LABEL = lazy_compile("\u00ab[^\u00ab\u00bb\n]{0,120}\u00bb")
-
-
 @functools.lru_cache(maxsize=256)
 def _raw_windows(secret: Secret) -> tuple[str, ...]:
     """The canary's own masking windows (``forms.window_forms``: runs of its value, and of
@@ -152,42 +147,6 @@ def _raw_windows(secret: Secret) -> tuple[str, ...]:
 
     texts = (window.decode("utf-8", "ignore") for _, window in window_forms(secret))
     return tuple(dict.fromkeys(text for text in texts if len(text) >= 4))
-
-
-def _masked_between_labels(text: str, kind: str, windows: Sequence[str]) -> str:
-    """``text`` with every run of ``windows`` in it masked (one label a run of them),
-    between its mask labels, the labels left whole."""
-    if not text:
-        return text
-    pieces, at = [], 0
-    for label in _LABEL.finditer(text):
-        pieces += [_windows_masked(text[at : label.start()], kind, windows), label.group()]
-        at = label.end()
-    pieces.append(_windows_masked(text[at:], kind, windows))
-    return "".join(pieces)
-
-
-def _windows_masked(text: str, kind: str, windows: Sequence[str]) -> str:
-    hidden = [False] * len(text)
-    for window in windows:
-        at = text.find(window)
-        while at != -1:
-            hidden[at : at + len(window)] = [True] * len(window)
-            at = text.find(window, at + 1)
-    if not any(hidden):
-        return text
-    label, shown, at = mask_label(kind, "window-raw"), [], 0
-    while at < len(text):
-        if hidden[at]:
-            end = at
-            while end < len(text) and hidden[end]:
-                end += 1
-            shown.append(label)
-            at = end
-        else:
-            shown.append(text[at])
-            at += 1
-    return "".join(shown)
 
 
 class Scanner:
@@ -828,10 +787,10 @@ class Scanner:
             # 31 of an api_key's 50 characters beside its "prefix-15", found by a hunting
             # helper. Masked with the pieces a masker looks for, the excerpt is safe to print)
             windows = _raw_windows(hit.secret)
-            excerpt = _masked_between_labels(excerpt, hit.secret.kind, windows)
+            excerpt = mask_windows(excerpt, hit.secret.kind, windows)
             # (and the source the caller named: a log file named after a session, a URL
             # with its token, went raw into ``location`` and the finding's repr)
-            source = _masked_between_labels(source, hit.secret.kind, windows)
+            source = mask_windows(source, hit.secret.kind, windows)
         return Finding(
             secret_id=hit.secret.id,
             kind=hit.secret.kind,

@@ -431,6 +431,44 @@ def _utf16_text(chunk: bytes, stray: int) -> str:
     return head + _printable(chunk[stray:], encoding="utf-16-le").replace("\ufeff", "")
 
 
+#: A label a masked text shows (a secret's or ``«opaque»``): ``mask_windows`` leaves it whole.
+_SHOWN_LABEL = re.compile(f"{MASK_LABEL.pattern}|{re.escape(OPAQUE_LABEL)}")
+
+
+def mask_windows(text: str, kind: str, windows: Sequence[str]) -> str:
+    """``text`` (masked once already) with every run of ``windows`` (pieces of a secret of
+    ``kind``) outside its labels masked, one ``window-raw`` label a run; the labels left
+    whole (masked again whole, a label's words beside a window went into a new label)."""
+    if not text:
+        return text
+    out, at = [], 0
+    for label in _SHOWN_LABEL.finditer(text):
+        out += [_windows_masked(text[at : label.start()], kind, windows), label.group()]
+        at = label.end()
+    out.append(_windows_masked(text[at:], kind, windows))
+    return "".join(out)
+
+
+def _windows_masked(text: str, kind: str, windows: Sequence[str]) -> str:
+    runs: list[tuple[int, int]] = []
+    for window in windows:
+        at = text.find(window)
+        while at != -1:
+            runs.append((at, at + len(window)))
+            at = text.find(window, at + 1)
+    if not runs:
+        return text
+    out, cursor, label = [], 0, mask_label(kind, "window-raw")
+    for start, end in sorted(runs):
+        if start > cursor:
+            out += [text[cursor:start], label]
+        elif not out:
+            out.append(label)
+        cursor = max(cursor, end)
+    out.append(text[cursor:])
+    return "".join(out)
+
+
 def mask_all(buf: bytes, spans: Sequence[Span], keep_layout: bool = True) -> str:
     """The whole of ``buf`` as printable text, every span masked; line breaks and tabs are
     kept (it is a whole message), other control characters escaped."""

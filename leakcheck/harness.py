@@ -182,6 +182,17 @@ class LeakCheck:
             announce(self._secrets[-1])
         return value
 
+    def text_sink(self, name: str, sink_class: SinkClass) -> TextSink:
+        """The check's ``TextSink`` named ``name``, added (of ``sink_class``) the first time
+        it is asked for: where an integration hands over texts it read itself (what a test
+        set in pytest's cache, what an MCP case could not read)."""
+        for sink in self.sinks:
+            if isinstance(sink, TextSink) and sink.name == name:
+                return sink
+        sink = TextSink(name, sink_class)
+        self.sinks.append(sink)
+        return sink
+
     def register_secret(self, secret: Secret) -> Secret:
         """Search for (and mask) a ``Secret`` made elsewhere: a session-wide one."""
         if not isinstance(secret, Secret):

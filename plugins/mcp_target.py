@@ -773,13 +773,9 @@ class McpTarget(Target):
 def _said_unread(check: Any, unread: Sequence[str]) -> None:
     """What the server offers that the case could not read, listed as not inspected (in
     the report and the summary: never a clean verdict for want of it)."""
-    from leakcheck.capture import TextSink
     from leakcheck.policy import SinkClass
 
-    sink = next((s for s in check.sinks if getattr(s, "name", "") == UNREAD_SINK), None)
-    if sink is None:
-        sink = TextSink(UNREAD_SINK, SinkClass.CALLER)
-        check.sinks.append(sink)
+    sink = check.text_sink(UNREAD_SINK, SinkClass.CALLER)
     for what in unread:
         sink.add_uninspected(check.mask(what), "not read: " + check.mask(what))
 

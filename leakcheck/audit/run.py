@@ -579,6 +579,7 @@ def _mask_texts(result: AuditResult, mask: Callable[[str], str]) -> None:
         case.reason, case.details = mask(case.reason), mask(case.details)
         case.answer = mask(case.answer)
         case.findings = _masked(case.findings, mask)
+        case.unread = [mask(what) for what in case.unread]
 
 
 def _audit(

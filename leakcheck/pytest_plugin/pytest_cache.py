@@ -75,12 +75,6 @@ def take_pending(item: pytest.Item, check: LeakCheck) -> None:
 
 
 def _sink(check: LeakCheck) -> TextSink:
-    from ..capture import TextSink
     from ..policy import SinkClass
 
-    for sink in check.sinks:
-        if isinstance(sink, TextSink) and sink.name == SINK_NAME:
-            return sink
-    sink = TextSink(SINK_NAME, SinkClass.OPERATOR)
-    check.sinks.append(sink)
-    return sink
+    return check.text_sink(SINK_NAME, SinkClass.OPERATOR)
