@@ -24,6 +24,10 @@ in its own small function so that a failing leakcheck case points at exactly one
 12. ``strip_credentials``  a token read with its trailing newline is sent as it is: the
                          HTTP client refuses the header, and its error (``Illegal header
                          value b'Bearer ...\\n'``) reaches the agent through ``raw_exception``
+13. (no function: the mistake is what is missing) httpcore's own DEBUG header traces are
+                         not dropped, as the careful gateway drops them: the upstream's
+                         ``Set-Cookie`` and signed ``Location``, and h11's refusal quoting
+                         the token with its newline, are logged by ``httpcore.http11``
 
 Apart from those it behaves like the careful gateway, and its envelopes keep the v1 shape
 (one line, at most 200 characters, a request id of 16+ characters), so each mistake shows

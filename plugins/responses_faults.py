@@ -51,6 +51,7 @@ import contextvars
 import errno
 import http.client
 import io
+import logging
 import re
 from collections.abc import Callable
 from typing import Any, cast
@@ -73,6 +74,7 @@ from urllib3.exceptions import (
 from urllib3.exceptions import SSLError as Urllib3SSLError
 from urllib3.util.retry import Retry
 from urllib3.util.timeout import Timeout
+from urllib3.util.url import _encode_target
 
 from leakcheck.httpfaults import (
     DEFAULT_URL,
@@ -94,6 +96,8 @@ _ADAPTER: contextvars.ContextVar[HTTPAdapter | None] = contextvars.ContextVar(
     "leakcheck_responses_adapter", default=None
 )
 _EVERY_URL = re.compile("")
+#: urllib3's pool logger: its records are made as urllib3 makes them (``_PoolLog``)
+_POOL_LOG = logging.getLogger("urllib3.connectionpool")
 
 
 # --- responses --------------------------------------------------------------------------------
@@ -119,6 +123,68 @@ def _timeout(value: Any) -> Timeout:
 def _seen_netloc(url: str) -> str:
     """``host[:port]`` as the upstream sees it: userinfo never goes on the wire."""
     return urlsplit(url).netloc.rpartition("@")[2]
+
+
+def _pool_for(request: requests.PreparedRequest) -> tuple[HTTPConnectionPool, str]:
+    """The urllib3 pool ``HTTPAdapter.send`` would use for ``request`` (no proxy), and the
+    request target its ``urlopen`` uses: the path and query, percent-encoded as urllib3
+    encodes them (in its messages, its retries and on the wire)."""
+    parts = urlsplit(request.url or "")
+    https = parts.scheme == "https"
+    port = parts.port or (443 if https else 80)
+    pool = (HTTPSConnectionPool if https else HTTPConnectionPool)(parts.hostname or "", port)
+    return pool, _encode_target(request.path_url)
+
+
+class _PoolLog:
+    """The records urllib3's pool makes for one request, made by the mock as urllib3 makes
+    them (same logger, format and arguments): a handler of the app renders them as it
+    renders the real ones, so what they carry is judged (the retry WARNING names the
+    request target, query and API key included)."""
+
+    def __init__(self, pool: HTTPConnectionPool, target: str) -> None:
+        self.pool, self.target = pool, target
+        self.connections = 0
+
+    def new_connection(self) -> None:
+        self.connections += 1
+        https = isinstance(self.pool, HTTPSConnectionPool)
+        _POOL_LOG.debug(
+            f"Starting new {'HTTPS' if https else 'HTTP'} connection (%d): %s:%s",
+            self.connections, self.pool.host, self.pool.port,
+        )  # fmt: skip
+
+    def answered(self, method: str, status: int, length: int | None) -> None:
+        _POOL_LOG.debug(
+            '%s://%s:%s "%s %s %s" %s %s', self.pool.scheme, self.pool.host, self.pool.port,
+            method, self.target, "HTTP/1.1", status, length,
+        )  # fmt: skip
+
+    def retrying(self, retries: Retry, error: BaseException) -> None:
+        _POOL_LOG.warning(
+            "Retrying (%r) after connection broken by '%r': %s", retries, error, self.target,
+            extra={"__urllib3-retry-warning": {"host": self.pool.host}},
+        )  # fmt: skip
+
+
+class _PoolRetries:
+    """The adapter's ``Retry`` as urllib3's ``urlopen`` increments it after a response it
+    retries (a 503 in ``status_forcelist``): with the pool and the request target.
+    responses increments it with the full URL, userinfo included, which the real
+    ``MaxRetryError`` never names."""
+
+    def __init__(self, retries: Retry, pool: HTTPConnectionPool, target: str) -> None:
+        self._retries, self._pool, self._target = retries, pool, target
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._retries, name)
+
+    def increment(self, method: str | None = None, url: str | None = None, **kwargs: Any) -> Any:
+        del url  # (responses': the full URL)
+        kwargs["_pool"] = self._pool
+        retries = self._retries.increment(method, self._target, **kwargs)
+        _POOL_LOG.debug("Retry: %s", self._target)
+        return _PoolRetries(retries, self._pool, self._target)
 
 
 class _CutBody(io.RawIOBase):
@@ -164,6 +230,10 @@ class _Mock(responses.RequestsMock):
     def _on_request(
         self, adapter: HTTPAdapter, request: requests.PreparedRequest, **kwargs: Any
     ) -> requests.Response:
+        retries = kwargs.get("retries")
+        if not isinstance(retries, _PoolRetries):
+            pool, target = _pool_for(request)
+            kwargs["retries"] = _PoolRetries(retries or adapter.max_retries, pool, target)
         token = _ADAPTER.set(adapter)
         try:
             return super()._on_request(adapter, request, **kwargs)
@@ -301,15 +371,27 @@ class ResponsesFault(MockedHTTPFault):
                 "(exc.request.url shows where)",
                 request=request,
             )
+        kwargs = getattr(request, "req_kwargs", {})
+        pool, request_target = _pool_for(request)
+        adapter = _ADAPTER.get()
+        if adapter is not None:
+            # a CA bundle or client certificate file that does not exist: OSError naming its
+            # path, before any connection
+            adapter.cert_verify(
+                pool, request.url or "", kwargs.get("verify", True), kwargs.get("cert")
+            )
         self.calls += 1
         path = safe_path(request.path_url, self._known)
         where = f"responses intercepted {request.method} {path} (request {self.calls})"
+        log = _PoolLog(pool, request_target)
+        method = request.method or "GET"
         if target == "redirect":
             status, answer_headers, body = SIGNED_URL_ANSWER
             self.record(f"{where} on the redirect target: answered {status}")
+            log.new_connection()
+            log.answered(method, status, len(body))
             return status, [*answer_headers, ("Content-Length", str(len(body)))], body
         name = self.stage.name
-        kwargs = getattr(request, "req_kwargs", {})
         if name in TLS_STAGES and kwargs.get("verify", True) is False:
             self.unverified_calls += 1
             raise requests.exceptions.ConnectionError(
@@ -319,7 +401,8 @@ class ResponsesFault(MockedHTTPFault):
             )
         connects_first = urlsplit(request.url or "").scheme == "https"
         if not (connects_first and name in RAISED and self.stage.bytes_sent is False):
-            refused = _refused_by_http_client(request)
+            log.new_connection()
+            refused = _refused_by_http_client(request, request_target)
             if refused is not None:
                 self.record(
                     f"{where}: the client refused to send it (http.client), raised "
@@ -329,7 +412,7 @@ class ResponsesFault(MockedHTTPFault):
         if name in RAISED:
             attempts = self.calls
             try:
-                self._raise_failure(request, kwargs.get("timeout"))
+                self._raise_failure(request, kwargs.get("timeout"), log)
             except requests.RequestException as exc:
                 attempts = self.calls - attempts + 1
                 retried = (
@@ -344,6 +427,7 @@ class ResponsesFault(MockedHTTPFault):
             declared = reply.declared_length or len(reply.body) + 1
             cut = f"{where}: the client read past the cut at {len(reply.body)} of {declared} bytes"
             raw = _CutBody(reply.body, lambda: self.record(cut))
+            log.answered(method, reply.status, declared)
             return (
                 reply.status,
                 [*headers, ("Content-Length", str(declared))],
@@ -358,25 +442,27 @@ class ResponsesFault(MockedHTTPFault):
         ]
         if not any(k.lower() == "host" for k, _ in seen_headers):
             seen_headers.insert(0, ("Host", netloc))  # http.client adds it when sending
-        body = reply.reflected(request.method or "GET", seen_url, seen_headers)
+        body = reply.reflected(method, seen_url, seen_headers)
         self.record(f"{where}: answered {reply.status}")
+        log.answered(method, reply.status, len(body))
         return reply.status, [*headers, ("Content-Length", str(len(body)))], body
 
-    def _raise_failure(self, request: requests.PreparedRequest, timeout: Any) -> None:
+    def _raise_failure(
+        self, request: requests.PreparedRequest, timeout: Any, log: _PoolLog
+    ) -> None:
         """Raise what ``HTTPAdapter.send`` raises at this stage: the urllib3 error of one
-        attempt, through the adapter's ``Retry`` (each retry is another attempt), then
-        requests' own mapping."""
-        parts = urlsplit(request.url or "")
-        https = parts.scheme == "https"
-        host = parts.hostname or ""
-        port = parts.port or (443 if https else 80)
-        pool = (HTTPSConnectionPool if https else HTTPConnectionPool)(host, port)
-        url = request.path_url  # what the adapter hands to urlopen (no proxy)
+        attempt, through the adapter's ``Retry`` (each retry is another attempt, after
+        urllib3's "Retrying" WARNING), then requests' own mapping."""
+        pool, url = log.pool, log.target
+        https = isinstance(pool, HTTPSConnectionPool)
+        host, port = pool.host, int(pool.port or 0)
         limits = _timeout(timeout)
         adapter = _ADAPTER.get()
         retries = getattr(adapter, "max_retries", None)
         if not isinstance(retries, Retry):
             retries = Retry(0, read=False)  # HTTPAdapter's default
+        if log.connections == 0:  # (over https, before the connection that fails)
+            log.new_connection()
         while True:
             error = self._urllib3_error(pool, https, host, port, url, limits)
             try:
@@ -384,7 +470,11 @@ class ResponsesFault(MockedHTTPFault):
             except Exception as final:  # noqa: BLE001 - MaxRetryError or the error itself
                 outcome = final
                 break
+            # what urlopen caught: a reset is the OS error, wrapped in ProtocolError after
+            caught = error.__context__ if self.stage.name == "reset_after_send" else None
+            log.retrying(retries, caught or error)
             self.calls += 1  # urllib3 would open another connection
+            log.new_connection()
         raise _as_requests_error(outcome, request)
 
     def _urllib3_error(
@@ -436,21 +526,23 @@ class ResponsesFault(MockedHTTPFault):
         return error
 
 
-def _refused_by_http_client(request: requests.PreparedRequest) -> Exception | None:
+def _refused_by_http_client(request: requests.PreparedRequest, target: str) -> Exception | None:
     """What ``http.client`` raises for this request line or a header (urllib3 sends through
-    it): its own checks and messages, run on a connection that never opens a socket."""
+    it): its own checks and messages, run on a connection that never opens a socket.
+    ``target``: the request target as urllib3 encoded it (a space in a URL set by hand
+    is sent as ``%20``)."""
     parts = urlsplit(request.url or "")
     connection = http.client.HTTPConnection(parts.hostname or "localhost")
     try:
         connection.putrequest(
             request.method or "GET",
-            request.path_url,
+            target,
             skip_host=True,
             skip_accept_encoding=True,
         )
         for name, value in request.headers.items():
             connection.putheader(name, value)
-    except (ValueError, UnicodeError) as exc:  # InvalidURL is a ValueError
+    except (ValueError, UnicodeError, http.client.HTTPException) as exc:
         return exc
     finally:
         connection.close()

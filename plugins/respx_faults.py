@@ -41,12 +41,24 @@ matches it fails with an ``AssertionError`` (respx's ``AllMockedAssertionError``
 reaching the network. What the mock cannot see: a client's ``verify=False`` (a TLS stage
 still raises), httpx's connect ``retries`` (one attempt is answered), real waiting (timeouts
 raise at once), and trio's messages.
+
+Log records: httpcore's (httpcore2's) HTTP/1.1 connection traces each request at DEBUG
+through its own ``Trace``, and a careless DEBUG configuration emits what they carry: the
+response headers (``Set-Cookie``, a signed ``Location``) and h11's refusal, which quotes the
+header value. The mock makes those records, on the same logger with the same text
+(``send_request_headers``, ``send_request_body``, ``receive_response_headers`` started,
+complete or failed, and ``response_closed`` after a failure). It does not make the
+connection logger's (``connect_tcp``, ``start_tls``: host, port and the connect error) nor
+the body's (``receive_response_body``), and it does not call a request's ``trace``
+extension.
 """
 
 from __future__ import annotations
 
 import errno
+import http
 import ipaddress
+import logging
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from types import ModuleType
@@ -271,6 +283,7 @@ class RespxFault(MockedHTTPFault):
         if target == "redirect":
             status, headers, body = SIGNED_URL_ANSWER
             self.record(f"{where} on the redirect target: answered {status}")
+            _trace_http11(client.core, request, answer=(status, list(headers)))
             return httpx.Response(status, headers=list(headers), content=body)
         name = self.stage.name
         if name in RAISED and self.stage.bytes_sent is False:
@@ -280,6 +293,7 @@ class RespxFault(MockedHTTPFault):
             raise exc
         refused = refused_request(request, client.core)
         if refused is not None:
+            _trace_http11(client.core, request, refused=refused)
             self.record(
                 f"{where}: the client refused to send it (h11: {_refusal_reason(refused)}), "
                 f"raised {type(refused).__name__}"
@@ -287,6 +301,7 @@ class RespxFault(MockedHTTPFault):
             raise refused
         if name in RAISED:
             exc = self._failure(request, asynchronous, client.core)
+            _trace_http11(client.core, request, read_failure=exc)
             self.record(f"{where}: raised {type(exc).__name__}")
             raise exc
         reply = self._reply
@@ -298,6 +313,8 @@ class RespxFault(MockedHTTPFault):
             def on_cut() -> None:
                 self.record(f"{cut}{declared} bytes")
 
+            answer = (reply.status, [*reply.headers, ("Content-Length", str(declared))])
+            _trace_http11(client.core, request, answer=answer)
             return httpx.Response(
                 reply.status,
                 headers=[*reply.headers, ("Content-Length", str(declared))],
@@ -310,6 +327,8 @@ class RespxFault(MockedHTTPFault):
         seen_headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.headers.raw]
         body = reply.reflected(request.method, seen_url, seen_headers)
         self.record(f"{where}: answered {reply.status}")
+        answer = (reply.status, [*reply.headers, ("Content-Length", str(len(body)))])
+        _trace_http11(client.core, request, answer=answer)
         return httpx.Response(reply.status, headers=list(reply.headers), content=body)
 
     def _failure(
@@ -361,6 +380,55 @@ class RespxFault(MockedHTTPFault):
         error = exc_type(leaf)
         error.__cause__ = leaf
         return error
+
+
+class _CoreRequest:
+    """Stands in for the httpcore request in a trace record (``request=<Request [b'GET']>``)."""
+
+    def __init__(self, method: str) -> None:
+        self.method = method.encode("ascii", "replace")
+
+    def __repr__(self) -> str:
+        return f"<Request [{self.method!r}]>"
+
+
+def _trace_http11(
+    core: ModuleType,
+    request: httpx.Request,
+    *,
+    refused: BaseException | None = None,
+    read_failure: BaseException | None = None,
+    answer: tuple[int, list[tuple[str, str]]] | None = None,
+) -> None:
+    """The DEBUG records httpcore's HTTP/1.1 connection makes for ``request`` (its
+    ``Trace``, on ``<core>.http11``): refused while its headers were written, failed while
+    the answer was awaited, or answered with ``answer`` (status and headers)."""
+    logger = logging.getLogger(f"{core.__name__}.http11")
+    trace_type = getattr(getattr(core, "_trace", None), "Trace", None)
+    if trace_type is None or not logger.isEnabledFor(logging.DEBUG):
+        return
+    kwargs = {"request": _CoreRequest(request.method)}
+
+    def traced(name: str, outcome: dict[str, Any], started: dict[str, Any] = kwargs) -> None:
+        trace = trace_type(name, logger, None, started)
+        trace.trace(f"{name}.started", started)
+        trace.trace(f"{name}.{'failed' if 'exception' in outcome else 'complete'}", outcome)
+
+    done: dict[str, Any] = {"return_value": None}
+    if refused is not None:
+        traced("send_request_headers", {"exception": refused})
+    else:
+        traced("send_request_headers", done)
+        traced("send_request_body", done)
+        if read_failure is not None:
+            traced("receive_response_headers", {"exception": read_failure})
+        elif answer is not None:
+            status, headers = answer
+            phrase = http.HTTPStatus(status).phrase.encode("ascii")
+            raw = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers]
+            traced("receive_response_headers", {"return_value": (b"HTTP/1.1", status, phrase, raw)})
+            return
+    traced("response_closed", done, {})
 
 
 def _refusal_reason(error: Exception) -> str:

@@ -188,6 +188,22 @@ MISTAKES = [
         lambda op, stage, p: not _ssh(op) and p.startswith("credential-trailing-"),
     ),
     Mistake(
+        "httpcore's DEBUG header traces not dropped: the upstream's Set-Cookie and signed "
+        "Location (the redirect's too), and h11's refusal quoting the token",
+        frozenset({"leaks", "log:httpcore.http11"}),
+        lambda op, stage, p: (
+            not _ssh(op)
+            and (
+                stage == "redirect_signed_url"
+                or p.startswith("credential-trailing-")
+                or (
+                    stage.startswith(("http_", "html", "malformed", "truncated"))
+                    and p in ("upstream-set-cookie", "upstream-signed-location")
+                )
+            )
+        ),
+    ),
+    Mistake(
         "approval denial mapped to AUTH_FAILED",
         frozenset({"contract"}),
         lambda op, stage, p: stage == "approval_declined",

@@ -697,7 +697,14 @@ def test_elsewhere(leakcheck):
         httpx.get("https://elsewhere.test/v1/deployments")
     leakcheck.expose({"ok": False})
 
+@pytest.mark.leakcheck(log_levels={"httpcore": "INFO"})
 def test_used(leakcheck):
+    fault = leakcheck.force("http_401", via="respx", placement="upstream-set-cookie")
+    response = httpx.post(fault.url + "/v1/deployments")
+    leakcheck.expose({"ok": False, "status": response.status_code})
+
+def test_used_with_httpcore_at_debug(leakcheck):
+    # httpcore traces the upstream's Set-Cookie at DEBUG, as over a real connection
     fault = leakcheck.force("http_401", via="respx", placement="upstream-set-cookie")
     response = httpx.post(fault.url + "/v1/deployments")
     leakcheck.expose({"ok": False, "status": response.status_code})
@@ -711,15 +718,18 @@ def test_unused_fault_fails_the_inner_test(pytester: pytest.Pytester) -> None:
         "test_unused": "FAILED",
         "test_elsewhere": "FAILED",
         "test_used": "PASSED",
+        "test_used_with_httpcore_at_debug": "FAILED",
     }
     out = result.stdout.str()
+    assert "[LEAK] operator: log record httpcore.http11 DEBUG message" in out
     assert (
         "harness error: stage timeout_after_send via respx was never reached: no request "
         "reached https://api.upstream.test (respx)." in out
     )
     assert "the mock saw 1 request(s) to other URLs" in out
     secrets = fault_canaries(SEED, "test_unused", "timeout_after_send", "respx", "query-api-key")
-    secrets += fault_canaries(SEED, "test_used", "http_401", "respx", "upstream-set-cookie")
+    for test in ("test_used", "test_used_with_httpcore_at_debug"):
+        secrets += fault_canaries(SEED, test, "http_401", "respx", "upstream-set-cookie")
     assert_inner_run_safe(pytester, result, secrets, ["test_unused"])
     assert Path(pytester.path / "proof-test_unused.txt").exists()
 

@@ -321,7 +321,23 @@ def _report_caller_leaks(record: dict[str, Any]) -> set[tuple[str, str, str, str
     }
 
 
+@pytest.fixture
+def plain_fastmcp_tracebacks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """fastmcp's traceback handler without rich tracebacks, as the grid's runs have it
+    (``FASTMCP_ENABLE_RICH_TRACEBACKS``, read when fastmcp is imported): each takes a tenth
+    of a second to render, and it writes to the operator's log, which the comparison below
+    leaves out."""
+    import logging
+
+    from rich.logging import RichHandler
+
+    for handler in logging.getLogger("fastmcp").handlers:
+        if isinstance(handler, RichHandler):
+            monkeypatch.setattr(handler, "rich_tracebacks", False)
+
+
 @pytest.mark.parametrize("stage", HTTP_STAGES)
+@pytest.mark.usefixtures("plain_fastmcp_tracebacks")
 def test_mocked_and_loopback_transports_find_the_same_leaks(stage: str, tmp_reports: str) -> None:
     """fastmcp 4 (httpx2) ``from_openapi``, in process: under respx every HTTP stage
     fires, and the caller-visible leaks are exactly those real loopback sockets give (the
