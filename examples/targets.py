@@ -1,5 +1,6 @@
 """How the example gateways are put under leakcheck's stage matrix: the ~20 lines a team
-writes once in its own conftest (README "Quick start for an existing gateway")."""
+writes once in its own conftest (README "The Target API, for a gateway built without
+leakcheck in mind")."""
 
 from __future__ import annotations
 

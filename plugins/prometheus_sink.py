@@ -5,7 +5,10 @@ label names and values (numbers carry no text). A test's secret must not become 
 value (``http_errors_total{url="https://...?key=SECRET"}``). The sink snapshots every
 watched registry when the test starts and, when collected, reports only what is new: a new
 sample, a new label value on an existing metric, a new exemplar, the help text of a new
-metric. Paths name the sample and the label, never the value: ``http_errors_total{url=...}``.
+metric, and a sample the test changed (a counter it incremented, a gauge it set to another
+value): a label value made by an earlier test of the process, a session secret's, is
+emitted again by each test that counts under it, and each such test is judged for it.
+Paths name the sample and the label, never the value: ``http_errors_total{url=...}``.
 
 Watched registries: ``prometheus_client.REGISTRY`` (looked up when the test starts), every
 other ``CollectorRegistry`` of the process (found when the sink first starts, and each one
@@ -25,7 +28,8 @@ its samples count as new. ``unregister_registry`` stops watching one.
 
 Limitations: a collector that raises when collected makes a ``RuntimeWarning`` (what it
 yielded before raising is still checked) rather than failing the test; samples added and
-removed within the same test are not seen (only the state at collect time is compared).
+removed within the same test are not seen (only the state at collect time is compared),
+nor a sample of an earlier test that this one set to the value it already had.
 """
 
 from __future__ import annotations
@@ -135,6 +139,8 @@ def _prune() -> None:
 #   ("exemplar", sample name, labels, ex. labels)   -> an exemplar on a sample
 #   ("help", family name, help text)                -> a metric's help text
 _Key = tuple[Any, ...]
+#: what a key showed at a snapshot: a sample's number, an exemplar's value and timestamp
+_Shown = tuple[Any, ...]
 
 
 def _labels(labels: Any) -> tuple[tuple[str, str], ...]:
@@ -170,29 +176,24 @@ def _collect(registry: Any) -> Any:
             yield from collector.collect()
 
 
-def _snapshot(registry: Any) -> tuple[list[_Key], str]:
-    """The keys of everything ``registry`` shows now, in collection order, and an error
+def _snapshot(registry: Any) -> tuple[dict[_Key, _Shown], str]:
+    """The keys of everything ``registry`` shows now, in collection order, with what each
+    showed (numbers compared as their ``repr``: a NaN equals itself), and an error
     description if collecting failed."""
-    keys: list[_Key] = []
+    keys: dict[_Key, _Shown] = {}
     try:
         for metric in _collect(registry):
-            keys.append(("help", str(metric.name), str(getattr(metric, "documentation", ""))))
+            keys[("help", str(metric.name), str(getattr(metric, "documentation", "")))] = ()
             for sample in metric.samples:
                 labels = _labels(sample.labels)
-                keys.append(("sample", str(metric.name), str(sample.name), labels))
+                keys[("sample", str(metric.name), str(sample.name), labels)] = (repr(sample.value),)
                 exemplars = [sample.exemplar] if sample.exemplar is not None else []
                 histogram = getattr(sample, "native_histogram", None)
                 exemplars += list(getattr(histogram, "nh_exemplars", None) or ())
                 for exemplar in exemplars:
-                    keys.append(
-                        (
-                            "exemplar",
-                            str(metric.name),
-                            str(sample.name),
-                            labels,
-                            _labels(exemplar.labels),
-                        )
-                    )
+                    key = ("exemplar", str(metric.name), str(sample.name), labels,
+                           _labels(exemplar.labels))  # fmt: skip
+                    keys[key] = (repr(exemplar.value), repr(getattr(exemplar, "timestamp", None)))
     except Exception as exc:  # noqa: BLE001 - the app's collector failed, not us
         return keys, f"collecting this registry raised {type(exc).__name__}"
     return keys, ""
@@ -205,14 +206,14 @@ class PrometheusSink:
     name = "prometheus"
 
     def __init__(self) -> None:
-        self._baseline: dict[int, set[_Key]] | None = None
+        self._baseline: dict[int, dict[_Key, _Shown]] | None = None
         self._final: list[tuple[str, bool, list[_Key], str]] | None = None
 
     def start(self) -> None:
         if self._baseline is not None:
             return
         self._final = None
-        self._baseline = {id(reg): set(_snapshot(reg)[0]) for _, reg in registries()}
+        self._baseline = {id(reg): _snapshot(reg)[0] for _, reg in registries()}
 
     def stop(self) -> None:
         if self._baseline is None:
@@ -227,8 +228,8 @@ class PrometheusSink:
         current = []
         for name, registry in registries():
             keys, error = _snapshot(registry)
-            before = baseline.get(id(registry), set())
-            new = [key for key in keys if key not in before]
+            before = baseline.get(id(registry), {})
+            new = [key for key, shown in keys.items() if before.get(key) != shown]
             current.append((name, id(registry) in baseline, new, error))
         return current
 

@@ -668,6 +668,34 @@ def test_streamable_http_server_by_url(mcp) -> None:
     one_error_line(both, "either --url (a running streamable-HTTP server) or a COMMAND")
 
 
+def test_stages_a_url_audit_cannot_prove_are_left_out_unless_named(mcp) -> None:
+    """Over ``--url`` a host name mismatch is never proven (the running server's client
+    does not trust the fault server's CA), nor, for a server in another process, a failed
+    lookup or a refused or unanswered connect (no socket hook there): picked by a pattern
+    or by default, such a stage is left out with a note and a careful server's audit is
+    clean; named exactly, it is run, and the mismatch comes back not reached."""
+    sys.path.insert(0, str(ROOT / "tests" / "data"))
+    import mcp_fake_http_server
+
+    server = mcp_fake_http_server.serve()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    headers = ["--header", "Authorization=Bearer {bearer}", "--header", "X-Upstream={upstream}",
+               "--placements", "authorization-header", *TIMEOUTS]  # fmt: skip
+    try:
+        picked = mcp("--url", f"{base}/careful/mcp", *headers, "--stages",
+                     "http_401,dns*,tls_h*", server=[])  # fmt: skip
+        named = mcp("--url", f"{base}/careful/mcp", *headers, "--stages",
+                    "http_401,tls_hostname_mismatch", server=[])  # fmt: skip
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert picked.code == 0, picked.out
+    assert "stages not run over --url: dns_failure, tls_hostname_mismatch:" in picked.out
+    assert "tls_hostname_mismatch" not in picked.out.split("note:")[0]  # no grid row
+    assert named.code == 2 and "the audit is incomplete" in named.err, named.err
+    assert "tls_hostname_mismatch  0/1 n" in named.out
+
+
 def test_a_token_pinned_as_a_tools_argument_is_never_shown(mcp, canaries, tmp_path: Path) -> None:
     # the server refuses an argument it does not know, naming it with its value: a real
     # token pinned there (--arguments) is masked like an env literal

@@ -252,3 +252,64 @@ print(sorted(leak.path for leak in check.violations()))
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "['gw_early_total{key=...}', 'gw_late_total{key=...}']"
+
+
+AGAIN = """
+from prometheus_client import CollectorRegistry, Counter
+
+from leakcheck.plugins.prometheus_sink import register_registry
+
+METRICS = register_registry(CollectorRegistry(), name="again")
+ERRORS = Counter("upstream_errors", "errors", ["url"], registry=METRICS)
+TOKEN = "STATIC"
+
+
+def count_error():
+    # the careless gateway: the URL with the session's key as a label, on every failure
+    ERRORS.labels(url=f"https://api.example/v1?key={TOKEN}").inc()
+
+
+def test_first_to_count(leakcheck):
+    leakcheck.register(TOKEN, kind="api_key")
+    count_error()
+    leakcheck.expose({"ok": False})
+
+
+def test_counts_again_under_the_same_label(leakcheck):
+    leakcheck.register(TOKEN, kind="api_key")
+    count_error()
+    leakcheck.expose({"ok": False})
+
+
+def test_counts_nothing(leakcheck):
+    leakcheck.register(TOKEN, kind="api_key")
+    leakcheck.expose({"ok": False})
+""".replace("STATIC", STATIC)
+
+
+def test_a_label_an_earlier_test_made_is_judged_in_each_test_that_counts_under_it(
+    pytester: pytest.Pytester, watched
+) -> None:
+    """A session secret (the same key in every test) counted under the same label: the
+    sample is the earlier test's, and each later test that increments it emits it again.
+    Serially the second test passed, and under xdist or ``-k`` it failed."""
+    secrets = [Secret.from_user(STATIC, kind="api_key", id="api_key#user1")]
+    pytester.makepyfile(test_prom_again=textwrap.dedent(AGAIN))
+    result = pytester.runpytest(*INNER_ARGS, "-rA", "-p", "no:randomly")
+    assert_inner_run_safe(pytester, result, secrets)
+    outcomes = {
+        name: outcome
+        for outcome in ("PASSED", "FAILED")
+        for name in (
+            "test_first_to_count",
+            "test_counts_again_under_the_same_label",
+            "test_counts_nothing",
+        )  # fmt: skip
+        if f"{outcome} test_prom_again.py::{name}" in result.stdout.str()
+    }
+    assert outcomes == {
+        "test_first_to_count": "FAILED",
+        "test_counts_again_under_the_same_label": "FAILED",
+        "test_counts_nothing": "PASSED",
+    }
+    assert "[LEAK] operator: prometheus upstream_errors_total{url=...}" in result.stdout.str()
