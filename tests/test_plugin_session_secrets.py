@@ -366,3 +366,29 @@ def test_pytest_metadata_table_is_masked_before_pytest_html_reads_it(
     written = (pytester.path / "environment.json").read_text(encoding="utf-8")
     assert "git.example/org/repo.git" in written
     self_scan(written, SECRETS[:1], "pytest-metadata's table")
+
+
+def test_a_usage_error_raised_while_the_session_runs_is_masked(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A conftest that checks a session secret's shape when the session starts and quotes
+    it in a ``pytest.UsageError``: pytest prints that after leakcheck gave its streams
+    back, and it went out raw (found by a hunting helper); ``pytest.exit`` was masked."""
+    monkeypatch.setenv("STAGING_TOKEN", OTHER)
+    pytester.makeini("[pytest]\nleakcheck_secret_env = STAGING_TOKEN\n")
+    pytester.makeconftest(
+        """
+        import os, pytest
+
+        def pytest_sessionstart(session):
+            token = os.environ["STAGING_TOKEN"]
+            if not token.startswith("ghp_"):
+                raise pytest.UsageError(f"not a GitHub token: {token!r}")
+        """
+    )
+    pytester.makepyfile(test_u="def test_u():\n    pass\n")
+    result = pytester.runpytest_subprocess("-p", "no:randomly")
+    text = "\n".join(result.outlines + result.errlines)
+    self_scan(text, SECRETS[1:], "the usage error")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "ERROR: not a GitHub token: '\u00abcanary:secret:raw\u00bb'" in result.errlines

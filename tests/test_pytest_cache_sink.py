@@ -77,3 +77,39 @@ def test_the_cache_is_given_back_its_method(pytester: pytest.Pytester) -> None:
     assert "set" in config.cache.__dict__  # (wrapped on the instance for the session)
     config._ensure_unconfigure()
     assert "set" not in config.cache.__dict__
+
+
+TOKEN = "ghp_R7wKq2ZxP9mLt4VbN8cJd3HsY6fGa1EuQ0iO"  # (not a real token: made for this test)
+
+IDS = """
+import os
+import pytest
+
+@pytest.mark.parametrize("token", [os.environ["STAGING_TOKEN"]])
+def test_registers_its_id(leakcheck, token):
+    leakcheck.register(token, kind="github_token")
+    leakcheck.expose({"ok": False})
+    assert False, "the upstream refused"
+"""
+
+
+def test_pytests_own_cache_writes_mask_what_the_session_saw(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pytest writes the failed tests' ids (``cache/lastfailed``), every id
+    (``cache/nodeids``) and ``--sw``'s position (``cache/stepwise``) at the end of the
+    session: an id holding the value its test registered went there raw, though every
+    report masked it (found by a hunting helper)."""
+    monkeypatch.setenv("STAGING_TOKEN", TOKEN)
+    pytester.makepyfile(test_ids=IDS)
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "--sw", "-q")
+    result.assert_outcomes(failed=1)
+    written = {
+        path.relative_to(pytester.path).as_posix(): path.read_text(encoding="utf-8")
+        for path in (pytester.path / ".pytest_cache").rglob("*")
+        if path.is_file()
+    }
+    assert {"lastfailed", "nodeids", "stepwise"} <= {p.rsplit("/", 1)[-1] for p in written}
+    raw = sorted(path for path, text in written.items() if TOKEN[4:20] in text)
+    assert raw == []
+    assert "\u00abcanary:github_token" in written[".pytest_cache/v/cache/lastfailed"]

@@ -226,7 +226,7 @@ def run_inner(
         "stdout": "\n".join(result.outlines),
         "stderr": "\n".join(result.errlines),
     }
-    for name in ("junit.xml", "leakcheck.json", "pytest.log"):
+    for name in ("junit.xml", "leakcheck.json", "pytest.log", IDS_READ):
         path = pytester.path / name
         if path.exists():
             outputs[name] = path.read_bytes()
@@ -351,6 +351,20 @@ STEPS = {
     "json report": ("leakcheck.masking", "", "mask_strings", "lambda value, mask: value", "serial"),
 }  # fmt: skip
 
+#: What another plugin reads of the tests' ids once they are collected (pytest-json-report,
+#: a report log): the channel the test ids step alone keeps clean, since pytest's own cache
+#: writes are masked at the end as well.
+IDS_READ = "ids-read-by-a-plugin.txt"
+READ_IDS = f"""
+
+import pytest
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items):
+    with open({IDS_READ!r}, "a", encoding="utf-8") as ids:
+        ids.writelines(item.nodeid + "\\n" for item in items)
+"""
+
 #: Switches one step off for one run, and back on after it: an in-process run shares the
 #: interpreter with the tests that follow.
 SWITCH_OFF = """
@@ -382,6 +396,8 @@ def test_each_masking_step_is_needed(
     conftest = SWITCH_OFF.format(
         module=module, owner=owner_name, name=name, replacement=replacement
     )
+    if step == "test ids":
+        conftest += READ_IDS
     owner = _owner(module, owner_name)
     original = getattr(owner, name)
     if run == "xdist":

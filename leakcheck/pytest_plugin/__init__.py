@@ -108,7 +108,7 @@ def pytest_configure(config: pytest.Config) -> None:
     snapshots.install(config, state.snapshot_secrets)
     # (a set from a thread of the test's: a gateway persisting its login from its client's
     # executor wrote the token and passed, found by a hunting helper)
-    config.add_cleanup(watch_cache(config, _running_in_the_process))
+    config.add_cleanup(watch_cache(config, _running_in_the_process, state.mask))
     if "allure_commons" in sys.modules:  # (allure-pytest registered its writer just before)
         from .allure_results import mask_allure_results
 
@@ -120,6 +120,24 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     state = session.config.stash.get(SESSION, None)
     if state is not None:
         state.mask_metadata()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_cmdline_main(config: pytest.Config) -> Generator[None, object, object]:
+    """A usage error raised once the session runs (a conftest's ``pytest_sessionstart``
+    that checks a token and quotes it) masked with every secret the session saw: pytest
+    prints it after leakcheck's streams are given back, and it went out raw."""
+    try:
+        return (yield)
+    except pytest.UsageError as error:
+        state = config.stash.get(SESSION, None)
+        if state is None:
+            raise
+        shown = [str(arg) for arg in error.args]  # (pytest prints each on its own line)
+        masked = [state.mask(text) for text in shown]
+        if masked == shown:
+            raise
+        raise pytest.UsageError(*masked) from None
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

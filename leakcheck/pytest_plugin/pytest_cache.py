@@ -7,6 +7,13 @@ judged as an operator sink of that test, ``pytest cache``, at the key it was set
 (the value as the cache writes it: JSON), and the key itself (a file's path under
 ``.pytest_cache/v/``). The cache's own method is wrapped on the
 instance for the session and restored after it.
+
+What pytest itself sets outside a test (``cache/lastfailed``, ``cache/nodeids``,
+``cache/stepwise``: test ids, at the end of the session) is written masked with every
+secret the session has seen: a test's id holding a value the test registered (a
+parametrize value from the environment) went raw into ``.pytest_cache`` while every report
+masked it. Such a test, its id masked there, is not found by the next ``--lf`` (which then
+runs every test, as with no last failure).
 """
 
 from __future__ import annotations
@@ -34,9 +41,12 @@ KEY_PATH = "{}<key>"
 PENDING = pytest.StashKey[list[tuple[str, str]]]()
 
 
-def watch_cache(config: Any, running_item: Callable[[], pytest.Item | None]) -> Callable[[], None]:
+def watch_cache(
+    config: Any, running_item: Callable[[], pytest.Item | None], mask: Callable[[str], str]
+) -> Callable[[], None]:
     """Judge what each running test sets in ``config.cache`` (none with ``-p
-    no:cacheprovider``); the function that restores the cache's method."""
+    no:cacheprovider``), and write what is set outside a test masked (``mask``); the
+    function that restores the cache's method."""
     cache = getattr(config, "cache", None)
     original = getattr(cache, "set", None)
     if cache is None or original is None:
@@ -55,6 +65,8 @@ def watch_cache(config: Any, running_item: Callable[[], pytest.Item | None]) -> 
                     _sink(check).add(path, text)
             else:
                 item.stash.setdefault(PENDING, []).extend(texts)
+        else:
+            value = masked_value(value, mask)
         original(key, value)
 
     cache.set = judged_set
@@ -64,6 +76,29 @@ def watch_cache(config: Any, running_item: Callable[[], pytest.Item | None]) -> 
             del cache.set
 
     return restore
+
+
+def masked_value(value: object, mask: Callable[[str], str]) -> object:
+    """``value`` (what the cache stores: JSON) with every string in it masked, keys too;
+    ``value`` itself when nothing was masked."""
+    text = json.dumps(value, default=repr, ensure_ascii=False)
+    masked = mask(text)
+    if masked == text:
+        return value
+    try:  # (a mask label holds no quote and no backslash: the JSON stays JSON...)
+        return json.loads(masked)
+    except ValueError:  # (...unless a masked piece began right after a backslash)
+        return _masked_each(value, mask)
+
+
+def _masked_each(value: object, mask: Callable[[str], str]) -> object:
+    if isinstance(value, str):
+        return mask(value)
+    if isinstance(value, dict):
+        return {mask(str(k)): _masked_each(v, mask) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_masked_each(v, mask) for v in value]
+    return value
 
 
 def take_pending(item: pytest.Item, check: LeakCheck) -> None:

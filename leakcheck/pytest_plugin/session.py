@@ -95,7 +95,10 @@ class PluginSession:
         self.report_error = ""
         #: leakcheck_secret_env names that are not set (said in the header)
         self.missing_env: list[str] = []
-        self.capture = capture = config.getoption("capture", "fd")
+        # (-p no:capture: no capture manager, and no "capture" option either, whose default
+        # read "fd", fully captured: a test's print went raw to the terminal, unjudged)
+        capturing = config.pluginmanager.has_plugin("capturemanager")
+        self.capture = capture = config.getoption("capture", "fd") if capturing else "no"
         #: why the stdout/stderr sinks see nothing, when pytest does not capture output
         self.uncaptured = _UNCAPTURED.get(capture, "")
         #: what the capture mode lets through unscanned or unmasked, for the header
@@ -742,14 +745,14 @@ _NO_LOG_CAPTURE = (
 #: ``record_xml_attribute``.
 _JUNIT_OWN_ATTRIBUTES = frozenset({"classname", "name", "file", "line", "url"})
 _UNCAPTURED = {
-    "no": "pytest -s/--capture=no: output goes straight to the terminal, neither scanned nor "
-    "masked",
+    "no": "pytest -s/--capture=no (or -p no:capture): output goes straight to the terminal, "
+    "neither scanned nor masked",
 }
 
 
 _CAPTURE_NOTES = {
-    "no": "-s/--capture=no: stdout and stderr are neither scanned nor masked, and a test's "
-    "output reaches the terminal as it is",
+    "no": "-s/--capture=no (or -p no:capture): stdout and stderr are neither scanned nor "
+    "masked, and a test's output reaches the terminal as it is",
     "sys": "--capture=sys: writes to file descriptors 1 and 2 (subprocesses, C code, "
     "os.write) are neither scanned nor masked, and reach the terminal as they are",
     "tee-sys": "--capture=tee-sys: stdout and stderr are scanned, but also echoed to the "
