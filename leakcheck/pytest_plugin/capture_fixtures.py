@@ -233,8 +233,8 @@ class MaskingTee(MaskedEcho):
 #: the capture notes once ``TerminalEcho`` masks what reaches the terminal
 ECHO_NOTES = {
     "no": "-s/--capture=no (or -p no:capture): a test's stdout and stderr reach the terminal "
-    "masked, a line at a time, and are scanned; writes to file descriptors 1 and 2 (subprocesses, C code, "
-    "os.write, sys.__stdout__) are neither scanned nor masked",
+    "masked, a line at a time, and are scanned; writes to file descriptors 1 and 2 "
+    "(subprocesses, C code, os.write, sys.__stdout__) are neither scanned nor masked",
     "tee-sys": "--capture=tee-sys: stdout and stderr are scanned and echoed to the terminal "
     "masked, a line at a time; writes to file descriptors 1 and 2 (subprocesses, C code, "
     "os.write, sys.__stdout__) are neither scanned nor masked",
