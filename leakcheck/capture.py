@@ -384,6 +384,9 @@ class LoggingSink:
     see what they would have seen. Each capture notes whether it would have been emitted,
     judged when the record is made; its message, args and ``extra`` are rendered then too, as a
     handler would have rendered them (the app may mutate or redact its objects later).
+    Sinks running at once (a check inside the fixture's, checks in two threads) share one
+    patch (``_LoggingPatch``): each of them captures every record, and "would emit" is
+    judged by the methods found before any sink patched them.
 
     **Emitted or latent.** A record is judged as the app's handlers render it, the
     handlers on its way up the logger tree when it is made (pytest's own capture handlers
@@ -433,53 +436,12 @@ class LoggingSink:
 
     def __init__(self) -> None:
         self._records: list[tuple[logging.LogRecord, str, list[_Text], bool]] = []
-        self._saved: tuple[Any, Any] | None = None
 
     def start(self) -> None:
-        if self._saved is not None:
-            return
-        original_enabled = logging.Logger.isEnabledFor
-        original_handle = logging.Logger.handle
-        records = self._records
-        self._saved = (original_enabled, original_handle)
-
-        # Logger methods: ``self`` is the logger (this sink is not used in them)
-        def is_enabled_for(self: logging.Logger, level: int) -> bool:
-            return True
-
-        def handle(self: logging.Logger, record: logging.LogRecord) -> Any:
-            # The logger's own filters run first, as in ``Logger.handle``: a record the app
-            # drops there reaches no handler at any level, and one it redacts there is seen
-            # redacted. (3.12 filters may return a replacement record.)
-            kept = self.filter(record)
-            if not kept:
-                return None
-            if isinstance(kept, logging.LogRecord):
-                record = kept
-            would_emit = not self.disabled and original_enabled(self, record.levelno)
-            try:
-                note = "" if would_emit else _not_emitted_note(self, record)
-            except Exception:  # noqa: BLE001 - a record with hostile level attributes
-                note = "not emitted in production"
-            texts, plain = _record_texts(record, self)
-            records.append((record, note, texts, plain))
-            if would_emit:
-                self.callHandlers(record)
-            return None
-
-        logging.Logger.isEnabledFor = is_enabled_for  # type: ignore[method-assign]  # until stop()
-        logging.Logger.handle = handle  # type: ignore[method-assign]  # until stop()
+        _LOG_PATCH.add(self)
 
     def stop(self) -> None:
-        if self._saved is None:
-            return
-        enabled, handle = self._saved
-        logging.Logger.isEnabledFor = enabled  # type: ignore[method-assign]  # the originals
-        logging.Logger.handle = handle  # type: ignore[method-assign]  # the originals
-        self._saved = None
-        for logger in [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]:
-            if isinstance(logger, logging.Logger):
-                logger._cache.clear()  # type: ignore[attr-defined]  # isEnabledFor's private cache
+        _LOG_PATCH.remove(self)
 
     def collect(self) -> Iterator[Captured]:
         return self.collect_since(0)
@@ -529,6 +491,109 @@ class LoggingSink:
                     "",
                     origin,
                 )
+
+
+class _LoggingPatch:
+    """The one patch of ``Logger.isEnabledFor`` and ``Logger.handle``, shared by every
+    running ``LoggingSink``: each record is captured once and handed to all of them.
+
+    One patch, not one a sink: a sink started inside another's check (the fixture's check
+    and a ``LeakCheck`` of the test's own, an MCP audit) found the outer sink's patched
+    methods and took them for the originals: its "would emit" asked the outer
+    ``isEnabledFor``, which says yes to every level, so the app's handlers got records below
+    their logger's level; and its ``handle`` called the handlers itself, so the outer sink
+    never saw a record made while the inner one ran. Here "would emit" is always judged by
+    the methods found before any sink patched them.
+
+    The originals are put back when the last sink stops, if the patched methods are still
+    in place. If the app replaced one meanwhile (its replacement may call ours), ours
+    stays under it and, with no sink running, is a plain pass-through to the originals.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        # a tuple, replaced whole: read without the lock on every record
+        self._sinks: tuple[LoggingSink, ...] = ()
+        # the methods found when the patch went in (the stdlib's, unless the app's)
+        self._found: tuple[Any, Any] = (logging.Logger.isEnabledFor, logging.Logger.handle)
+
+    def add(self, sink: LoggingSink) -> None:
+        with self._lock:
+            if sink in self._sinks:
+                return
+            if not self._sinks:
+                self._install()
+            self._sinks = (*self._sinks, sink)
+
+    def remove(self, sink: LoggingSink) -> None:
+        with self._lock:
+            if sink not in self._sinks:
+                return
+            self._sinks = tuple(s for s in self._sinks if s is not sink)
+            if self._sinks:
+                return
+            enabled, handle = self._found
+            if logging.Logger.isEnabledFor is _patched_is_enabled_for:
+                logging.Logger.isEnabledFor = enabled  # type: ignore[method-assign]  # the original
+            if logging.Logger.handle is _patched_handle:
+                logging.Logger.handle = handle  # type: ignore[method-assign]  # the original
+        # isEnabledFor's private cache, filled by the original while the patch was in
+        for logger in [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]:
+            if isinstance(logger, logging.Logger):
+                logger._cache.clear()  # type: ignore[attr-defined]  # a private dict
+
+    def _install(self) -> None:
+        # an own method left in place under the app's replacement is not an original
+        enabled, handle = logging.Logger.isEnabledFor, logging.Logger.handle
+        found_enabled, found_handle = self._found
+        self._found = (
+            found_enabled if enabled is _patched_is_enabled_for else enabled,
+            found_handle if handle is _patched_handle else handle,
+        )
+        logging.Logger.isEnabledFor = _patched_is_enabled_for  # type: ignore[method-assign]  # until the last stop
+        logging.Logger.handle = _patched_handle  # type: ignore[method-assign]  # until the last stop
+
+    def sinks(self) -> tuple[LoggingSink, ...]:
+        return self._sinks
+
+    def found(self) -> tuple[Any, Any]:
+        return self._found
+
+
+def _patched_is_enabled_for(self: logging.Logger, level: int) -> bool:
+    # says yes so that records below level are made at all, while a sink runs
+    if _LOG_PATCH.sinks():
+        return True
+    return bool(_LOG_PATCH.found()[0](self, level))
+
+
+def _patched_handle(self: logging.Logger, record: logging.LogRecord) -> Any:
+    sinks = _LOG_PATCH.sinks()
+    original_enabled, original_handle = _LOG_PATCH.found()
+    if not sinks:
+        return original_handle(self, record)
+    # The logger's own filters run first, as in ``Logger.handle``: a record the app drops
+    # there reaches no handler at any level, and one it redacts there is seen redacted.
+    # (3.12 filters may return a replacement record.)
+    kept = self.filter(record)
+    if not kept:
+        return None
+    if isinstance(kept, logging.LogRecord):
+        record = kept
+    would_emit = not self.disabled and original_enabled(self, record.levelno)
+    try:
+        note = "" if would_emit else _not_emitted_note(self, record)
+    except Exception:  # noqa: BLE001 - a record with hostile level attributes
+        note = "not emitted in production"
+    texts, plain = _record_texts(record, self)
+    for sink in sinks:
+        sink._records.append((record, note, texts, plain))
+    if would_emit:
+        self.callHandlers(record)
+    return None
+
+
+_LOG_PATCH = _LoggingPatch()
 
 
 #: The origins made so far, by their fields: a test's records come from a few loggers at a
