@@ -18,6 +18,7 @@ import sys
 import threading
 import traceback
 import warnings
+import weakref
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -1011,52 +1012,94 @@ def _hint_for(logger: str, levelno: int) -> str:
     )
 
 
+#: Each crash-hook wrapper whose sink has stopped -> the hook it wrapped, which it passes
+#: straight to from then on; skipped when found again.
+_ended_hooks: weakref.WeakKeyDictionary[Callable[..., Any], Callable[..., Any]] = (
+    weakref.WeakKeyDictionary()
+)
+_hooks_lock = threading.Lock()
+
+
+def _beneath_ended_hooks(hook: Callable[..., Any]) -> Callable[..., Any]:
+    while hook in _ended_hooks:
+        hook = _ended_hooks[hook]
+    return hook
+
+
+class _Live:
+    """Whether a started sink still captures (its wrappers read it at each call)."""
+
+    def __init__(self) -> None:
+        self.on = True
+
+
 class CrashHookSink:
     """``sys.excepthook``, ``threading.excepthook`` and ``sys.unraisablehook``: wrapped so
-    that what they would print is captured, then passed to the previous hook."""
+    that what they would print is captured, then passed to the previous hook.
+
+    At stop a hook is put back only if this sink's wrapper is still installed. A hook the
+    app installed meanwhile (``sentry_sdk.init()`` wraps ``sys.excepthook`` as it finds it;
+    a crash reporter's ``threading.excepthook``) stays: putting back the hook found at start
+    dropped it for the rest of the process (sentry sets its integrations up once). The
+    wrapper left under it captures nothing more and passes every call on."""
 
     name = "crash hook"
 
     def __init__(self) -> None:
         self._texts: list[tuple[str, str]] = []
-        self._saved: tuple[Any, Any, Any] | None = None
+        # (module, attribute, this sink's wrapper, the hook it wrapped) while started
+        self._installed: list[tuple[Any, str, Callable[..., Any], Callable[..., Any]]] | None
+        self._installed = None
+        self._live = _Live()
 
     def start(self) -> None:
-        if self._saved is not None:
+        if self._installed is not None:
             return
-        saved = (sys.excepthook, threading.excepthook, sys.unraisablehook)
-        self._saved = saved
         texts = self._texts
+        live = self._live = _Live()
+        with _hooks_lock:
+            found = [
+                _beneath_ended_hooks(hook)
+                for hook in (sys.excepthook, threading.excepthook, sys.unraisablehook)
+            ]
+            found_excepthook, found_thread_hook, found_unraisable_hook = found
 
-        def excepthook(kind: Any, value: Any, tb: Any) -> None:
-            texts.append(("sys.excepthook", _formatted(kind, value, tb)))
-            saved[0](kind, value, tb)
+            def excepthook(kind: Any, value: Any, tb: Any) -> None:
+                if live.on:
+                    texts.append(("sys.excepthook", _formatted(kind, value, tb)))
+                found_excepthook(kind, value, tb)
 
-        def thread_hook(args: Any) -> None:
-            texts.append(
-                (
-                    "threading.excepthook",
-                    _formatted(args.exc_type, args.exc_value, args.exc_traceback),
-                )
-            )
-            saved[1](args)
+            def thread_hook(args: Any) -> None:
+                if live.on:
+                    text = _formatted(args.exc_type, args.exc_value, args.exc_traceback)
+                    texts.append(("threading.excepthook", text))
+                found_thread_hook(args)
 
-        def unraisable_hook(args: Any) -> None:
-            text = _formatted(args.exc_type, args.exc_value, args.exc_traceback)
-            texts.append(("sys.unraisablehook", f"{safe_str(args.err_msg or '')}\n{text}"))
-            saved[2](args)
+            def unraisable_hook(args: Any) -> None:
+                if live.on:
+                    text = _formatted(args.exc_type, args.exc_value, args.exc_traceback)
+                    texts.append(("sys.unraisablehook", f"{safe_str(args.err_msg or '')}\n{text}"))
+                found_unraisable_hook(args)
 
-        sys.excepthook, threading.excepthook, sys.unraisablehook = (
-            excepthook,
-            thread_hook,
-            unraisable_hook,
-        )
+            self._installed = [
+                (sys, "excepthook", excepthook, found_excepthook),
+                (threading, "excepthook", thread_hook, found_thread_hook),
+                (sys, "unraisablehook", unraisable_hook, found_unraisable_hook),
+            ]
+            for owner, attribute, wrapper, _ in self._installed:
+                setattr(owner, attribute, wrapper)
 
     def stop(self) -> None:
-        if self._saved is None:
+        if self._installed is None:
             return
-        sys.excepthook, threading.excepthook, sys.unraisablehook = self._saved
-        self._saved = None
+        installed, self._installed = self._installed, None
+        self._live.on = False
+        with _hooks_lock:
+            for owner, attribute, wrapper, wrapped in installed:
+                _ended_hooks[wrapper] = wrapped
+                if getattr(owner, attribute) is wrapper:
+                    # (what it wrapped may be another sink's, stopped meanwhile: not that either)
+                    setattr(owner, attribute, _beneath_ended_hooks(wrapped))
 
     def collect(self) -> Iterator[Captured]:
         for path, text in self._texts:
