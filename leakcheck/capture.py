@@ -18,6 +18,7 @@ import sys
 import threading
 import traceback
 import warnings
+import weakref
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -384,6 +385,9 @@ class LoggingSink:
     see what they would have seen. Each capture notes whether it would have been emitted,
     judged when the record is made; its message, args and ``extra`` are rendered then too, as a
     handler would have rendered them (the app may mutate or redact its objects later).
+    Sinks running at once (a check inside the fixture's, checks in two threads) share one
+    patch (``_LoggingPatch``): each of them captures every record, and "would emit" is
+    judged by the methods found before any sink patched them.
 
     **Emitted or latent.** A record is judged as the app's handlers render it, the
     handlers on its way up the logger tree when it is made (pytest's own capture handlers
@@ -433,53 +437,12 @@ class LoggingSink:
 
     def __init__(self) -> None:
         self._records: list[tuple[logging.LogRecord, str, list[_Text], bool]] = []
-        self._saved: tuple[Any, Any] | None = None
 
     def start(self) -> None:
-        if self._saved is not None:
-            return
-        original_enabled = logging.Logger.isEnabledFor
-        original_handle = logging.Logger.handle
-        records = self._records
-        self._saved = (original_enabled, original_handle)
-
-        # Logger methods: ``self`` is the logger (this sink is not used in them)
-        def is_enabled_for(self: logging.Logger, level: int) -> bool:
-            return True
-
-        def handle(self: logging.Logger, record: logging.LogRecord) -> Any:
-            # The logger's own filters run first, as in ``Logger.handle``: a record the app
-            # drops there reaches no handler at any level, and one it redacts there is seen
-            # redacted. (3.12 filters may return a replacement record.)
-            kept = self.filter(record)
-            if not kept:
-                return None
-            if isinstance(kept, logging.LogRecord):
-                record = kept
-            would_emit = not self.disabled and original_enabled(self, record.levelno)
-            try:
-                note = "" if would_emit else _not_emitted_note(self, record)
-            except Exception:  # noqa: BLE001 - a record with hostile level attributes
-                note = "not emitted in production"
-            texts, plain = _record_texts(record, self)
-            records.append((record, note, texts, plain))
-            if would_emit:
-                self.callHandlers(record)
-            return None
-
-        logging.Logger.isEnabledFor = is_enabled_for  # type: ignore[method-assign]  # until stop()
-        logging.Logger.handle = handle  # type: ignore[method-assign]  # until stop()
+        _LOG_PATCH.add(self)
 
     def stop(self) -> None:
-        if self._saved is None:
-            return
-        enabled, handle = self._saved
-        logging.Logger.isEnabledFor = enabled  # type: ignore[method-assign]  # the originals
-        logging.Logger.handle = handle  # type: ignore[method-assign]  # the originals
-        self._saved = None
-        for logger in [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]:
-            if isinstance(logger, logging.Logger):
-                logger._cache.clear()  # type: ignore[attr-defined]  # isEnabledFor's private cache
+        _LOG_PATCH.remove(self)
 
     def collect(self) -> Iterator[Captured]:
         return self.collect_since(0)
@@ -529,6 +492,109 @@ class LoggingSink:
                     "",
                     origin,
                 )
+
+
+class _LoggingPatch:
+    """The one patch of ``Logger.isEnabledFor`` and ``Logger.handle``, shared by every
+    running ``LoggingSink``: each record is captured once and handed to all of them.
+
+    One patch, not one a sink: a sink started inside another's check (the fixture's check
+    and a ``LeakCheck`` of the test's own, an MCP audit) found the outer sink's patched
+    methods and took them for the originals: its "would emit" asked the outer
+    ``isEnabledFor``, which says yes to every level, so the app's handlers got records below
+    their logger's level; and its ``handle`` called the handlers itself, so the outer sink
+    never saw a record made while the inner one ran. Here "would emit" is always judged by
+    the methods found before any sink patched them.
+
+    The originals are put back when the last sink stops, if the patched methods are still
+    in place. If the app replaced one meanwhile (its replacement may call ours), ours
+    stays under it and, with no sink running, is a plain pass-through to the originals.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        # a tuple, replaced whole: read without the lock on every record
+        self._sinks: tuple[LoggingSink, ...] = ()
+        # the methods found when the patch went in (the stdlib's, unless the app's)
+        self._found: tuple[Any, Any] = (logging.Logger.isEnabledFor, logging.Logger.handle)
+
+    def add(self, sink: LoggingSink) -> None:
+        with self._lock:
+            if sink in self._sinks:
+                return
+            if not self._sinks:
+                self._install()
+            self._sinks = (*self._sinks, sink)
+
+    def remove(self, sink: LoggingSink) -> None:
+        with self._lock:
+            if sink not in self._sinks:
+                return
+            self._sinks = tuple(s for s in self._sinks if s is not sink)
+            if self._sinks:
+                return
+            enabled, handle = self._found
+            if logging.Logger.isEnabledFor is _patched_is_enabled_for:
+                logging.Logger.isEnabledFor = enabled  # type: ignore[method-assign]  # the original
+            if logging.Logger.handle is _patched_handle:
+                logging.Logger.handle = handle  # type: ignore[method-assign]  # the original
+        # isEnabledFor's private cache, filled by the original while the patch was in
+        for logger in [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]:
+            if isinstance(logger, logging.Logger):
+                logger._cache.clear()  # type: ignore[attr-defined]  # a private dict
+
+    def _install(self) -> None:
+        # an own method left in place under the app's replacement is not an original
+        enabled, handle = logging.Logger.isEnabledFor, logging.Logger.handle
+        found_enabled, found_handle = self._found
+        self._found = (
+            found_enabled if enabled is _patched_is_enabled_for else enabled,
+            found_handle if handle is _patched_handle else handle,
+        )
+        logging.Logger.isEnabledFor = _patched_is_enabled_for  # type: ignore[method-assign]  # until the last stop
+        logging.Logger.handle = _patched_handle  # type: ignore[method-assign]  # until the last stop
+
+    def sinks(self) -> tuple[LoggingSink, ...]:
+        return self._sinks
+
+    def found(self) -> tuple[Any, Any]:
+        return self._found
+
+
+def _patched_is_enabled_for(self: logging.Logger, level: int) -> bool:
+    # says yes so that records below level are made at all, while a sink runs
+    if _LOG_PATCH.sinks():
+        return True
+    return bool(_LOG_PATCH.found()[0](self, level))
+
+
+def _patched_handle(self: logging.Logger, record: logging.LogRecord) -> Any:
+    sinks = _LOG_PATCH.sinks()
+    original_enabled, original_handle = _LOG_PATCH.found()
+    if not sinks:
+        return original_handle(self, record)
+    # The logger's own filters run first, as in ``Logger.handle``: a record the app drops
+    # there reaches no handler at any level, and one it redacts there is seen redacted.
+    # (3.12 filters may return a replacement record.)
+    kept = self.filter(record)
+    if not kept:
+        return None
+    if isinstance(kept, logging.LogRecord):
+        record = kept
+    would_emit = not self.disabled and original_enabled(self, record.levelno)
+    try:
+        note = "" if would_emit else _not_emitted_note(self, record)
+    except Exception:  # noqa: BLE001 - a record with hostile level attributes
+        note = "not emitted in production"
+    texts, plain = _record_texts(record, self)
+    for sink in sinks:
+        sink._records.append((record, note, texts, plain))
+    if would_emit:
+        self.callHandlers(record)
+    return None
+
+
+_LOG_PATCH = _LoggingPatch()
 
 
 #: The origins made so far, by their fields: a test's records come from a few loggers at a
@@ -946,52 +1012,94 @@ def _hint_for(logger: str, levelno: int) -> str:
     )
 
 
+#: Each crash-hook wrapper whose sink has stopped -> the hook it wrapped, which it passes
+#: straight to from then on; skipped when found again.
+_ended_hooks: weakref.WeakKeyDictionary[Callable[..., Any], Callable[..., Any]] = (
+    weakref.WeakKeyDictionary()
+)
+_hooks_lock = threading.Lock()
+
+
+def _beneath_ended_hooks(hook: Callable[..., Any]) -> Callable[..., Any]:
+    while hook in _ended_hooks:
+        hook = _ended_hooks[hook]
+    return hook
+
+
+class _Live:
+    """Whether a started sink still captures (its wrappers read it at each call)."""
+
+    def __init__(self) -> None:
+        self.on = True
+
+
 class CrashHookSink:
     """``sys.excepthook``, ``threading.excepthook`` and ``sys.unraisablehook``: wrapped so
-    that what they would print is captured, then passed to the previous hook."""
+    that what they would print is captured, then passed to the previous hook.
+
+    At stop a hook is put back only if this sink's wrapper is still installed. A hook the
+    app installed meanwhile (``sentry_sdk.init()`` wraps ``sys.excepthook`` as it finds it;
+    a crash reporter's ``threading.excepthook``) stays: putting back the hook found at start
+    dropped it for the rest of the process (sentry sets its integrations up once). The
+    wrapper left under it captures nothing more and passes every call on."""
 
     name = "crash hook"
 
     def __init__(self) -> None:
         self._texts: list[tuple[str, str]] = []
-        self._saved: tuple[Any, Any, Any] | None = None
+        # (module, attribute, this sink's wrapper, the hook it wrapped) while started
+        self._installed: list[tuple[Any, str, Callable[..., Any], Callable[..., Any]]] | None
+        self._installed = None
+        self._live = _Live()
 
     def start(self) -> None:
-        if self._saved is not None:
+        if self._installed is not None:
             return
-        saved = (sys.excepthook, threading.excepthook, sys.unraisablehook)
-        self._saved = saved
         texts = self._texts
+        live = self._live = _Live()
+        with _hooks_lock:
+            found = [
+                _beneath_ended_hooks(hook)
+                for hook in (sys.excepthook, threading.excepthook, sys.unraisablehook)
+            ]
+            found_excepthook, found_thread_hook, found_unraisable_hook = found
 
-        def excepthook(kind: Any, value: Any, tb: Any) -> None:
-            texts.append(("sys.excepthook", _formatted(kind, value, tb)))
-            saved[0](kind, value, tb)
+            def excepthook(kind: Any, value: Any, tb: Any) -> None:
+                if live.on:
+                    texts.append(("sys.excepthook", _formatted(kind, value, tb)))
+                found_excepthook(kind, value, tb)
 
-        def thread_hook(args: Any) -> None:
-            texts.append(
-                (
-                    "threading.excepthook",
-                    _formatted(args.exc_type, args.exc_value, args.exc_traceback),
-                )
-            )
-            saved[1](args)
+            def thread_hook(args: Any) -> None:
+                if live.on:
+                    text = _formatted(args.exc_type, args.exc_value, args.exc_traceback)
+                    texts.append(("threading.excepthook", text))
+                found_thread_hook(args)
 
-        def unraisable_hook(args: Any) -> None:
-            text = _formatted(args.exc_type, args.exc_value, args.exc_traceback)
-            texts.append(("sys.unraisablehook", f"{safe_str(args.err_msg or '')}\n{text}"))
-            saved[2](args)
+            def unraisable_hook(args: Any) -> None:
+                if live.on:
+                    text = _formatted(args.exc_type, args.exc_value, args.exc_traceback)
+                    texts.append(("sys.unraisablehook", f"{safe_str(args.err_msg or '')}\n{text}"))
+                found_unraisable_hook(args)
 
-        sys.excepthook, threading.excepthook, sys.unraisablehook = (
-            excepthook,
-            thread_hook,
-            unraisable_hook,
-        )
+            self._installed = [
+                (sys, "excepthook", excepthook, found_excepthook),
+                (threading, "excepthook", thread_hook, found_thread_hook),
+                (sys, "unraisablehook", unraisable_hook, found_unraisable_hook),
+            ]
+            for owner, attribute, wrapper, _ in self._installed:
+                setattr(owner, attribute, wrapper)
 
     def stop(self) -> None:
-        if self._saved is None:
+        if self._installed is None:
             return
-        sys.excepthook, threading.excepthook, sys.unraisablehook = self._saved
-        self._saved = None
+        installed, self._installed = self._installed, None
+        self._live.on = False
+        with _hooks_lock:
+            for owner, attribute, wrapper, wrapped in installed:
+                _ended_hooks[wrapper] = wrapped
+                if getattr(owner, attribute) is wrapper:
+                    # (what it wrapped may be another sink's, stopped meanwhile: not that either)
+                    setattr(owner, attribute, _beneath_ended_hooks(wrapped))
 
     def collect(self) -> Iterator[Captured]:
         for path, text in self._texts:

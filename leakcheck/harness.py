@@ -83,8 +83,9 @@ class LeakError(AssertionError):
     leakcheck_verdict = True  # ours, not the gateway's: never scanned as caller output
 
 
-#: The checks started and not stopped, in the order they started (``LeakCheck.stop``).
-_RUNNING: list[LeakCheck] = []
+#: The checks started and not stopped, in the order they started, each with the thread
+#: that started it (``LeakCheck.stop``).
+_RUNNING: list[tuple[LeakCheck, int]] = []
 _RUNNING_LOCK = _thread.allocate_lock()
 
 
@@ -329,8 +330,8 @@ class LeakCheck:
     def start(self) -> None:
         """Start every sink; if one fails, stop those already started and re-raise."""
         with _RUNNING_LOCK:
-            if all(check is not self for check in _RUNNING):
-                _RUNNING.append(self)
+            if all(check is not self for check, _ in _RUNNING):
+                _RUNNING.append((self, _thread.get_ident()))
         for sink in self.sinks:
             if sink not in self._started:
                 try:
@@ -346,12 +347,18 @@ class LeakCheck:
         started after this one and still running is stopped first: each sink puts back
         the hook it found, so stopped out of order (``a.start(); b.start(); a.stop();
         b.stop()``) the later check put back the earlier one's hooks for good, and a
-        stopped check went on capturing every DEBUG record (found by a hunting helper)."""
+        stopped check went on capturing every DEBUG record (found by a hunting helper).
+
+        Only the checks started by the thread that started this one: another thread's
+        check is its own test's, still running (a runner of tests in threads), and stopping
+        it under that test let what the test did next go unjudged."""
         with _RUNNING_LOCK:
-            at = next((i for i, check in enumerate(_RUNNING) if check is self), None)
-            later = _RUNNING[at + 1 :] if at is not None else []
+            at = next((i for i, (check, _) in enumerate(_RUNNING) if check is self), None)
+            later: list[LeakCheck] = []
             if at is not None:
-                del _RUNNING[at:]
+                thread = _RUNNING[at][1]
+                later = [check for check, by in _RUNNING[at + 1 :] if by == thread]
+                _RUNNING[at:] = [entry for entry in _RUNNING[at + 1 :] if entry[1] != thread]
         for check in reversed(later):
             check._stop_own()
         self._stop_own()

@@ -31,6 +31,7 @@ import shutil
 import socket
 import sys
 import threading
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -109,27 +110,62 @@ def watch(
             _watchers.remove(watcher)
 
 
+#: Each ``failing_dns`` lookup whose block has ended -> the ``getaddrinfo`` it wrapped.
+#: Such a lookup is put back out of ``socket.getaddrinfo`` only while it is still there;
+#: one left under another's (a test's monkeypatch, a fault armed inside the block) passes
+#: every name straight through, and is skipped when found again.
+_ended_lookups: weakref.WeakKeyDictionary[Callable[..., Any], Callable[..., Any]] = (
+    weakref.WeakKeyDictionary()
+)
+_lookups_lock = threading.Lock()
+
+
+def _beneath_ended(lookup: Callable[..., Any]) -> Callable[..., Any]:
+    """``lookup``, or what it passes through to when it is an ended ``failing_dns``'s."""
+    while lookup in _ended_lookups:
+        lookup = _ended_lookups[lookup]
+    return lookup
+
+
 @contextmanager
 def failing_dns(suffix: str = ".invalid") -> Iterator[Callable[[], int]]:
     """Make ``socket.getaddrinfo`` fail, as a real resolver does (``EAI_NONAME``), for
     names ending in ``suffix``, without asking the machine's resolver. Yields a function
-    returning how many lookups failed. Restores the original on exit."""
-    original = socket.getaddrinfo
+    returning how many lookups failed.
+
+    On exit, puts back what it found only if ``socket.getaddrinfo`` is still its own: a
+    replacement made meanwhile (a monkeypatch, another fault's ``failing_dns``) wraps
+    this one and will put it back, so putting back what this one found would drop that
+    replacement and its guard (the canary host name of a redirect would reach the real
+    resolver), and the replacement would later put back this one for good. Instead this
+    one, once ended, passes every name through: stacked and ended in any order, no
+    failure outlives its block."""
     failed = 0
+    ended = False
+    with _lookups_lock:
+        original = _beneath_ended(socket.getaddrinfo)
 
-    def getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
-        nonlocal failed
-        name = host.decode("ascii", "replace") if isinstance(host, bytes) else str(host or "")
-        if name.lower().rstrip(".").endswith(suffix):
-            failed += 1
-            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
-        return original(host, *args, **kwargs)
+        def getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
+            nonlocal failed
+            if not ended:
+                name = (
+                    host.decode("ascii", "replace") if isinstance(host, bytes) else str(host or "")
+                )
+                if name.lower().rstrip(".").endswith(suffix):
+                    failed += 1
+                    raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+            return original(host, *args, **kwargs)
 
-    socket.getaddrinfo = getaddrinfo
+        socket.getaddrinfo = getaddrinfo
     try:
         yield lambda: failed
     finally:
-        socket.getaddrinfo = original
+        with _lookups_lock:
+            ended = True
+            _ended_lookups[getaddrinfo] = original
+            if socket.getaddrinfo is getaddrinfo:
+                # (what it wrapped may be another's, ended meanwhile: not that one either)
+                socket.getaddrinfo = _beneath_ended(original)
 
 
 # --- the same, in a Python child process ------------------------------------------------------

@@ -789,6 +789,25 @@ class _Deadline:
         return max(0.0, self._end - time.monotonic())
 
 
+class _ResolverHolds:
+    """The faults holding aiohttp's ``DefaultResolver`` on the threaded resolver, and what
+    it was before the first of them.
+
+    Put back when the last hold ends, not by each: faults overlap (a ``with`` block's
+    dns_failure and a fault armed inside it, ended in either order), and the first to end
+    put back aiodns's resolver under the other, whose lookups then left the machine. And
+    only if it is still the threaded resolver: one the app set meanwhile stays."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.count = 0
+        #: what the threaded resolver replaced, while holds are running (None: nothing)
+        self.replaced: Any = None
+
+
+_RESOLVER_HOLDS = _ResolverHolds()
+
+
 @contextlib.contextmanager
 def _aiohttp_threaded_resolver() -> Iterator[None]:
     """aiohttp with aiodns installed resolves through c-ares, not ``socket.getaddrinfo``:
@@ -797,15 +816,26 @@ def _aiohttp_threaded_resolver() -> Iterator[None]:
     connector = sys.modules.get("aiohttp.connector")
     resolver = sys.modules.get("aiohttp.resolver")
     threaded = getattr(resolver, "ThreadedResolver", None)
-    current = getattr(connector, "DefaultResolver", None)
-    if connector is None or threaded is None or current is threaded:
+    if connector is None or threaded is None:
         yield
         return
-    connector.DefaultResolver = threaded  # type: ignore[attr-defined]  # a ModuleType to mypy
+    holds = _RESOLVER_HOLDS
+    with holds.lock:
+        holds.count += 1
+        current = getattr(connector, "DefaultResolver", None)
+        if current is not threaded:
+            # (set by the app since an earlier hold began: that is what to put back)
+            holds.replaced = current
+            connector.DefaultResolver = threaded  # type: ignore[attr-defined]  # a ModuleType to mypy
     try:
         yield
     finally:
-        connector.DefaultResolver = current  # type: ignore[attr-defined]  # a ModuleType to mypy
+        with holds.lock:
+            holds.count -= 1
+            if holds.count == 0:
+                replaced, holds.replaced = holds.replaced, None
+                if replaced is not None and connector.DefaultResolver is threaded:
+                    connector.DefaultResolver = replaced  # type: ignore[attr-defined]  # a ModuleType to mypy
 
 
 FAULTS = {"loopback": LoopbackFault}

@@ -151,3 +151,64 @@ def test_a_name_a_plain_formatter_shows_is_judged(fmt: str, judged: set[str]) ->
     fields = {leak.path.split(" ")[-1] for leak in check.violations()}
     assert fields == judged, fields
     del logging.Logger.manager.loggerDict[session.name]  # (a logger made for one test)
+
+
+def test_a_check_inside_a_check_leaves_the_outer_one_every_record(logger: logging.Logger) -> None:
+    """A check of the test's own inside the fixture's (an MCP audit): the inner sink took
+    the outer's patched methods for the originals and handled records itself, so the outer
+    sink missed every record made while the inner one ran."""
+    with _check() as outer:
+        token = outer.secret("bearer")
+        with _check():
+            logger.debug("Bearer %s", token)
+    outer_saw_it = [leak.path for leak in outer.violations()] == [
+        "leakcheck.tests.filtered DEBUG message"
+    ]
+    assert outer_saw_it
+
+
+def test_nested_checks_hand_the_app_only_what_its_levels_emit(logger: logging.Logger) -> None:
+    """The inner sink judged "would emit" with the outer sink's ``isEnabledFor`` (yes to
+    every level): the app's WARNING logger's handler got DEBUG records."""
+    with _check(), _check():
+        logger.debug("below the logger's level")
+        logger.warning("at the logger's level")
+    assert [r.levelname for r in logger.seen] == ["WARNING"]  # type: ignore[attr-defined]
+
+
+def test_sinks_stopped_out_of_order_capture_until_their_own_stop(logger: logging.Logger) -> None:
+    """The first sink's stop put back the methods it found, so the second, still running,
+    captured nothing more."""
+    first, second = LoggingSink(), LoggingSink()
+    first.start()
+    second.start()
+    first.stop()
+    logger.debug("after the first sink stopped")
+    second.stop()
+    assert [text for _, _, text in _texts(second)] == ["after the first sink stopped"]
+    assert logging.Logger.handle.__module__ == "logging"  # put back by the last stop
+    assert not logger.isEnabledFor(logging.DEBUG)
+
+
+def _texts(sink: LoggingSink) -> list[tuple[str, str, str | bytes]]:
+    return [(c.sink, c.path, c.text) for c in sink.collect() if c.path.endswith(" message")]
+
+
+def test_a_handle_the_app_put_over_the_sinks_stays(logger: logging.Logger) -> None:
+    """The app replaced ``Logger.handle`` during the check: the last stop leaves the app's
+    in place, and the sink's, under it, passes records on as the original does."""
+    original = logging.Logger.handle
+    with _check():
+        under = logging.Logger.handle
+
+        def apps_handle(self: logging.Logger, record: logging.LogRecord) -> None:
+            under(self, record)
+
+        logging.Logger.handle = apps_handle  # type: ignore[method-assign]
+    try:
+        assert logging.Logger.handle is apps_handle
+        logger.debug("below the logger's level")
+        logger.warning("at the logger's level")
+        assert [r.levelname for r in logger.seen] == ["WARNING"]  # type: ignore[attr-defined]
+    finally:
+        logging.Logger.handle = original  # type: ignore[method-assign]

@@ -5,6 +5,8 @@ never reached (in ``LeakCheck`` and through the pytest plugin)."""
 from __future__ import annotations
 
 import socket
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from conftest import assert_inner_run_safe, inner_outcomes
@@ -341,6 +343,52 @@ def test_failing_dns_fails_reserved_names_and_restores() -> None:
         assert socket.getaddrinfo("localhost", 80)  # other names still resolve
         assert failed() == 1
     assert socket.getaddrinfo is original
+
+
+def _recording_resolver(monkeypatch: pytest.MonkeyPatch) -> tuple[Callable[..., Any], list[str]]:
+    """A stand-in for the machine's resolver: names what it was asked, answers nothing."""
+    asked: list[str] = []
+
+    def resolver(host: str, *args: Any, **kwargs: Any) -> list[Any]:
+        asked.append(host)
+        return []
+
+    monkeypatch.setattr(socket, "getaddrinfo", resolver)
+    return resolver, asked
+
+
+def test_a_failing_dns_ended_under_a_replacement_leaves_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A replacement made inside the block (a test's monkeypatch) stays after it: putting
+    back what failing_dns found dropped it, and its own restore later put back the failing
+    lookup for the rest of the process. The ended lookup under it passes names through."""
+    _, asked = _recording_resolver(monkeypatch)
+    with failing_dns():
+        inner = socket.getaddrinfo
+
+        def apps_lookup(host: str, *args: Any, **kwargs: Any) -> Any:
+            return inner(host, *args, **kwargs)
+
+        socket.getaddrinfo = apps_lookup
+    assert socket.getaddrinfo is apps_lookup
+    socket.getaddrinfo("api.upstream.invalid", 443)  # no gaierror: the block has ended
+    assert asked == ["api.upstream.invalid"]
+
+
+def test_overlapping_failing_dns_ended_out_of_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A loopback dns_failure scoped with ``with`` and a redirect fault armed inside it:
+    the first one's exit dropped the redirect's guard, so the canary host name of its
+    Location header reached the resolver."""
+    resolver, asked = _recording_resolver(monkeypatch)
+    dns_fault, redirect_guard = failing_dns(".invalid"), failing_dns("cdn.canary.example")
+    dns_fault.__enter__()
+    redirect_guard.__enter__()
+    dns_fault.__exit__(None, None, None)
+    with pytest.raises(socket.gaierror):
+        socket.getaddrinfo("cdn.canary.example", 443)
+    socket.getaddrinfo("api.upstream.invalid", 443)  # the ended one's name passes through
+    redirect_guard.__exit__(None, None, None)
+    assert socket.getaddrinfo is resolver  # neither failing lookup is left behind
+    assert asked == ["api.upstream.invalid"]
 
 
 # --- through the pytest plugin ---------------------------------------------------------------

@@ -535,6 +535,45 @@ def test_dns_failure_is_deterministic_and_restored(monkeypatch: pytest.MonkeyPat
     assert fault.failed_lookups == 2  # kept after stop
 
 
+def test_overlapping_dns_failures_keep_the_threaded_resolver_until_both_end(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two dns_failure faults ended in the order they began: the first one's stop put back
+    aiodns's resolver while the second was armed (its lookups would leave the machine),
+    and the second's then put back the threaded one for good."""
+
+    class AiodnsResolver:  # stands for aiohttp's AsyncResolver with aiodns installed
+        pass
+
+    monkeypatch.setattr(aiohttp.connector, "DefaultResolver", AiodnsResolver)
+    first = LoopbackFault("dns_failure", secret=_unused)
+    second = LoopbackFault("dns_failure", secret=_unused)
+    first.start()
+    second.start()
+    first.stop()
+    assert aiohttp.connector.DefaultResolver is aiohttp.ThreadedResolver
+    second.stop()
+    assert aiohttp.connector.DefaultResolver is AiodnsResolver
+
+
+def test_a_resolver_the_app_sets_during_a_dns_failure_stays(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Put back only while it is still the threaded resolver: the stop dropped the
+    resolver the app chose during the test."""
+
+    class AiodnsResolver:  # stands for aiohttp's AsyncResolver with aiodns installed
+        pass
+
+    class AppResolver:
+        pass
+
+    monkeypatch.setattr(aiohttp.connector, "DefaultResolver", AiodnsResolver)
+    with LoopbackFault("dns_failure", secret=_unused):
+        aiohttp.connector.DefaultResolver = AppResolver  # the app's choice
+    assert aiohttp.connector.DefaultResolver is AppResolver
+
+
 @pytest.mark.parametrize("scheme", ["http", "https"])
 def test_stop_is_idempotent_and_leaves_nothing(request: pytest.FixtureRequest, scheme: str) -> None:
     check = _check(request)
