@@ -351,14 +351,62 @@ def estimate_bits(value: str) -> list[float]:
 
 def _public_spans(value: str) -> Iterator[tuple[int, int]]:
     """The characters of ``value`` that every token of its family shares, or that are
-    public: ``_PUBLIC_STRUCTURE``, and inside a PEM key's body its structure and public
-    key (``pem_structure``)."""
+    public: ``_PUBLIC_STRUCTURE``, inside a PEM key's body its structure and public key
+    (``pem_structure``), and the structure of a URL or a connection string
+    (``_structure_spans``)."""
     for match in _PUBLIC_STRUCTURE.finditer(value):
         yield match.span()
     if "-----BEGIN " in value:
         from .pem_structure import public_spans
 
         yield from public_spans(value)
+    yield from _structure_spans(value)
+
+
+# A URL's scheme, host and port, its path's words and its query's names, and a connection
+# string's names and its values that name a protocol or a host, are what every secret of
+# the service shares, and documentation prints them: counted as random, the first 25
+# characters of a Slack webhook URL (``https://hooks.slack.com/s``) made a prefix fragment
+# that the documentation's placeholder matched, and a database URL's suffix (its host,
+# port and database) matched another URL beside ``<password>`` (found by a hunting helper).
+_URL_HEAD = re.compile(
+    r"[A-Za-z][A-Za-z0-9+.-]*://(?:[^:@/\s]*(?::[^@/\s]*)?@)?(?P<host>[^/?#\s:@]+(?::\d+)?)"
+)
+_PATH_WORD = re.compile(r"(?<=/)(?:[a-z]+(?:[-_][a-z]+)*|v\d+)(?:/|(?=$|\?|#))")
+_QUERY_NAME = re.compile(r"(?<=[?&;])[A-Za-z_][A-Za-z0-9_.-]*=")
+_PAIR = re.compile(r"(?P<name>[A-Za-z][A-Za-z0-9 _.-]*)=(?P<value>[^;]*)(?:;|$)")
+_PUBLIC_VALUE = re.compile(
+    r"(?i)(?:https?|tcp|true|false|yes|no|require|disable|[a-z0-9-]+(?:\.[a-z0-9-]+)+)"
+)
+
+
+def _structure_spans(value: str) -> Iterator[tuple[int, int]]:
+    """A URL's (``value`` begins with one) scheme, userinfo separators, host and port,
+    path words (``/services/``, ``/v1/``) and query names (``?sslmode=``); a connection
+    string's (two or more ``name=value;`` pairs) names and its values that are a protocol,
+    a flag or a host name. The user name, password, ids and keys keep their bits."""
+    head = _URL_HEAD.match(value)
+    if head is not None:
+        yield 0, value.index("://") + 3
+        yield head.start("host"), head.end() + value.startswith("/", head.end())
+        rest = head.end()
+        for word in _PATH_WORD.finditer(value, rest):
+            yield word.span()
+        for name in _QUERY_NAME.finditer(value, rest):
+            yield name.span()
+        return
+    pairs = list(_PAIR.finditer(value))
+    if (
+        len(pairs) < 2
+        or pairs[0].start() != 0
+        or sum(p.end() - p.start() for p in pairs) != len(value)
+    ):
+        return
+    for pair in pairs:
+        yield pair.start("name"), pair.start("value")  # the name and its "="
+        yield pair.end("value"), pair.end()  # the ";"
+        if _PUBLIC_VALUE.fullmatch(pair.group("value")):
+            yield pair.span("value")
 
 
 # --- early accept -------------------------------------------------------------------------
