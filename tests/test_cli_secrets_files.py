@@ -147,3 +147,16 @@ def test_a_token_given_as_an_argument_is_never_quoted_back(
     with pytest.raises(SystemExit):  # no abbreviation: --secret is no --secrets-file
         main(["scan", "--secret", str(one), str(log)])
     assert "unrecognized arguments: --secret" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("listed", ['[{"value": ""}]', '[""]'])
+def test_an_empty_json_secret_is_refused_as_too_short(
+    tmp_path: Path, files: tuple[Path, Path, Path], capsys: pytest.CaptureFixture[str], listed: str
+) -> None:
+    """An empty value failed inside the strength estimate (zxcvbn's IndexError, a
+    traceback and exit 1, which reads as "findings"): it is too short, a usage error."""
+    secrets_file = tmp_path / "empty.json"
+    secrets_file.write_text(listed)
+    code, _, err = scan(capsys, "--secrets-file", secrets_file, files[2])
+    assert code == 2
+    assert "item 1" in err and "too short" in err
