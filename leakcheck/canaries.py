@@ -189,21 +189,23 @@ class Secret(Value, frozen=True):
                 f"secret {_without_pieces_of(value, repr(id))} (kind {shown}, {len(value)} chars)"
             )
 
-        # (``early`` false: judged by zxcvbn whatever the value, its fragments and masked
-        # pieces as the full estimate makes them, not from the early accept's lower bound)
-        bound = _early_bits(value, min_bits) if early and len(value.strip()) >= 12 else None
-        mask_bits: tuple[float, ...] = ()
-        if bound is None:
-            bits = _bits_of(value)
-        else:
-            mask_bits, bits = bound
-        total = sum(bits)
+        # (the length first: the strength estimate of an empty value failed inside zxcvbn,
+        # an IndexError where a "too short" refusal was due)
         if len(value.strip()) < 12:
             _announce_refused(value, kind, id, secret_class)
             raise WeakSecretError(
                 f"{label()} is too short for reliable detection: use at least 12 characters "
                 "(every hit must be attributable and fragments distinctive)"
             )
+        # (``early`` false: judged by zxcvbn whatever the value, its fragments and masked
+        # pieces as the full estimate makes them, not from the early accept's lower bound)
+        bound = _early_bits(value, min_bits) if early else None
+        mask_bits: tuple[float, ...] = ()
+        if bound is None:
+            bits = _bits_of(value)
+        else:
+            mask_bits, bits = bound
+        total = sum(bits)
         if total < min_bits:
             _announce_refused(value, kind, id, secret_class)
             raise WeakSecretError(

@@ -30,6 +30,7 @@ from .findings import (
     CONTEXT_BYTES,
     WIDEN_BYTES,
     Finding,
+    SecretPieces,
     Span,
     mask_all,
     mask_windows,
@@ -198,6 +199,9 @@ class Scanner:
         # a masker may be called from a logging thread (``_thread``: importing threading
         # cost a scan 0.5 ms of its start-up)
         self._lock = _thread.allocate_lock()
+        #: the secrets' pieces that an excerpt may show in no case nor as hex (made at the
+        #: first finding: a clean scan makes none)
+        self._pieces: SecretPieces | None = None
         self._eager_forms = eager_forms(self._all_forms)
         # secret index -> its anchor run, for the secrets whose RUN_KEEPING_FORMS needles
         # are put off (see _search)
@@ -791,6 +795,13 @@ class Scanner:
             # (and the source the caller named: a log file named after a session, a URL
             # with its token, went raw into ``location`` and the finding's repr)
             source = mask_windows(source, hit.secret.kind, windows)
+        # (masking is by matched span, raw and case-sensitive: an app's log line that
+        # upper-cased a token, or a key id spelled in hex, showed a piece of a secret next
+        # to its masked hit; looked for in these short texts only)
+        pieces = self._pieces
+        if pieces is None:
+            pieces = self._pieces = SecretPieces(self.secrets)
+        excerpt, source = pieces.mask(excerpt), pieces.mask(source)
         return Finding(
             secret_id=hit.secret.id,
             kind=hit.secret.kind,

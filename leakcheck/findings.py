@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from ._lazy import lazy_compile
 from ._values import Value
-from .forms import is_piece
+from .canaries import Secret
+from .forms import TAIL_BITS, is_piece
 
-__all__ = ["Finding", "Span", "mask_all", "mask_label", "masked_excerpt", "without_random_tokens"]
+__all__ = [
+    "Finding",
+    "SecretPieces",
+    "Span",
+    "mask_all",
+    "mask_label",
+    "masked_excerpt",
+    "without_random_tokens",
+]
 
 #: Characters shown on each side of a hit in an excerpt.
 CONTEXT_BYTES = 40
@@ -211,6 +220,10 @@ OPAQUE_LABEL = "\u00abopaque\u00bb"
 _CREDENTIAL_RUN = lazy_compile(r"(?<!\\)[A-Za-z0-9+/_=~.\-]{20,}")
 #: The same, as bytes: an excerpt's window is widened so as never to cut one.
 _CREDENTIAL_BYTES = lazy_compile(rb"[A-Za-z0-9+/_=~.\-]*")
+#: What an excerpt's window is widened over: those, and the ``\`` and ``%`` of escapes
+#: (``\u0056``, ``%2F``): a window cut inside a run of ``\uXXXX`` escapes showed the
+#: escaped characters after the cut, too few for a masking span to match.
+_WINDOW_BYTES = lazy_compile(rb"[A-Za-z0-9+/_=~.\-\\%]*")
 #: The same characters, for ``str.strip`` and ``bytes.translate`` (in C, linear: a regex
 #: anchored at a text's end retried every start, quadratic on a long run)
 _CREDENTIAL_STR = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_=~.-"
@@ -341,9 +354,9 @@ def masked_excerpt(
 
     w_start, w_end = max(floor, start - context), min(len(buf), end + context)
     if not utf16:  # never cut a token of credential characters: it is judged whole
-        back = _CREDENTIAL_BYTES.match(buf[max(floor, w_start - WIDEN_BYTES) : w_start][::-1])
+        back = _WINDOW_BYTES.match(buf[max(floor, w_start - WIDEN_BYTES) : w_start][::-1])
         w_start -= back.end() if back else 0
-        ahead = _CREDENTIAL_BYTES.match(buf, w_end, min(len(buf), w_end + WIDEN_BYTES))
+        ahead = _WINDOW_BYTES.match(buf, w_end, min(len(buf), w_end + WIDEN_BYTES))
         w_end = ahead.end() if ahead else w_end
     for span in merged:  # never start or stop the window inside a masked span
         if span.start < w_start < span.end:
@@ -479,3 +492,243 @@ def mask_all(buf: bytes, spans: Sequence[Span], keep_layout: bool = True) -> str
         cursor = span.end
     out.append(_printable(buf[cursor:], keep_layout))
     return "".join(out)
+
+
+# --- pieces of a secret in another case, escaped or in hex -----------------------------
+
+#: The fewest characters of a secret that an excerpt may not show in any case, escaped
+#: (``\\uXXXX``, ``\\xXX``, ``%XX``) or as hex (twice as many hex digits). Masking is by
+#: matched span, and the masking windows are raw and case-sensitive: an app's log line
+#: "(normalized: HP_OHBV...)" upper-casing a token, or a key id spelled in hex, showed 38
+#: characters, or the hex of 11, of a token beside its masked hit (found by a tester).
+PIECE_CHARS = 8
+
+_TEXT_PIECE, _HEX_PIECE = "piece", "hex>piece"
+_ESCAPE = lazy_compile(r"\\u[0-9a-fA-F]{4}|\\x[0-9a-fA-F]{2}|%[0-9a-fA-F]{2}")
+_HEX_RUN = lazy_compile(f"[0-9a-fA-F]{{{2 * PIECE_CHARS},}}")
+#: What a masked piece swallows beside it: the rest of the token it lies in (a piece's
+#: edge of fewer than PIECE_CHARS characters, or what the secret's public head left out).
+_ALNUM = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+
+
+def _fold(text: str) -> str:
+    """``text`` lower-cased character by character, its length kept (a character whose
+    lower case is longer, "\u0130", kept as it is)."""
+    if text.isascii():
+        return text.lower()
+    return "".join(low if len(low := c.lower()) == 1 else c for c in text)
+
+
+def _piece_bits(secret: Secret) -> tuple[float, ...]:
+    """What each character of ``secret`` carries, as masking counts it: a user secret's
+    mask bits (the class bits, never fewer than the full estimate) or its bits."""
+    for bits in (secret.mask_bits, secret.bits):
+        if len(bits) == len(secret.value):
+            return bits
+    return (6.0,) * len(secret.value)
+
+
+def _strong_starts(bits: Sequence[float]) -> Iterator[int]:
+    """Where a run of PIECE_CHARS units carrying TAIL_BITS starts (what a masking window
+    must carry, here over more characters): a canary's fixed text (a host name's
+    ``.corp.internal``, a PEM's armour) carries none, and masking it would blot every
+    "internal" near a hit."""
+    total = 0.0
+    for i, b in enumerate(bits):
+        total += b
+        if i >= PIECE_CHARS:
+            total -= bits[i - PIECE_CHARS]
+        if i >= PIECE_CHARS - 1 and total >= TAIL_BITS - 1e-9:
+            yield i + 1 - PIECE_CHARS
+
+
+def _pieces_of(secret: Secret) -> tuple[list[str], list[bytes]]:
+    """The case-folded runs of PIECE_CHARS characters of ``secret`` that carry TAIL_BITS,
+    and the same of its UTF-8 bytes (a character's bits spread over its bytes)."""
+    value, bits = secret.value, _piece_bits(secret)
+    folded = _fold(value)
+    texts = [folded[i : i + PIECE_CHARS] for i in _strong_starts(bits)]
+    data = value.encode("utf-8", "surrogatepass").lower()
+    if len(data) == len(value):
+        byte_bits: Sequence[float] = bits
+    else:
+        byte_bits = [
+            b / n for c, b in zip(value, bits, strict=True)
+            for n in [len(c.encode("utf-8", "surrogatepass"))] for _ in range(n)
+        ]  # fmt: skip
+    pieces = [data[i : i + PIECE_CHARS] for i in _strong_starts(byte_bits)]
+    return texts, pieces
+
+
+def _unescaped(text: str) -> tuple[str, list[int] | None]:
+    """``text`` with its ``\\uXXXX``, ``\\xXX`` and ``%XX`` escapes read, and where each
+    character read starts in ``text`` (None when there was none to read: the same)."""
+    if "\\" not in text and "%" not in text:
+        return text, None
+    chars: list[str] = []
+    starts: list[int] = []
+    at = 0
+    for m in _ESCAPE.finditer(text):
+        chars += text[at : m.start()]
+        starts += range(at, m.start())
+        escape = m.group()
+        chars.append(chr(int(escape[1 if escape[0] == "%" else 2 :], 16)))
+        starts.append(m.start())
+        at = m.end()
+    if not starts:
+        return text, None
+    chars += text[at:]
+    starts += range(at, len(text))
+    starts.append(len(text))  # where the last one ends
+    return "".join(chars), starts
+
+
+class SecretPieces:
+    """Masks, in a short text (an excerpt, a source's name), every run of PIECE_CHARS
+    characters of some secrets that a masking span misses: in any case, escaped, or
+    hex-encoded (case-folded too). Not for every text a masker masks (the pytest plugin's,
+    every test's output): a finding's excerpt and source only, a few hundred characters,
+    looked up at each of their places in a dict of the secrets' pieces."""
+
+    __slots__ = ("_texts", "_bytes")
+
+    def __init__(self, secrets: Iterable[Secret]) -> None:
+        self._texts: dict[str, str] = {}  # a folded piece -> the kind of a secret holding it
+        self._bytes: dict[bytes, str] = {}
+        for secret in secrets:
+            texts, pieces = _pieces_of(secret)
+            for text in texts:
+                self._texts.setdefault(text, secret.kind)
+            for piece in pieces:
+                self._bytes.setdefault(piece, secret.kind)
+
+    @classmethod
+    def found_in(cls, secrets: Iterable[Secret], texts: Iterable[str]) -> SecretPieces:
+        """Over those of ``secrets`` with a piece in ``texts`` (what a scan of many secrets
+        prints: its pieces looked up, not those of every secret)."""
+        probe = cls(())
+        for text in texts:
+            for segment in _unlabelled(text):
+                probe._add_runs(segment)
+        texts, pieces = probe._texts.keys(), probe._bytes.keys()
+        chosen = []
+        for secret in secrets:
+            # (every run of the value first, in any case: cheap, and most secrets have
+            # none in these texts; the runs that carry too few bits are left out after)
+            folded = _fold(secret.value)
+            data = secret.value.encode("utf-8", "surrogatepass").lower()
+            runs = range(len(folded) - PIECE_CHARS + 1)
+            if texts.isdisjoint([folded[i : i + PIECE_CHARS] for i in runs]) and (
+                not pieces
+                or pieces.isdisjoint(
+                    [data[i : i + PIECE_CHARS] for i in range(len(data) - PIECE_CHARS + 1)]
+                )
+            ):
+                continue
+            texts_of, pieces_of = _pieces_of(secret)
+            if not texts.isdisjoint(texts_of) or not pieces.isdisjoint(pieces_of):
+                chosen.append(secret)
+        return cls(chosen)
+
+    def _add_runs(self, segment: str) -> None:
+        """Index every run of PIECE_CHARS of ``segment`` as ``mask`` reads it."""
+        for folded, _ in _spellings(segment):
+            for i in range(len(folded) - PIECE_CHARS + 1):
+                self._texts[folded[i : i + PIECE_CHARS]] = ""
+        for data, _ in _hex_pieces(segment):
+            self._bytes[data] = ""
+
+    def mask(self, text: str) -> str:
+        """``text`` with every such piece (and the letters and digits around it) shown as
+        a label naming its secret's kind; labels already in it left whole."""
+        if not (self._texts or self._bytes) or len(text) < PIECE_CHARS:
+            return text
+        out, at = [], 0
+        for label in _SHOWN_LABEL.finditer(text):
+            out += [self._masked(text[at : label.start()]), label.group()]
+            at = label.end()
+        out.append(self._masked(text[at:]))
+        return "".join(out)
+
+    def _masked(self, segment: str) -> str:
+        if len(segment) < PIECE_CHARS:
+            return segment
+        labels: list[str | None] = [None] * len(segment)
+        for folded, starts in _spellings(segment) if self._texts else ():
+            for i in range(len(folded) - PIECE_CHARS + 1):
+                kind = self._texts.get(folded[i : i + PIECE_CHARS])
+                if kind is not None:
+                    low, high = (i, i + PIECE_CHARS) if starts is None else (
+                        starts[i], starts[i + PIECE_CHARS]
+                    )  # fmt: skip
+                    _mark(labels, low, high, mask_label(kind, _TEXT_PIECE))
+        if self._bytes:
+            for data, (low, high) in _hex_pieces(segment):
+                kind = self._bytes.get(data)
+                if kind is not None:
+                    _mark(labels, low, high, mask_label(kind, _HEX_PIECE))
+        if not any(labels):
+            return segment
+        _widened(segment, labels)
+        out: list[str] = []
+        for k, char in enumerate(segment):
+            label = labels[k]
+            if label is None:
+                out.append(char)
+            elif k == 0 or labels[k - 1] is None:
+                out.append(label)
+        return "".join(out)
+
+
+def _spellings(segment: str) -> list[tuple[str, list[int] | None]]:
+    """``segment`` case-folded as it is, and with its escapes read (``_unescaped``) when
+    it holds any: a secret may hold ``%2F`` itself."""
+    decoded, starts = _unescaped(segment)
+    folded = _fold(segment)
+    return [(folded, None)] if starts is None else [(folded, None), (_fold(decoded), starts)]
+
+
+def _unlabelled(text: str) -> list[str]:
+    """The parts of ``text`` between the labels it shows."""
+    return _SHOWN_LABEL.split(text)
+
+
+def _hex_pieces(segment: str) -> Iterator[tuple[bytes, tuple[int, int]]]:
+    """Each run of PIECE_CHARS bytes spelled by a run of hex digits in ``segment`` (read
+    from either digit: a run may start with half a byte), lower-cased, and where its
+    digits lie."""
+    for m in _HEX_RUN.finditer(segment):
+        run = m.group()
+        for parity in (0, 1):
+            count = (len(run) - parity) // 2
+            if count < PIECE_CHARS:
+                continue
+            data = bytes.fromhex(run[parity : parity + 2 * count]).lower()
+            for j in range(count - PIECE_CHARS + 1):
+                low = m.start() + parity + 2 * j
+                yield data[j : j + PIECE_CHARS], (low, low + 2 * PIECE_CHARS)
+
+
+def _mark(labels: list[str | None], low: int, high: int, label: str) -> None:
+    for k in range(low, high):
+        if labels[k] is None:
+            labels[k] = label
+
+
+def _widened(segment: str, labels: list[str | None]) -> None:
+    """Each masked run of ``labels`` widened over the letters and digits beside it."""
+    size = len(segment)
+    for k in range(size):
+        label = labels[k]
+        if label is None:
+            continue
+        if k == 0 or labels[k - 1] is None:
+            j = k - 1
+            while j >= 0 and labels[j] is None and segment[j] in _ALNUM:
+                labels[j] = label
+                j -= 1
+        if k + 1 < size and labels[k + 1] is None:
+            j = k + 1
+            while j < size and labels[j] is None and segment[j] in _ALNUM:
+                labels[j] = label
+                j += 1

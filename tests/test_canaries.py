@@ -572,6 +572,14 @@ def test_weak_secret_error_blots_the_callers_words_and_keeps_its_own() -> None:
         check(value not in message)
 
 
+def test_an_empty_user_secret_is_refused_as_too_short() -> None:
+    """The length is judged before the strength: an empty value failed inside zxcvbn (an
+    IndexError), where a clear refusal was due."""
+    with pytest.raises(WeakSecretError) as info:
+        Secret.from_user("", id="empty")
+    check("secret 'empty' (kind secret" in str(info.value) and "too short" in str(info.value))
+
+
 def test_min_bits_is_respected() -> None:
     value = _rand(random.Random(5), ALNUM, 20)  # about 119 bits
     Secret.from_user(value, min_bits=100)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import self_scan
 
-from leakcheck import Secret
+from leakcheck import CanaryFactory, Secret
 from leakcheck.cli import main
 
 ONE = "ghp_Wd4Kx9Qm2Vt7Lp3Rz8Hn5Jc1Fb6Gs0Ya"
@@ -147,3 +147,73 @@ def test_a_token_given_as_an_argument_is_never_quoted_back(
     with pytest.raises(SystemExit):  # no abbreviation: --secret is no --secrets-file
         main(["scan", "--secret", str(one), str(log)])
     assert "unrecognized arguments: --secret" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("listed", ['[{"value": ""}]', '[""]'])
+def test_an_empty_json_secret_is_refused_as_too_short(
+    tmp_path: Path, files: tuple[Path, Path, Path], capsys: pytest.CaptureFixture[str], listed: str
+) -> None:
+    """An empty value failed inside the strength estimate (zxcvbn's IndexError, a
+    traceback and exit 1, which reads as "findings"): it is too short, a usage error."""
+    secrets_file = tmp_path / "empty.json"
+    secrets_file.write_text(listed)
+    code, _, err = scan(capsys, "--secrets-file", secrets_file, files[2])
+    assert code == 2
+    assert "item 1" in err and "too short" in err
+
+
+def test_an_unknown_key_of_a_json_item_is_refused_never_quoting_a_value(
+    tmp_path: Path, files: tuple[Path, Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A key other than "value", "kind" and "id" was ignored (a misspelt "kind" named the
+    secret otherwise than meant). Refused; a short key is quoted, one that may be a secret
+    pasted as a key is described, and a value is never quoted."""
+    secrets_file = tmp_path / "extra.json"
+    secrets_file.write_text(json.dumps([{"value": ONE, "extra": TWO}]))
+    code, out, err = scan(capsys, "--secrets-file", secrets_file, files[2])
+    shown = ONE in out + err or TWO in out + err
+    assert (code, shown) == (2, False)
+    assert "item 1: unknown key 'extra'; an item has only 'value', 'kind' and 'id'" in err
+    secrets_file.write_text(json.dumps([{"value": ONE}, {"value": ONE + "x", TWO: 1}]))
+    code, out, err = scan(capsys, "--secrets-file", secrets_file, files[2])
+    shown = ONE in out + err or TWO in out + err
+    assert (code, shown) == (2, False)
+    assert f"item 2: unknown key a key of {len(TWO)} characters (not shown)" in err
+
+
+def _usage_error(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, str]:
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # argparse's own usage errors
+        code = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    return code, out + err
+
+
+def test_an_invalid_choice_is_quoted_only_when_it_is_a_typo(
+    files: tuple[Path, Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """argparse quoted an invalid choice whole: a passphrase (words, which the «opaque»
+    rule passes) or a canary given as ``--format`` or ``--engine``, or as the command, was
+    printed before any secret was read to mask it. A value is quoted when shorter than a
+    piece of a secret, or a typo of a choice shorter than any secret; else its length is
+    said, and the choices listed."""
+    one, _, log = files
+    passphrase = "mauve Quokka; ate 7 burritos & 19 kiwis @dawn?"
+    canary = CanaryFactory(3, namespace="choices", announce=False).secret("bearer").value
+    for value in (passphrase, canary):
+        for argv, choices in (
+            (["scan", "--secrets-file", str(one), "--format", value, str(log)], "json, sarif"),
+            (["scan", "--secrets-file", str(one), "--engine", value, str(log)], "auto, "),
+            ([value, "--format", "json"], "scan, "),
+        ):
+            code, said = _usage_error(capsys, argv)
+            quoted = value in said or value[:12] in said
+            described = f"(a value of {len(value)} characters, not shown); choose from" in said
+            assert (code, quoted, described) == (2, False, True)
+            assert choices in said
+    for typo in ("jsno", "yaml", "Sarf"):
+        code, said = _usage_error(capsys, ["scan", "--format", typo, str(log)])
+        assert code == 2 and f"invalid choice: '{typo}'" in said
+    code, said = _usage_error(capsys, ["scan", "--engine", "hyperscna", str(log)])
+    assert code == 2 and "invalid choice: 'hyperscna'" in said

@@ -34,6 +34,7 @@ from .console import (
     StdoutError,
     UsageError,
     print_stderr,
+    quotable_choice,
     silence_stdout,
     write_stdout,
 )
@@ -114,6 +115,22 @@ class _Parser(argparse.ArgumentParser):
         from ..findings import without_random_tokens  # (on this error path only)
 
         super().error(without_random_tokens(message))
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        """argparse's check of a value against its option's choices, the value quoted
+        only when ``console.quotable_choice`` says so: argparse quoted it whole ("invalid
+        choice: '<a passphrase>'"), and a value of words with a few digits or symbols does
+        not look like a key to the «opaque» rule (a tester gave ``--format "$(cat
+        pw.txt)"``)."""
+        choices = action.choices
+        if choices is not None and value not in choices and not quotable_choice(value, choices):
+            shown = ", ".join(map(str, choices))
+            raise argparse.ArgumentError(
+                action,
+                f"invalid choice (a value of {len(str(value))} characters, not shown); "
+                f"choose from {shown}",
+            )
+        super()._check_value(action, value)
 
 
 def _add_scan(commands: Any) -> None:

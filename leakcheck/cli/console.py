@@ -10,7 +10,7 @@ import sys
 
 TYPE_CHECKING = False  # not typing's: its import was a twentieth of a scan's start-up
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterable, Sequence
 
     from ..canaries import Secret
 
@@ -22,6 +22,7 @@ __all__ = [
     "UsageError",
     "display",
     "print_stderr",
+    "quotable_choice",
     "silence_stdout",
     "write_stdout",
 ]
@@ -121,3 +122,36 @@ def silence_stdout() -> None:
             os.close(devnull)
     except (OSError, ValueError, AttributeError):
         pass  # not a real file descriptor (captured in tests): nothing is left to flush
+
+
+#: Shorter than this, a value cannot be a piece that an excerpt would mask
+#: (``findings.PIECE_CHARS``): quoted whatever it is ("--format yaml").
+_SHOWN_BELOW = 8
+#: A typo of a choice is quoted up to this length: one character shorter than the shortest
+#: secret ``Secret.from_user`` accepts (12), so no secret is quoted whole.
+_TYPO_MAX_CHARS = 11
+#: How alike a typo and a choice are (``difflib.SequenceMatcher.ratio``): "jsno" and
+#: "json" 0.75, "sarf" and "sarif" 0.89, "hyperscna" and "hyperscan" 0.89.
+_TYPO_RATIO = 0.6
+
+
+def quotable_choice(value: object, choices: Iterable[object]) -> bool:
+    """Whether a value that is none of ``choices`` (an option's, the keys of a secrets
+    file's item) may be quoted in its error: shorter than a piece of a secret, or a typo of
+    a choice (as alike as _TYPO_RATIO, lower-cased) shorter than any secret. Anything else
+    (a passphrase, a token, a canary, pasted where the choice goes) is described by its
+    length only, and the choices are listed: an argument error is printed before any
+    secret is read, with nothing to mask it, and the «opaque» rule passes a passphrase of
+    words."""
+    text = str(value)
+    if len(text) < _SHOWN_BELOW:
+        return True
+    if len(text) > _TYPO_MAX_CHARS:
+        return False
+    import difflib  # (on this error path only)
+
+    folded = text.lower()
+    return any(
+        difflib.SequenceMatcher(None, folded, str(choice).lower()).ratio() >= _TYPO_RATIO
+        for choice in choices
+    )

@@ -10,7 +10,7 @@ import sys
 
 from ..canaries import Secret
 from ..detect import Scanner
-from ..findings import Finding
+from ..findings import Finding, SecretPieces
 from ..forms import TAIL_BITS, TAIL_BITS_SECRETS, json_spelling, masked_bits_for
 from ..report import ScanSummary, document, dump, path_uri
 from ..serialize import map_strings
@@ -140,6 +140,7 @@ def scan_command(args: argparse.Namespace, out: str | None, output: Output) -> i
     if len(batches) > 1:  # each source's findings in the order one scanner gives them
         order = {name: n for n, name in enumerate(reader.names)}
         findings.sort(key=lambda f: (order.get(f.source, 0), f.offset, -f.length))
+        findings = _other_batches_masked(findings, secrets)
     if trusted is None:  # several batches: the masker's detection batches too
         trusted = _check_named(named, output)
     sources = reader.sources
@@ -202,6 +203,26 @@ def scan_command(args: argparse.Namespace, out: str | None, output: Output) -> i
     for line in notes + said:
         print_stderr(line)
     return code
+
+
+def _other_batches_masked(findings: list[Finding], secrets: list[Secret]) -> list[Finding]:
+    """``findings`` with the pieces of every secret masked in their excerpts and sources
+    (``findings.SecretPieces``: in another case, escaped, as hex). A batch's scanner masks
+    its own secrets' pieces; a secret of another batch in the same line was left to the
+    masker of what is printed, which masks only raw spellings. The pieces looked up are
+    those of the secrets with one in these texts (not an index of every secret's)."""
+    if not findings:
+        return findings
+    from .._values import replace
+
+    pieces = SecretPieces.found_in(secrets, [t for f in findings for t in (f.excerpt, f.source)])
+    out = []
+    for finding in findings:
+        excerpt, source = pieces.mask(finding.excerpt), pieces.mask(finding.source)
+        if (excerpt, source) != (finding.excerpt, finding.source):
+            finding = replace(finding, excerpt=excerpt, source=source)
+        out.append(finding)
+    return out
 
 
 class _Reader:

@@ -12,7 +12,7 @@ from ..canaries import KINDS, Secret, is_kind_name
 from ..errors import LeakcheckUsageError
 from ..serialize import parse_json
 from .budget import Budget, ScaleError, budget_for
-from .console import UsageError, named, print_stderr
+from .console import UsageError, named, print_stderr, quotable_choice
 
 TYPE_CHECKING = False  # not typing's: its import was a twentieth of a scan's start-up
 if TYPE_CHECKING:
@@ -25,6 +25,8 @@ __all__ = ["OWN_ID", "OWN_KINDS", "SecretsFile", "load_secrets", "read_secrets"]
 #: carriage return (a file with old Mac line endings would be one long secret), NUL, ESC,
 #: form feed, the C1 controls and the Unicode line separators.
 _LINE_CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
+#: The keys of a secrets file's item (a JSON object).
+_ITEM_KEYS = ("value", "kind", "id")
 #: What an id or a kind may not hold: control characters, and the guillemets of a mask
 #: label (``«canary:KIND:FORM»``), which a kind is printed inside.
 _LABEL_FORBIDDEN = lazy_compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u00ab\u00bb]")
@@ -141,6 +143,20 @@ def _read_secrets(
             if not isinstance(item, dict) or not isinstance(item.get("value"), str):
                 raise UsageError(
                     f"{label} item {n}: expected a string or an object with a string 'value'"
+                )
+            unknown = [key for key in item if key not in _ITEM_KEYS]
+            if unknown:
+                # (refused, not ignored: a misspelt "kind" or "id" left the secret
+                # named otherwise than meant, silently. A key may be a secret pasted where
+                # a name goes: quoted only as an option's invalid choice is; a value never)
+                shown = ", ".join(
+                    repr(key) if quotable_choice(key, _ITEM_KEYS) else
+                    f"a key of {len(key)} characters (not shown)"
+                    for key in unknown
+                )  # fmt: skip
+                raise UsageError(
+                    f"{label} item {n}: unknown key{'s' if len(unknown) > 1 else ''} {shown}; "
+                    "an item has only 'value', 'kind' and 'id'"
                 )
             kind = _label_field(item, "kind", "secret", label, n, loaded)
             secret_id = _label_field(item, "id", f"S{n}", label, n, loaded)
