@@ -181,6 +181,19 @@ def test_an_unknown_key_of_a_json_item_is_refused_never_quoting_a_value(
     assert f"item 2: unknown key a key of {len(TWO)} characters (not shown)" in err
 
 
+def test_a_json_item_giving_a_key_twice_is_refused(
+    tmp_path: Path, files: tuple[Path, Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``{"value": A, "value": B}``: JSON keeps the last, and the first secret was never
+    searched for, silently (found by a hunting helper)."""
+    secrets_file = tmp_path / "twice.json"
+    secrets_file.write_text(f'[{{"value": "{ONE}", "value": "{TWO}"}}]')
+    code, out, err = scan(capsys, "--secrets-file", secrets_file, files[2])
+    shown = ONE in out + err or TWO in out + err
+    assert (code, shown) == (2, False)
+    assert "has an object that gives the same key twice (only the last would count)" in err
+
+
 def _usage_error(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, str]:
     try:
         code = main(argv)

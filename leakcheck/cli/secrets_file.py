@@ -132,7 +132,7 @@ def _read_secrets(
         raise UsageError(f"{label} is not valid UTF-8 (line {lineno})") from None
     loaded = SecretsFile([])
     if path.endswith(".json"):
-        listed = parse_json(text, label, UsageError, surrogates=False)
+        listed = parse_json(text, label, UsageError, surrogates=False, unique_keys=True)
         if not isinstance(listed, list):
             raise UsageError(f"{label}: expected a JSON list")
         budget.check(len(listed), 0, label)

@@ -29,16 +29,26 @@ def map_strings(value: Any, fn: Callable[[str], str]) -> Any:
 
 
 def parse_json(
-    text: str, label: str, error: type[Exception] = ValueError, *, surrogates: bool = True
+    text: str,
+    label: str,
+    error: type[Exception] = ValueError,
+    *,
+    surrogates: bool = True,
+    unique_keys: bool = False,
 ) -> Any:
     """``json.loads(text)`` (a leading UTF-8 BOM ignored); ``error("LABEL ...")`` (one line,
     naming where, quoting nothing of the text) when it is not valid JSON, is nested too
-    deeply to read, holds a number too long to convert, or (``surrogates=False``) holds a
-    lone surrogate escape such as ``"\\ud800"``, which no UTF-8 text can carry."""
+    deeply to read, holds a number too long to convert, (``surrogates=False``) holds a
+    lone surrogate escape such as ``"\\ud800"``, which no UTF-8 text can carry, or
+    (``unique_keys``) an object that gives a key twice, of which JSON keeps the last."""
     if text.startswith("\ufeff"):
         text = text[1:]
     try:
-        document = json.loads(text)
+        document = json.loads(text, object_pairs_hook=_unique if unique_keys else None)
+    except _DuplicateKey:
+        raise error(
+            f"{label} has an object that gives the same key twice (only the last would count)"
+        ) from None
     except json.JSONDecodeError as exc:
         raise error(f"{label} is not valid JSON (line {exc.lineno}, column {exc.colno})") from None
     except RecursionError:
@@ -52,6 +62,17 @@ def parse_json(
             f"{label} holds a lone surrogate escape (\\ud800-\\udfff without its pair), "
             f"which is not text{where}"
         ) from None
+    return document
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    document = dict(pairs)
+    if len(document) != len(pairs):
+        raise _DuplicateKey
     return document
 
 
