@@ -73,8 +73,7 @@ def _run(module: str, tmp: str, select: tuple[str, ...] = ()) -> tuple[int, str,
         report = {**halves[0][2], "tests": [r for *_, half in halves for r in half["tests"]]}
         return max(code for code, _, _ in halves), "\n".join(o for _, o, _ in halves), report
     return run_example_matrix(
-        module, tmp, seed=SEED,
-        env={"FASTMCP_ENABLE_RICH_TRACEBACKS": "false", "LEAKCHECK_EXAMPLE_TIMEOUT": "0.3"},
+        module, tmp, seed=SEED, env={"FASTMCP_ENABLE_RICH_TRACEBACKS": "false"},
         extra_args=select,
     )  # fmt: skip
 
