@@ -1314,16 +1314,18 @@ def _key_run_span(value: str, bits: tuple[float, ...]) -> tuple[int, int] | None
 # an AWS key wrapped at 80 columns, beside 9 MB of clean log in one scan). So a secret
 # also has *piece keys*: every window of its run, so that any piece of the run
 # PIECE_KEY_CHARS long holds one; and what one base64 or hex layer makes of every
-# PIECE_KEY_STRIDE-th window (its bytes, their UTF-16), for a wrapped blob (each of its
-# lines holds a dozen bytes of the run or more). A piece shorter than PIECE_KEY_CHARS, the
-# token split every few characters, is found by the split's shape
+# PIECE_KEY_STRIDE-th window (and a base64 layer of its UTF-16), for a wrapped blob
+# (each of its lines holds a dozen bytes of the run or more). A piece shorter than
+# PIECE_KEY_CHARS, the token split every few characters, is found by the split's shape
 # (``decode.DENSE_ESCAPES``: three pieces of five characters or fewer).
 
 #: A piece of a secret's run this long holds one of its piece keys (one more than the
 #: longest piece ``decode.DENSE_ESCAPES``'s split shapes count).
 PIECE_KEY_CHARS = 6
 #: the windows a hex or base64 layer's keys are made of start this far apart (a line of
-#: the blob holding 8 of the run's characters whole holds one)
+#: the blob holding 11 of the run's characters whole holds one: a middle line of hex
+#: wrapped at 32 holds 16, of base64 wrapped at 30 in a box 22; each key costs hyperscan's
+#: build, every third window's took 4 ms more for 20 secrets)
 PIECE_KEY_STRIDE = 6
 #: what a base64 layer makes of a window is a key from this many characters (a shorter
 #: one, cut by ``+`` or ``/``, would be met in a random blob too often)
@@ -1333,8 +1335,9 @@ _PIECE_IMAGE_MIN = 6
 def _piece_keys(run: str, bits: tuple[float, ...]) -> list[bytes]:
     """The piece keys of a secret's key run ``run`` (its characters carrying ``bits``):
     windows of PIECE_KEY_CHARS characters or more carrying KEY_MIN_BITS, and what a hex or
-    base64 layer makes of every PIECE_KEY_STRIDE-th of them (``_key_images``, the
-    shortest left out) and a base64 layer of its UTF-16."""
+    base64 layer makes of every PIECE_KEY_STRIDE-th of them (lower-case hex, base64's
+    longest runs of letters and digits at each offset, the shortest left out) and a
+    base64 layer of its UTF-16."""
     size = PIECE_KEY_CHARS
     if len(run) <= size:
         return []
@@ -1359,14 +1362,15 @@ def _piece_keys(run: str, bits: tuple[float, ...]) -> list[bytes]:
     # (the last window too: the run's tail is a piece of the blob's last line)
     spaced = {*windows[::PIECE_KEY_STRIDE], *windows[-1:]}
     for window in sorted(spaced):
-        keys += [k for k in _key_images(window.encode()) if len(k) >= _PIECE_IMAGE_MIN]
-        # its UTF-16's base64 (a Windows text's blob), not its hex: each key costs
-        # hyperscan's build (a 64 MiB scan compiles them: 20 secrets' piece keys took it
-        # from 38 to 63 ms with every image of both)
-        for core in _base64_cores(window.encode("utf-16-le")):
-            anchor = _alnum_anchor(core)
-            if anchor is not None and len(anchor) >= _PIECE_IMAGE_MIN:
-                keys.append(anchor)
+        data = window.encode()
+        # its lower-case hex and its base64, and its UTF-16's base64 (a Windows text's
+        # blob); not upper-case hex nor the UTF-16's hex: each key costs hyperscan's build,
+        # paid once by every large scan (20 bench canaries: 38 ms without piece keys, 63
+        # with every image of both at every third window, 49 as here)
+        cores = [*_base64_cores(data), *_base64_cores(window.encode("utf-16-le"))]
+        anchors = [_alnum_anchor(core) for core in cores]
+        keys += [a for a in anchors if a is not None and len(a) >= _PIECE_IMAGE_MIN]
+        keys.append(data.hex().encode())
     return keys
 
 
