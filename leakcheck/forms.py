@@ -1287,6 +1287,12 @@ def _key_run(value: str, bits: tuple[float, ...]) -> str | None:
     """The run of ASCII letters and digits of ``value`` carrying the most bits (at least
     KEY_MIN_BITS and KEY_MIN_CHARS characters), the two characters after a ``%`` left out
     (a URL form may upper-case or decode them)."""
+    span = _key_run_span(value, bits)
+    return None if span is None else value[span[0] : span[1]]
+
+
+def _key_run_span(value: str, bits: tuple[float, ...]) -> tuple[int, int] | None:
+    """Where ``_key_run``'s run lies in ``value``."""
     if "%" in value:
         hidden = {i + k for i, c in enumerate(value) if c == "%" for k in (1, 2)}
         value = "".join("%" if i in hidden else c for i, c in enumerate(value))
@@ -1296,8 +1302,76 @@ def _key_run(value: str, bits: tuple[float, ...]) -> str | None:
             continue
         carried = sum(bits[match.start() : match.end()])
         if carried >= best_bits:
-            best, best_bits = match.group(), carried
+            best, best_bits = match.span(), carried
     return best
+
+
+# A transformation that splits the token, not escapes it, leaves no piece holding the whole
+# run: colour sequences between its pieces (a log formatter colouring a token piece by
+# piece), a terminal's hard wrap or rich's fold at a column, a box's border, a hex or
+# base64 dump wrapped at 32 or 76 columns. The whole run was the only key, and such a token
+# in a large input was never decoded (found by a hunting helper: a coloured ``ghp_`` token,
+# an AWS key wrapped at 80 columns, beside 9 MB of clean log in one scan). So a secret
+# also has *piece keys*: every window of its run, so that any piece of the run
+# PIECE_KEY_CHARS long holds one; and what one base64 or hex layer makes of every
+# PIECE_KEY_STRIDE-th window (and a base64 layer of its UTF-16), for a wrapped blob
+# (each of its lines holds a dozen bytes of the run or more). A piece shorter than
+# PIECE_KEY_CHARS, the token split every few characters, is found by the split's shape
+# (``decode.DENSE_ESCAPES``: three pieces of five characters or fewer).
+
+#: A piece of a secret's run this long holds one of its piece keys (one more than the
+#: longest piece ``decode.DENSE_ESCAPES``'s split shapes count).
+PIECE_KEY_CHARS = 6
+#: the windows a hex or base64 layer's keys are made of start this far apart (a line of
+#: the blob holding 11 of the run's characters whole holds one: a middle line of hex
+#: wrapped at 32 holds 16, of base64 wrapped at 30 in a box 22; each key costs hyperscan's
+#: build, every third window's took 4 ms more for 20 secrets)
+PIECE_KEY_STRIDE = 6
+#: what a base64 layer makes of a window is a key from this many characters (a shorter
+#: one, cut by ``+`` or ``/``, would be met in a random blob too often)
+_PIECE_IMAGE_MIN = 6
+
+
+def _piece_keys(run: str, bits: tuple[float, ...]) -> list[bytes]:
+    """The piece keys of a secret's key run ``run`` (its characters carrying ``bits``):
+    windows of PIECE_KEY_CHARS characters or more carrying KEY_MIN_BITS, and what a hex or
+    base64 layer makes of every PIECE_KEY_STRIDE-th of them (lower-case hex, base64's
+    longest runs of letters and digits at each offset, the shortest left out) and a
+    base64 layer of its UTF-16."""
+    size = PIECE_KEY_CHARS
+    if len(run) <= size:
+        return []
+    # from each start, the shortest window carrying the bits (a judged user token counts
+    # some characters low: an AWS key's ``AKIA`` none), a window holding a shorter one
+    # left out (a piece that holds it holds the shorter)
+    spans: list[tuple[int, int]] = []
+    for start in range(len(run) - size + 1):
+        end, carried = start + size, sum(bits[start : start + size])
+        while carried < KEY_MIN_BITS - 1e-9 and end < len(run):
+            carried += bits[end]
+            end += 1
+        if carried < KEY_MIN_BITS - 1e-9:
+            break  # (nor from any later start)
+        while spans and spans[-1][1] >= end:
+            spans.pop()
+        spans.append((start, end))
+    windows = [run[start:end] for start, end in spans]
+    if windows == [run]:
+        return []  # (the run's own key)
+    keys = [window.encode() for window in windows]
+    # (the last window too: the run's tail is a piece of the blob's last line)
+    spaced = {*windows[::PIECE_KEY_STRIDE], *windows[-1:]}
+    for window in sorted(spaced):
+        data = window.encode()
+        # its lower-case hex and its base64, and its UTF-16's base64 (a Windows text's
+        # blob); not upper-case hex nor the UTF-16's hex: each key costs hyperscan's build,
+        # paid once by every large scan (20 bench canaries: 38 ms without piece keys, 63
+        # with every image of both at every third window, 49 as here)
+        cores = [*_base64_cores(data), *_base64_cores(window.encode("utf-16-le"))]
+        anchors = [_alnum_anchor(core) for core in cores]
+        keys += [a for a in anchors if a is not None and len(a) >= _PIECE_IMAGE_MIN]
+        keys.append(data.hex().encode())
+    return keys
 
 
 def _key_images(text: bytes) -> list[bytes]:
@@ -1343,4 +1417,8 @@ def decode_keys(secret: Secret) -> tuple[bytes, ...] | None:
     keys.update(dict.fromkeys(first))
     for layer in (*bases[:1], *bases[3:], *cores, run.hex().encode(), run.hex().upper().encode()):
         keys.update(dict.fromkeys(_key_images(layer)))
+    # and the keys of its pieces, for a token split by colour, a wrap or a border
+    span = _key_run_span(value, bits)
+    if span is not None:
+        keys.update(dict.fromkeys(_piece_keys(base, bits[span[0] : span[1]])))
     return tuple(keys)
