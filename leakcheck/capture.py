@@ -18,11 +18,11 @@ import sys
 import threading
 import traceback
 import warnings
-import weakref
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from ._wrappers import EndedWrappers
 from .policy import Policy, SinkClass, level_name
 from .serialize import (
     BUDGET_CHARS,
@@ -1014,16 +1014,7 @@ def _hint_for(logger: str, levelno: int) -> str:
 
 #: Each crash-hook wrapper whose sink has stopped -> the hook it wrapped, which it passes
 #: straight to from then on; skipped when found again.
-_ended_hooks: weakref.WeakKeyDictionary[Callable[..., Any], Callable[..., Any]] = (
-    weakref.WeakKeyDictionary()
-)
-_hooks_lock = threading.Lock()
-
-
-def _beneath_ended_hooks(hook: Callable[..., Any]) -> Callable[..., Any]:
-    while hook in _ended_hooks:
-        hook = _ended_hooks[hook]
-    return hook
+_ENDED_HOOKS = EndedWrappers()
 
 
 class _Live:
@@ -1057,9 +1048,9 @@ class CrashHookSink:
             return
         texts = self._texts
         live = self._live = _Live()
-        with _hooks_lock:
+        with _ENDED_HOOKS.lock:
             found = [
-                _beneath_ended_hooks(hook)
+                _ENDED_HOOKS.beneath(hook)
                 for hook in (sys.excepthook, threading.excepthook, sys.unraisablehook)
             ]
             found_excepthook, found_thread_hook, found_unraisable_hook = found
@@ -1094,12 +1085,12 @@ class CrashHookSink:
             return
         installed, self._installed = self._installed, None
         self._live.on = False
-        with _hooks_lock:
+        with _ENDED_HOOKS.lock:
             for owner, attribute, wrapper, wrapped in installed:
-                _ended_hooks[wrapper] = wrapped
+                _ENDED_HOOKS.end(wrapper, wrapped)
                 if getattr(owner, attribute) is wrapper:
                     # (what it wrapped may be another sink's, stopped meanwhile: not that either)
-                    setattr(owner, attribute, _beneath_ended_hooks(wrapped))
+                    setattr(owner, attribute, _ENDED_HOOKS.beneath(wrapped))
 
     def collect(self) -> Iterator[Captured]:
         for path, text in self._texts:

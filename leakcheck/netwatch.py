@@ -31,11 +31,12 @@ import shutil
 import socket
 import sys
 import threading
-import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
+
+from ._wrappers import EndedWrappers
 
 __all__ = [
     "CHILD_FAULT_ENV",
@@ -114,17 +115,7 @@ def watch(
 #: Such a lookup is put back out of ``socket.getaddrinfo`` only while it is still there;
 #: one left under another's (a test's monkeypatch, a fault armed inside the block) passes
 #: every name straight through, and is skipped when found again.
-_ended_lookups: weakref.WeakKeyDictionary[Callable[..., Any], Callable[..., Any]] = (
-    weakref.WeakKeyDictionary()
-)
-_lookups_lock = threading.Lock()
-
-
-def _beneath_ended(lookup: Callable[..., Any]) -> Callable[..., Any]:
-    """``lookup``, or what it passes through to when it is an ended ``failing_dns``'s."""
-    while lookup in _ended_lookups:
-        lookup = _ended_lookups[lookup]
-    return lookup
+_ENDED_LOOKUPS = EndedWrappers()
 
 
 @contextmanager
@@ -142,8 +133,8 @@ def failing_dns(suffix: str = ".invalid") -> Iterator[Callable[[], int]]:
     failure outlives its block."""
     failed = 0
     ended = False
-    with _lookups_lock:
-        original = _beneath_ended(socket.getaddrinfo)
+    with _ENDED_LOOKUPS.lock:
+        original = _ENDED_LOOKUPS.beneath(socket.getaddrinfo)
 
         def getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
             nonlocal failed
@@ -160,12 +151,12 @@ def failing_dns(suffix: str = ".invalid") -> Iterator[Callable[[], int]]:
     try:
         yield lambda: failed
     finally:
-        with _lookups_lock:
+        with _ENDED_LOOKUPS.lock:
             ended = True
-            _ended_lookups[getaddrinfo] = original
+            _ENDED_LOOKUPS.end(getaddrinfo, original)
             if socket.getaddrinfo is getaddrinfo:
                 # (what it wrapped may be another's, ended meanwhile: not that one either)
-                socket.getaddrinfo = _beneath_ended(original)
+                socket.getaddrinfo = _ENDED_LOOKUPS.beneath(original)
 
 
 # --- the same, in a Python child process ------------------------------------------------------
