@@ -149,6 +149,20 @@ def test_a_token_given_as_an_argument_is_never_quoted_back(
     assert "unrecognized arguments: --secret" in capsys.readouterr().err
 
 
+def test_a_misspelt_option_is_said_by_its_command_with_the_one_meant(
+    files: tuple[Path, Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``leakcheck scan --secret-file ...`` printed the top level's usage, with no word of
+    the option meant (found by a newcomer)."""
+    one, _, log = files
+    with pytest.raises(SystemExit) as ended:
+        main(["scan", "--secret-file", str(one), str(log)])
+    err = capsys.readouterr().err
+    assert ended.value.code == 2
+    assert "usage: leakcheck scan " in err
+    assert "unrecognized arguments: --secret-file (did you mean --secrets-file?)" in err
+
+
 @pytest.mark.parametrize("listed", ['[{"value": ""}]', '[""]'])
 def test_an_empty_json_secret_is_refused_as_too_short(
     tmp_path: Path, files: tuple[Path, Path, Path], capsys: pytest.CaptureFixture[str], listed: str

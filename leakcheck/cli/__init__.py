@@ -269,9 +269,30 @@ def _build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 _BEYOND_ASCII = " (characters beyond ASCII: not for a header)"
 
 
+def _refuse_unrecognized(
+    parser: argparse.ArgumentParser, command: str | None, extra: list[str]
+) -> NoReturn:
+    """argparse's "unrecognized arguments", said by the command's own parser (its usage
+    line, not the top level's) with the option each misspelt one is close to
+    (``--secret-file``: did you mean ``--secrets-file``?)."""
+    import difflib
+
+    subparsers = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    commands: dict[str, argparse.ArgumentParser] = subparsers[0].choices if subparsers else {}
+    owner = commands.get(command or "", parser)
+    options = [name for action in owner._actions for name in action.option_strings]
+    said = []
+    for arg in extra:
+        close = difflib.get_close_matches(arg.partition("=")[0], options, n=1, cutoff=0.75)
+        said.append(f"{arg} (did you mean {close[0]}?)" if arg.startswith("--") and close else arg)
+    owner.error(f"unrecognized arguments: {' '.join(said)}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _build_parser(argv)
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        _refuse_unrecognized(parser, getattr(args, "command", None), extra)
     output = Output()
     try:
         if args.command == "scan":
