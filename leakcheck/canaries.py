@@ -105,9 +105,10 @@ class Secret(Value, frozen=True):
     bits: tuple[float, ...] = field(default=())
     generated: bool = False
     #: the bits masking counts on, where they differ from ``bits`` (an early-accepted user
-    #: secret: ``bits`` is a lower bound of the estimate, so that a fragment leakcheck
-    #: *reports* is never weaker than the full estimate would make it, and these are its
-    #: class bits, so that every piece the full estimate would mask is masked)
+    #: secret: ``bits`` is a lower bound of the estimate, and these are its class bits, so
+    #: that every piece the full estimate would mask is masked; its bare fragments and
+    #: masked heads and tails are sized from these too, and a hit of one verified with the
+    #: full estimate: ``forms.unsure_pieces``)
     mask_bits: tuple[float, ...] = field(default=(), repr=False)
 
     @property
@@ -150,8 +151,8 @@ class Secret(Value, frozen=True):
         """Accept a user-supplied secret (a real token format such as ``ghp_...``).
 
         ``early``: accept a value whose estimate provably reaches ``min_bits`` without
-        zxcvbn (its fragments then count a lower bound of the estimate); false, every
-        value is judged in full.
+        zxcvbn (its fragments are then verified with the full estimate when one is found);
+        false, every value is judged in full.
 
         Raises ``WeakSecretError`` when it is too short or too guessable; the message
         names the secret's id and kind, never its value or a fragment of it.
@@ -802,11 +803,11 @@ def _early_data_made() -> tuple[str, bytes]:
 
 def _early_bits(value: str, min_bits: float) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
     """(mask bits, bits) of a value whose estimate provably reaches ``min_bits``: the lower
-    bound of the estimate at each character is the bits (what detection counts: a fragment
-    is never weaker than the full estimate would make it, so a dictionary word in the value,
-    the ``internal`` of a host name, makes no masked-tail needle), the class bits are the
-    mask bits (what masking counts: never fewer than the full estimate, so every piece it
-    would mask is masked); None when that takes the full estimate."""
+    bound of the estimate at each character is the bits, the class bits are the mask bits
+    (never fewer than the full estimate: every piece it would mask is masked, and the
+    fragments sized from them are a superset of its, each hit verified with it, so that a
+    dictionary word in the value, the ``internal`` of a host name, is reported as no masked
+    tail: ``forms.unsure_pieces``); None when that takes the full estimate."""
     early = _early(value)
     return early if early is not None and sum(early[1]) >= min_bits else None
 

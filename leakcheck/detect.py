@@ -51,6 +51,8 @@ from .forms import (
     eager_forms,
     is_piece,
     needle_table,
+    unsure_pieces,
+    verify_piece,
     weak_masks,
     window_forms,
 )
@@ -491,10 +493,20 @@ class Scanner:
 
     def _first_pass(self, buf: bytes, first: list[tuple[int, int]] | None = None) -> list[_Hit]:
         hits = []
+        unsure: list[_Hit] = []
         for index, end in self._search(buf)[0] if first is None else first:
             pattern = self._patterns[index]
             for needle in self._owners(index):
-                hits.append(_Hit(end - len(pattern), end, needle))
+                hit = _Hit(end - len(pattern), end, needle)
+                # (a user secret accepted early: its pieces are sized from its class bits,
+                # a superset of the full estimate's; one the lower bound would not make is
+                # verified, zxcvbn then run for that secret once: forms.unsure_pieces)
+                if needle.secret.mask_bits and needle.form in unsure_pieces(needle.secret):
+                    unsure.append(hit)
+                else:
+                    hits.append(hit)
+        if unsure:
+            hits += _verified(buf, unsure, hits)
         return hits
 
     def _decoded(self, buf: bytes, depth: int) -> list[_Hit]:
@@ -861,6 +873,34 @@ class Scanner:
         if not every:
             return text
         return mask_all(buf, [h.span() for h in every])
+
+
+def _verified(buf: bytes, unsure: list[_Hit], hits: list[_Hit]) -> list[_Hit]:
+    """The hits the full estimate makes of the ``unsure`` ones in ``buf`` (an
+    early-accepted secret's pieces that its class bits make: ``forms.verify_piece``): the
+    longer bare piece that ``buf`` holds there, the same masked head or tail, or none. One
+    inside a hit of the whole secret among ``hits`` is left out unverified (that hit holds
+    and masks it, and a leaked token costs no zxcvbn). A piece left out is neither reported
+    nor masked, as with ``--full-estimate``, which makes no such needle: masking a piece of
+    our own text that the full estimate does not count (a word after ``...``) would tell
+    that the secret holds it."""
+    wholes = [h for h in hits if not is_piece(h.needle.form)]
+    verified = []
+    for hit in unsure:
+        needle = hit.needle
+        if any(
+            w.needle.secret is needle.secret and w.start <= hit.start and hit.end <= w.end
+            for w in wholes
+        ):
+            continue
+        found = verify_piece(needle.secret, needle.form, buf, hit.start, hit.end)
+        if found is None:
+            continue
+        name, pattern, low, high = found
+        if pattern != needle.pattern or name != needle.form:
+            needle = Needle(pattern, needle.secret, name)
+        verified.append(_Hit(low, high, needle))
+    return verified
 
 
 def _in_runs(runs: Sequence[Run], inner: list[_Hit], source: bytes) -> list[_Hit]:

@@ -39,6 +39,7 @@ from contextvars import ContextVar
 from itertools import accumulate, chain, compress, count, repeat
 from operator import itemgetter
 
+from . import canaries as _canaries
 from ._values import Value
 from .canaries import FRAGMENT_BITS, Secret, estimate_bits
 
@@ -819,7 +820,11 @@ def head_bits(s: Secret) -> tuple[float, ...]:
     """The per-character bits of ``s`` with a user secret's public head (``_PUBLIC_HEAD``)
     at none: what the prefix fragments and masked heads are measured on. A generated
     canary's bits are exact already."""
-    bits = _bits(s)
+    return _headless(s, _bits(s))
+
+
+def _headless(s: Secret, bits: tuple[float, ...]) -> tuple[float, ...]:
+    """``bits`` (of ``s``'s characters) with a user secret's public head at none."""
     if s.generated:
         return bits
     # made once per value and bits: a secret's forms and keys ask nine times
@@ -851,14 +856,127 @@ def _fragment_lengths(s: Secret) -> tuple[int | None, int | None]:
     """The characters of the bare prefix and suffix fragments, None where there is none
     (shorter than the whole value). A prefix carries FRAGMENT_BITS in its random part: the
     family's head ahead of it counts for nothing (``lin_api_`` + 2 characters matched every
-    such token)."""
-    n = len(s.value)
-    head = _shortest(head_bits(s), FRAGMENT_BITS)
-    tail = _shortest(reversed(_bits(s)), FRAGMENT_BITS)
+    such token). Counted with ``_upper_bits``: for a user secret accepted early, a superset
+    of the full estimate's pieces, whose hits are verified (``unsure_pieces``)."""
+    upper = _upper_bits(s)
+    return _piece_sizes(s.value, upper, _headless(s, upper))[:2]
+
+
+def _upper_bits(s: Secret) -> tuple[float, ...]:
+    """What the bare fragments and the masked heads and tails of ``s`` are sized from: its
+    bits, or for a user secret accepted early its class bits (``Secret.mask_bits``, never
+    fewer than the full estimate's at any character). Its ``bits``, a lower bound of that
+    estimate, made them longer than zxcvbn would wherever a character could begin a word
+    (an ``sk-`` key's suffix 15 characters against 10, an ``xoxb-`` token's prefix 44
+    against 20): pieces that ``--full-estimate`` found went unreported by default. Sized
+    from the class bits they are never longer than the full estimate's, so every piece it
+    reports is found; the hit of one that the lower bound would not make is checked against
+    the full estimate (``unsure_pieces``, ``verify_piece``: zxcvbn only then)."""
+    upper = s.mask_bits
+    return upper if len(upper) == len(s.value) else _bits(s)
+
+
+_PieceSizes = tuple[int | None, int | None, frozenset[int], frozenset[int]]
+
+
+@functools.lru_cache(maxsize=1024)
+def _piece_sizes(value: str, bits: tuple[float, ...], head: tuple[float, ...]) -> _PieceSizes:
+    """(bare prefix length, bare suffix length, masked tail sizes, masked head sizes) of a
+    value whose characters carry ``bits`` (``head``: with its public head at none): each
+    piece carries FRAGMENT_BITS, a masked one TAIL_BITS (a gateway shows 4 characters
+    whatever they carry; each length is searched whose characters carry TAIL_BITS)."""
+    n = len(value)
+    first = _shortest(head, FRAGMENT_BITS)
+    last = _shortest(reversed(bits), FRAGMENT_BITS)
     return (
-        head if head is not None and head < n else None,
-        tail if tail is not None and tail < n else None,
+        first if first is not None and first < n else None,
+        last if last is not None and last < n else None,
+        frozenset(size for size in MASKED_SIZES if size < n and sum(bits[-size:]) >= TAIL_BITS),
+        frozenset(size for size in MASKED_SIZES if size < n and sum(head[:size]) >= TAIL_BITS),
     )
+
+
+@functools.lru_cache(maxsize=1024)
+def unsure_pieces(s: Secret) -> frozenset[str]:
+    """The names of the pieces of ``s`` (bare prefix and suffix, their UTF-16-LE spellings,
+    masked heads and tails) whose hits must be verified with the full estimate before they
+    are reported (``verify_piece``): those of a user secret accepted early that its class
+    bits make and its lower bound would make otherwise (the full estimate lies between the
+    two at every character, and a piece's length or presence only grows as its characters'
+    bits fall: where both bounds agree, so does the full estimate, and no zxcvbn is run)."""
+    if len(s.mask_bits) != len(s.value):
+        return frozenset()
+    upper = _piece_sizes(s.value, s.mask_bits, _headless(s, s.mask_bits))
+    lower = _piece_sizes(s.value, _bits(s), head_bits(s))
+    names: set[str] = set()
+    if upper[0] is not None and upper[0] != lower[0]:
+        names |= {PREFIX.name(upper[0]), UTF16_PREFIX.name(upper[0])}
+    if upper[1] is not None and upper[1] != lower[1]:
+        names |= {SUFFIX.name(upper[1]), UTF16_SUFFIX.name(upper[1])}
+    names |= {MASKED_TAIL.name(size) for size in upper[2] - lower[2]}
+    names |= {MASKED_HEAD.name(size) for size in upper[3] - lower[3]}
+    return frozenset(names)
+
+
+def _full_estimate(s: Secret) -> Secret:
+    """``s`` with the bits of its full estimate (zxcvbn, once per value: ``_bits_of``), as
+    ``Secret.from_user(..., early=False)`` makes it."""
+    bits = _canaries._bits_of(s.value)
+    return Secret(
+        value=s.value, kind=s.kind, id=s.id, secret_class=s.secret_class, bits=bits,
+        generated=s.generated,
+    )  # fmt: skip
+
+
+#: bare pieces of the value's head, and of its tail: a longer piece of the same family
+#: holds a shorter one at its start, or at its end
+_LEADING = (PREFIX.prefix, UTF16_PREFIX.prefix)
+_TRAILING = (SUFFIX.prefix, UTF16_SUFFIX.prefix)
+
+
+def _family(name: str) -> str:
+    """What ``verify_piece`` matches a piece by: a bare piece's family (its length aside),
+    a masked head's or tail's own name (its size is what the bits decide)."""
+    family = name.rstrip("0123456789")
+    return family if family in _LEADING or family in _TRAILING else name
+
+
+@functools.lru_cache(maxsize=256)
+def _full_pieces(s: Secret) -> dict[str, tuple[tuple[str, bytes], ...]]:
+    """The pieces the full estimate makes of ``s`` (``unsure_pieces``' kinds), by
+    ``_family``: every spelling ``fragment_forms`` and ``utf16_forms`` give them."""
+    full = _full_estimate(s)
+    pieces: dict[str, list[tuple[str, bytes]]] = {}
+    for name, pattern in chain(fragment_forms(full), utf16_forms(full)):
+        if name.startswith((*_LEADING, *_TRAILING, MASKED_TAIL.prefix, MASKED_HEAD.prefix)):
+            pieces.setdefault(_family(name), []).append((name, pattern))
+    return {family: tuple(found) for family, found in pieces.items()}
+
+
+def verify_piece(
+    s: Secret, form: str, buf: bytes, start: int, end: int
+) -> tuple[str, bytes, int, int] | None:
+    """The piece the full estimate makes of ``s`` that ``buf`` holds where the needle
+    named ``form`` (one of ``unsure_pieces(s)``) was found at ``[start, end)``: (its name,
+    its bytes, where it starts and ends), or None when the full estimate reports nothing
+    there. A bare prefix or suffix the full estimate makes longer holds the one found, at
+    its start or its end (a piece's spellings escape character by character), so every
+    piece it reports is one of these hits; the longest that ``buf`` holds is taken. A
+    masked head or tail is the same needle, or none."""
+    family = _family(form)
+    best: tuple[str, bytes, int, int] | None = None
+    for name, pattern in _full_pieces(s).get(family, ()):
+        if family in _LEADING:
+            low, high = start, start + len(pattern)
+        elif family in _TRAILING:
+            low, high = end - len(pattern), end
+        else:
+            low, high = start, end
+        if low < 0 or high > len(buf) or buf[low:high] != pattern:
+            continue
+        if best is None or high - low > best[3] - best[2]:
+            best = (name, pattern, low, high)
+    return best
 
 
 def masked_bits_for(secrets: int) -> float:
@@ -877,10 +995,18 @@ def masked_bits_for(secrets: int) -> float:
 
 def weak_masks(s: Secret, need: float) -> frozenset[str]:
     """The names of the masked heads and tails of ``s`` whose characters carry less than
-    ``need`` bits (``masked_bits_for``): not reported in such a search (still masked)."""
+    ``need`` bits (``masked_bits_for``): not reported in such a search (still masked).
+    Asked of a hit only: for a user secret accepted early, counted with the full estimate
+    where its two bounds disagree (the lower bound called pieces weak that it reports)."""
     if need <= TAIL_BITS:
         return frozenset()
-    return _weak_masks(s.value, _bits(s), head_bits(s), need)
+    weak = _weak_masks(s.value, _bits(s), head_bits(s), need)
+    if len(s.mask_bits) == len(s.value):
+        upper = s.mask_bits
+        if weak != _weak_masks(s.value, upper, _headless(s, upper), need):
+            full = _full_estimate(s)
+            weak = _weak_masks(s.value, full.bits, head_bits(full), need)
+    return weak
 
 
 @functools.lru_cache(maxsize=1024)
@@ -934,20 +1060,21 @@ def _fragment_forms(s: Secret, *, windows_apart: bool) -> list[tuple[str, bytes]
             for i in range(start, start + size - WINDOW_CHARS + 1)
         )
 
-    first, last = _fragment_lengths(s)
+    # (sized from the upper bits: a superset of the full estimate's, see _upper_bits)
+    upper = _upper_bits(s)
+    first, last, tails, heads = _piece_sizes(v, upper, _headless(s, upper))
     if first is not None:
         forms += _fragment_spellings(PREFIX.name(first), v[:first])
     if last is not None:
         forms += _fragment_spellings(SUFFIX.name(last), v[-last:])
     # Masked heads and tails: a gateway shows 4 characters whatever they carry; each length
     # is searched whose characters carry TAIL_BITS.
-    visible = head_bits(s)  # (the bits of a masked head: once, not per size)
     for size in MASKED_SIZES:
-        if size < len(v) and sum(bits[-size:]) >= TAIL_BITS:
+        if size in tails:
             if not holds_window(len(v) - size, size):
                 name, tail = MASKED_TAIL.name(size), _utf8(v[-size:])
                 forms += [(name, context + tail) for context in _TAIL_CONTEXT_BYTES]
-        if size < len(v) and sum(visible[:size]) >= TAIL_BITS:
+        if size in heads:
             if not holds_window(0, size):
                 name, head = MASKED_HEAD.name(size), _utf8(v[:size])
                 forms += [(name, head + context) for context in _HEAD_CONTEXT_BYTES]
@@ -1399,11 +1526,16 @@ def decode_keys(secret: Secret) -> tuple[bytes, ...] | None:
     run = _utf8(base)
     utf16 = base.encode("utf-16-le")
     bases = [run, run.lower(), run.upper()]
-    # fragments: the prefix and suffix pieces need not hold the secret's run
+    # fragments: the prefix and suffix pieces need not hold the secret's run (their runs
+    # counted with the bits they are sized from: an early-accepted secret's shorter pieces
+    # held no run of KEY_MIN_BITS by its lower bound, and each piece reported holds them)
+    upper = _upper_bits(secret)
     for name, fragment in fragment_forms(secret):
         if name.startswith((PREFIX.prefix, SUFFIX.prefix, LINE.prefix)):
             text = fragment.decode("utf-8", "surrogatepass")
-            piece_bits = bits[: len(text)] if name.startswith(PREFIX.prefix) else bits[-len(text) :]
+            piece_bits = (
+                upper[: len(text)] if name.startswith(PREFIX.prefix) else upper[-len(text) :]
+            )
             if name.startswith(LINE.prefix):
                 piece_bits = (6.0,) * len(text)
             own = _key_run(text, tuple(piece_bits))

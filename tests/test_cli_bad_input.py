@@ -31,6 +31,7 @@ import leakcheck.canaries as canaries_module
 import leakcheck.cli.budget as budget_module
 import leakcheck.cli.output as output_module
 import leakcheck.engine as engine_module
+import leakcheck.forms as forms_module
 from leakcheck.canaries import CANARY_GENERATION, Secret
 from leakcheck.cli import main
 from leakcheck.detect import Scanner
@@ -765,9 +766,15 @@ def test_the_output_masker_is_built_only_for_what_is_printed(scan, tmp_path, mon
         assert run.code == 0
     assert (built, windows) == ([], [])
     leaky = tmp_path / "leaky.log"
-    # (the prefix fragment and 7 characters more: fewer than a piece the excerpt masks
-    # itself, findings.PIECE_CHARS, so what is printed needs the masker's windows)
-    leaky.write_text(f"a {secrets[7].value}\nb {secrets[123].value[:23]}\nc {secrets[9].value}\n")
+    # (the prefix fragment reported, the full estimate's, and the characters after it to
+    # one window past the "@" where its masked span stops widening: fewer than a piece the
+    # excerpt masks itself, findings.PIECE_CHARS, so what is printed needs the masker's
+    # windows)
+    value = secrets[123].value
+    prefix = forms_module._fragment_lengths(Secret.from_user(value, id="S1", early=False))[0]
+    cut = value.index("@") + 6
+    assert prefix is not None and prefix < value.index("@") and cut - prefix < 10
+    leaky.write_text(f"a {secrets[7].value}\nb {value[:cut]}\nc {secrets[9].value}\n")
     run = scan("--format", "json", "--secrets-file", secrets_file, leaky, secrets=secrets)
     assert run.code == 1
     assert windows == [300]  # looked up in one pass...

@@ -171,9 +171,9 @@ def _add_scan(commands: Any) -> None:
     scan.add_argument(
         "--full-estimate",
         action="store_true",
-        help="judge every secret of --secrets-file with zxcvbn, none accepted early: "
-        "their short masked heads and tails as the full estimate makes them (4 random "
-        "characters: 23.8 bits), at 3 to 40 ms a secret",
+        help="judge every secret of --secrets-file with zxcvbn at start-up, none accepted "
+        "early (the same pieces are reported either way: an early-accepted secret's are "
+        "verified with zxcvbn when one is found), at 3 to 40 ms a secret",
     )
     scan.add_argument("paths", nargs="+", metavar="PATH", help="file, directory or '-'")
 
