@@ -1549,8 +1549,10 @@ def decode_keys(secret: Secret) -> tuple[bytes, ...] | None:
     keys.update(dict.fromkeys(first))
     for layer in (*bases[:1], *bases[3:], *cores, run.hex().encode(), run.hex().upper().encode()):
         keys.update(dict.fromkeys(_key_images(layer)))
-    # and the keys of its pieces, for a token split by colour, a wrap or a border
+    # and the keys of its pieces, for a token split by colour, a wrap or a border (sized
+    # with the upper bits, as its fragments are: an early-accepted secret's lower bound
+    # made windows longer than the pieces a wrap leaves)
     span = _key_run_span(value, bits)
     if span is not None:
-        keys.update(dict.fromkeys(_piece_keys(base, bits[span[0] : span[1]])))
+        keys.update(dict.fromkeys(_piece_keys(base, upper[span[0] : span[1]])))
     return tuple(keys)
