@@ -66,7 +66,9 @@ def watch_cache(
             else:
                 item.stash.setdefault(PENDING, []).extend(texts)
         else:
-            value = masked_value(value, mask)
+            from ..masking import mask_strings
+
+            value = mask_strings(value, mask)
         original(key, value)
 
     cache.set = judged_set
@@ -76,29 +78,6 @@ def watch_cache(
             del cache.set
 
     return restore
-
-
-def masked_value(value: object, mask: Callable[[str], str]) -> object:
-    """``value`` (what the cache stores: JSON) with every string in it masked, keys too;
-    ``value`` itself when nothing was masked."""
-    text = json.dumps(value, default=repr, ensure_ascii=False)
-    masked = mask(text)
-    if masked == text:
-        return value
-    try:  # (a mask label holds no quote and no backslash: the JSON stays JSON...)
-        return json.loads(masked)
-    except ValueError:  # (...unless a masked piece began right after a backslash)
-        return _masked_each(value, mask)
-
-
-def _masked_each(value: object, mask: Callable[[str], str]) -> object:
-    if isinstance(value, str):
-        return mask(value)
-    if isinstance(value, dict):
-        return {mask(str(k)): _masked_each(v, mask) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_masked_each(v, mask) for v in value]
-    return value
 
 
 def take_pending(item: pytest.Item, check: LeakCheck) -> None:
