@@ -217,7 +217,10 @@ class Secret(Value, frozen=True):
             )
         # (after the strength checks: a weak value's refusal blots what it shares instead)
         for name, given in (("id", id), ("kind", kind)):
-            if _without_pieces_of(value, str(given), _SHARED_PIECE) != str(given):
+            # (in any case: an id holding a lower-cased piece of the value went unmasked
+            # into every finding, found by a reviewing helper)
+            folded = str(given).casefold()
+            if _without_pieces_of(value.casefold(), folded, _SHARED_PIECE) != folded:
                 raise SecretIdError(
                     f"a secret's {name} shares a run of {_SHARED_PIECE} characters or more "
                     "with its value: it names the secret in every report, where the piece "

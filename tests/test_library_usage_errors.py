@@ -105,3 +105,15 @@ def test_checks_stopped_out_of_order_put_every_hook_back() -> None:
     quiet = logging.getLogger("leakcheck.tests.quiet")
     quiet.setLevel(logging.ERROR)
     assert not quiet.isEnabledFor(logging.DEBUG)
+
+
+def test_an_id_holding_a_piece_of_the_value_in_another_case_is_refused() -> None:
+    """The id names the secret in every finding, unmasked: a lower-cased piece of the value
+    there was accepted (found by a reviewing helper)."""
+    from leakcheck.canaries import Secret, SecretIdError
+
+    value = "Xq7vL2pZ9rT4mK8wB3nY6cH1"
+    with pytest.raises(SecretIdError) as refused:
+        Secret.from_user(value, id=value[1:11].lower())
+    assert value[1:9].lower() not in str(refused.value).lower()
+    assert Secret.from_user(value, id="deploy_token").id == "deploy_token"
