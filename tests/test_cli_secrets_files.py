@@ -159,7 +159,7 @@ def test_a_misspelt_option_is_said_by_its_command_with_the_one_meant(
     err = capsys.readouterr().err
     assert ended.value.code == 2
     assert "usage: leakcheck scan " in err
-    assert "unrecognized arguments: --secret-file (did you mean --secrets-file?)" in err
+    assert "unrecognized arguments: --secret-file (did you mean '--secrets-file'?)" in err
 
 
 @pytest.mark.parametrize("listed", ['[{"value": ""}]', '[""]'])

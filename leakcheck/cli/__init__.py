@@ -275,7 +275,7 @@ def _refuse_unrecognized(
     """argparse's "unrecognized arguments", said by the command's own parser (its usage
     line, not the top level's) with the option each misspelt one is close to
     (``--secret-file``: did you mean ``--secrets-file``?)."""
-    import difflib
+    from ..errors import did_you_mean
 
     subparsers = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
     commands: dict[str, argparse.ArgumentParser] = subparsers[0].choices if subparsers else {}
@@ -283,8 +283,8 @@ def _refuse_unrecognized(
     options = [name for action in owner._actions for name in action.option_strings]
     said = []
     for arg in extra:
-        close = difflib.get_close_matches(arg.partition("=")[0], options, n=1, cutoff=0.75)
-        said.append(f"{arg} (did you mean {close[0]}?)" if arg.startswith("--") and close else arg)
+        hint = did_you_mean(arg.partition("=")[0], options) if arg.startswith("--") else ""
+        said.append(arg + hint)
     owner.error(f"unrecognized arguments: {' '.join(said)}")
 
 
