@@ -243,3 +243,17 @@ def test_an_invalid_choice_is_quoted_only_when_it_is_a_typo(
         assert code == 2 and f"invalid choice: '{typo}'" in said
     code, said = _usage_error(capsys, ["scan", "--engine", "hyperscna", str(log)])
     assert code == 2 and "invalid choice: 'hyperscna'" in said
+
+
+def test_an_unknown_option_with_a_value_taken_for_a_path_never_shows_the_value(
+    files: tuple[Path, Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--tokn="<passphrase>"`` after the options is a PATH to argparse; its "no such
+    file" quoted the passphrase whole (found by a reviewing helper)."""
+    one, _, log = files
+    passphrase = "correct horse battery staple"
+    code, out, err = scan(capsys, "--secrets-file", one, f"--tokn={passphrase}", log)
+    assert (code, passphrase in out + err) == (2, False)
+    assert (
+        "nor an option of this command: --tokn= (a value of 28 characters, not shown)" in out + err
+    )

@@ -40,7 +40,15 @@ class Inputs:
         try:
             status = os.stat(arg)
         except FileNotFoundError:
-            # (a credential given as a PATH is described, not quoted)
+            # (a credential given as a PATH is described, not quoted; so is the value of an
+            # option this command does not know, "--tokn=<a passphrase>", taken for a PATH)
+            if arg.startswith("--") and "=" in arg:
+                name, _, value = arg.partition("=")
+                self.errors.append(
+                    f"no such file or directory, nor an option of this command: {display(name)}="
+                    f" (a value of {len(value)} characters, not shown)"
+                )
+                return
             shown = named(arg) if credential_argument(arg) else display(arg)
             self.errors.append(f"no such file or directory: {shown}")
             return
